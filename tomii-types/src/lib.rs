@@ -1,0 +1,18 @@
+//! Tomii's two ABIs and nothing else: the scheduler vtable with its task descriptor, and the kernel
+//! registry with its tagged value. `abi` is the raw C view (source of the generated headers);
+//! `scheduler` and `kernel` are the safe Rust layers with their export macros.
+//!
+//! This crate depends on no other crate of the workspace, and never will.
+
+pub mod abi;
+mod errbuf;
+pub mod kernel;
+pub mod scheduler;
+pub mod stable;
+
+pub use errbuf::{panic_message, write_error};
+
+#[doc(hidden)]
+pub mod __private {
+    pub use abi_stable;
+}
