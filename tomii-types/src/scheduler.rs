@@ -23,6 +23,9 @@ pub struct NodeSummary {
     pub name: String,
     pub factor: u32,
     pub priority: i32,
+    /// Workers allowed to run this node's tasks: `worker_lo .. worker_hi`.
+    pub worker_lo: u32,
+    pub worker_hi: u32,
 }
 
 /// What a scheduler learns at create time, copied out of the host's [`TomiiSchedInit`].
@@ -60,7 +63,13 @@ impl InitInfo {
         // SAFETY: the caller guarantees the arrays have the stated lengths and NUL-terminated strings.
         let nodes = unsafe { slice_or_empty(raw.nodes, raw.node_count as usize) }
             .iter()
-            .map(|n| NodeSummary { name: unsafe { text(n.name) }, factor: n.factor, priority: n.priority })
+            .map(|n| NodeSummary {
+                name: unsafe { text(n.name) },
+                factor: n.factor,
+                priority: n.priority,
+                worker_lo: n.worker_lo,
+                worker_hi: n.worker_hi,
+            })
             .collect();
         // SAFETY: as above.
         let knobs = unsafe { slice_or_empty(raw.knobs, raw.knob_count) }

@@ -86,13 +86,18 @@ pub struct TomiiKnobDesc {
     pub description: *const c_char,
 }
 
-/// What the host tells a node of the graph about itself at create time.
+/// What the host tells the scheduler about one node of the graph at create time.
 #[repr(C)]
 #[derive(StableAbi, Clone, Copy, Debug)]
 pub struct TomiiNodeSummary {
     pub name: *const c_char,
+    /// Instances per frame.
     pub factor: u32,
+    /// As in `TomiiTask::priority`.
     pub priority: i32,
+    /// Workers allowed to run this node's tasks: `worker_lo .. worker_hi`.
+    pub worker_lo: u32,
+    pub worker_hi: u32,
 }
 
 /// Everything a scheduler learns at create time. Valid only during `create`; copy what you keep.
