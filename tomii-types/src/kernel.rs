@@ -200,8 +200,8 @@ unsafe fn view<'a>(value: &'a TomiiValue) -> ValueRef<'a> {
             TOMII_TAG_U8 | TOMII_TAG_U16 | TOMII_TAG_U32 | TOMII_TAG_U64 | TOMII_TAG_USIZE => ValueRef::UInt(p.u),
             TOMII_TAG_I128 => ValueRef::I128((u128::from(p.wide[1]) << 64 | u128::from(p.wide[0])) as i128),
             TOMII_TAG_U128 => ValueRef::U128(u128::from(p.wide[1]) << 64 | u128::from(p.wide[0])),
-            TOMII_TAG_F32 => ValueRef::F32(p.f32_),
-            TOMII_TAG_F64 => ValueRef::F64(p.f64_),
+            TOMII_TAG_F32 => ValueRef::F32(p.f32),
+            TOMII_TAG_F64 => ValueRef::F64(p.f64),
             TOMII_TAG_C32 => ValueRef::C32(p.c32),
             TOMII_TAG_C64 => ValueRef::C64(p.c64),
             TOMII_TAG_CHAR => ValueRef::Char(char::from_u32(p.u as u32).unwrap_or(char::REPLACEMENT_CHARACTER)),
@@ -307,10 +307,10 @@ impl Value {
         scalar(TOMII_TAG_I64, TomiiPayload { i: v })
     }
     pub fn f64(v: f64) -> Value {
-        scalar(TOMII_TAG_F64, TomiiPayload { f64_: v })
+        scalar(TOMII_TAG_F64, TomiiPayload { f64: v })
     }
     pub fn f32(v: f32) -> Value {
-        scalar(TOMII_TAG_F32, TomiiPayload { f32_: v })
+        scalar(TOMII_TAG_F32, TomiiPayload { f32: v })
     }
     /// A scalar of any tag whose payload fits `u`/`i` (integers narrower than 64 bits are widened).
     pub fn int(tag: TomiiTag, bits: u64) -> Value {

@@ -336,7 +336,10 @@ unsafe extern "C" fn task_started<S: Scheduler>(state: *mut c_void, worker: u32,
     if !state.is_null() && !task.is_null() {
         // SAFETY: valid state and descriptor for the call, as the ABI requires.
         let (scheduler, task) = unsafe { (state_ref::<S>(state), &*task) };
-        guarded(|| Ok(scheduler.task_started(worker, task)));
+        guarded(|| {
+            scheduler.task_started(worker, task);
+            Ok(())
+        });
     }
 }
 
@@ -349,7 +352,10 @@ unsafe extern "C" fn task_completed<S: Scheduler>(
     if !state.is_null() && !task.is_null() {
         // SAFETY: valid state and descriptor for the call, as the ABI requires.
         let (scheduler, task) = unsafe { (state_ref::<S>(state), &*task) };
-        guarded(|| Ok(scheduler.task_completed(worker, task, duration_ns)));
+        guarded(|| {
+            scheduler.task_completed(worker, task, duration_ns);
+            Ok(())
+        });
     }
 }
 
@@ -357,7 +363,10 @@ unsafe extern "C" fn frame_started<S: Scheduler>(state: *mut c_void, frame: u64,
     if !state.is_null() {
         // SAFETY: valid state, as the ABI requires.
         let scheduler = unsafe { state_ref::<S>(state) };
-        guarded(|| Ok(scheduler.frame_started(frame, slot)));
+        guarded(|| {
+            scheduler.frame_started(frame, slot);
+            Ok(())
+        });
     }
 }
 
@@ -365,7 +374,10 @@ unsafe extern "C" fn frame_completed<S: Scheduler>(state: *mut c_void, frame: u6
     if !state.is_null() {
         // SAFETY: valid state, as the ABI requires.
         let scheduler = unsafe { state_ref::<S>(state) };
-        guarded(|| Ok(scheduler.frame_completed(frame, slot, latency_ns)));
+        guarded(|| {
+            scheduler.frame_completed(frame, slot, latency_ns);
+            Ok(())
+        });
     }
 }
 

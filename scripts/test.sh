@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The one command that runs every gate and test from a fresh clone: `bash scripts/test.sh`.
+# Needs cargo, python3 and a C compiler on PATH; adds rustfmt/clippy through rustup when missing.
+# `bash scripts/test.sh STEP...` runs only the named steps (the Makefile's targets do this).
+# It checks and never fixes: no formatting, no header regeneration (see `make blessed-headers`).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+ALL_STEPS=(setup build fmt clippy deps headers test)
+
+run() {
+    echo "+ $*"
+    "$@"
+}
+
+# Adds a rustup component when `cargo SUBCOMMAND` does not run.
+need_component() {
+    local component=$1 subcommand=$2
+    cargo "$subcommand" --version >/dev/null 2>&1 && return
+    command -v rustup >/dev/null || { echo "error: 'cargo $subcommand' is missing and there is no rustup to add $component" >&2; return 1; }
+    run rustup component add "$component"
+}
+
+step_setup() {
+    local tool
+    for tool in cargo python3 cc; do
+        command -v "$tool" >/dev/null || { echo "error: '$tool' is not on PATH; install it first" >&2; return 1; }
+    done
+    need_component rustfmt fmt
+    need_component clippy clippy
+    cargo --version
+    python3 --version
+    cc --version | head -n 1
+}
+
+# The tests load the plugin .so files from target/debug, so the whole workspace is built first.
+step_build() { run cargo build --workspace; }
+step_fmt() { run cargo fmt --all --check; }
+step_clippy() { run cargo clippy --workspace --all-targets -- -D warnings; }
+step_deps() { run python3 scripts/check_deps.py; }
+step_headers() { run cargo test -p tomii-types --test headers; }
+step_test() { run cargo test --workspace; }
+
+steps=("$@")
+[[ ${#steps[@]} -gt 0 ]] || steps=("${ALL_STEPS[@]}")
+for step in "${steps[@]}"; do
+    declare -F "step_$step" >/dev/null || { echo "error: unknown step '$step' (steps: ${ALL_STEPS[*]})" >&2; exit 2; }
+done
+
+current=""
+trap 'rc=$?; [[ $rc -eq 0 || -z $current ]] || printf "\n==> FAILED in step %s (exit %d)\n" "$current" "$rc" >&2' EXIT
+
+times=()
+for i in "${!steps[@]}"; do
+    current=${steps[i]}
+    printf '\n==> [%d/%d] %s\n' $((i + 1)) ${#steps[@]} "$current"
+    start=$SECONDS
+    "step_$current"
+    times+=("$(printf '%-8s %5ds' "$current" $((SECONDS - start)))")
+done
+current=""
+
+printf '\n==> passed: %s\n' "${steps[*]}"
+printf '    %s\n' "${times[@]}"

@@ -1,0 +1,175 @@
+//! The `tomii` command: `tomii run GRAPH --dylib KERNELS.so ...` replays a graph and reports.
+//!
+//! Every failure is one line on stderr starting with `error:` and a non-zero exit status; the
+//! binary never shows a panic trace for bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use tomii_core::engine::{self, Report, RunConfig};
+use tomii_core::graph;
+use tomii_core::plugin::{KernelSet, SchedulerPlugin};
+
+/// Tomii: replay a streaming task graph over many frames with a pluggable scheduler.
+#[derive(Parser)]
+#[command(name = "tomii", version, flatten_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a graph: load its kernels and a scheduler, replay it over FRAMES frames, report.
+    Run(RunArgs),
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// The graph JSON file.
+    #[arg(value_name = "GRAPH", required_unless_present = "json", conflicts_with = "json")]
+    graph: Option<PathBuf>,
+    /// The graph JSON file (alternative spelling of GRAPH).
+    #[arg(long, value_name = "GRAPH", hide_short_help = true)]
+    json: Option<PathBuf>,
+    /// A kernel library (.so) whose kernels the graph's nodes call; repeat for several.
+    #[arg(long = "dylib", value_name = "PATH")]
+    dylibs: Vec<PathBuf>,
+    /// Worker threads.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    workers: u32,
+    /// Frames in flight at once.
+    #[arg(long, default_value_t = 1, value_name = "S")]
+    slots: u32,
+    /// Frames to run.
+    #[arg(long, alias = "max-frames", default_value_t = 1, value_name = "F")]
+    frames: u64,
+    /// Scheduler by name: loads libtomii_sched_NAME.so from $TOMII_SCHEDULER_PATH or beside this
+    /// binary.
+    #[arg(long, value_name = "NAME", default_value = "fifo", conflicts_with = "scheduler_plugin")]
+    scheduler: String,
+    /// Scheduler by path to its .so (Rust or C).
+    #[arg(long, value_name = "PATH")]
+    scheduler_plugin: Option<PathBuf>,
+    /// An option of the scheduler, KEY=VALUE; repeat for several.
+    #[arg(long = "sched-opt", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    sched_opts: Vec<(String, String)>,
+    /// Write the trace (one row per task execution) to this CSV file.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Write the report (throughput, latency percentiles, per-node and per-worker figures) as JSON.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// The most tasks a worker takes from the scheduler at once.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pop_batch: u32,
+    /// Do not time each kernel (per-node times and busy fractions are then absent).
+    #[arg(long)]
+    no_task_timing: bool,
+    /// Stop with an error when every worker has been idle this long while frames are incomplete.
+    #[arg(long, default_value_t = 2000, value_name = "MS")]
+    stall_timeout_ms: u64,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn parse_key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("expected KEY=VALUE, got {text:?}")),
+    }
+}
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        let message = tomii_types::panic_message(info.payload());
+        let place = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        eprintln!("error: internal error (please report it): {message}{place}");
+    }));
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {}", one_line(&error));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes on one line.
+fn one_line(error: &anyhow::Error) -> String {
+    error.chain().map(|cause| cause.to_string()).collect::<Vec<_>>().join(": ").replace('\n', " ")
+}
+
+fn run(args: RunArgs) -> Result<()> {
+    let graph_path = args.graph.as_ref().or(args.json.as_ref()).context("no graph given")?;
+    let graph = graph::load_file(graph_path)?;
+    let kernels = KernelSet::load(&args.dylibs)?;
+    let scheduler = match &args.scheduler_plugin {
+        Some(path) => SchedulerPlugin::load(path)?,
+        None => SchedulerPlugin::find(&args.scheduler)?,
+    };
+    // Fail on an unwritable output before spending the run.
+    for path in [&args.trace, &args.report].into_iter().flatten() {
+        check_writable(path)?;
+    }
+    let config = RunConfig {
+        workers: args.workers,
+        slots: args.slots,
+        frames: args.frames,
+        pop_batch: args.pop_batch,
+        trace: args.trace.is_some(),
+        task_timing: !args.no_task_timing,
+        collect_outputs: false,
+        stall_timeout: Duration::from_millis(args.stall_timeout_ms),
+        scheduler_options: args.sched_opts,
+    };
+    let outcome = engine::run(&graph, &kernels, &scheduler, &config)?;
+    if let Some(path) = &args.trace {
+        outcome.write_trace_csv(path)?;
+    }
+    if let Some(path) = &args.report {
+        let text = serde_json::to_string_pretty(&outcome.report)?;
+        std::fs::write(path, text + "\n").with_context(|| format!("{}: cannot write the report", path.display()))?;
+    }
+    if !args.quiet {
+        println!("{}", summary(&outcome.report));
+    }
+    Ok(())
+}
+
+fn check_writable(path: &Path) -> Result<()> {
+    if path.is_dir() {
+        bail!("{}: is a directory; give a file name", path.display());
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(drop)
+        .with_context(|| format!("{}: cannot write here", path.display()))
+}
+
+fn summary(report: &Report) -> String {
+    let l = &report.latency_us;
+    format!(
+        "{} on {}: {} frames ({} tasks) in {:.3} s: {:.0} frames/s, {:.0} tasks/s; frame latency p50 {:.1} µs, p95 {:.1} µs, p99 {:.1} µs",
+        report.scheduler.name,
+        if report.graph.is_empty() { "graph" } else { &report.graph },
+        report.frames,
+        report.tasks,
+        report.wall_time_s,
+        report.throughput_frames_per_s,
+        report.tasks_per_s,
+        l.p50,
+        l.p95,
+        l.p99
+    )
+}

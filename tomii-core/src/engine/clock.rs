@@ -1,0 +1,44 @@
+//! The run's clock: raw cycle-counter ticks on the hot path, nanoseconds at the edges.
+//!
+//! `quanta` reads the TSC where it is invariant (a few ns) and falls back to the OS monotonic clock
+//! elsewhere. Raw ticks are only ever compared within one run and converted with `to_ns`.
+
+/// Ticks since an arbitrary origin; convert with [`Clock::ns_since_start`].
+pub type Ticks = u64;
+
+pub struct Clock {
+    clock: quanta::Clock,
+    start: Ticks,
+}
+
+impl Clock {
+    pub fn new() -> Self {
+        let clock = quanta::Clock::new();
+        let start = clock.raw();
+        Clock { clock, start }
+    }
+
+    /// The current time in raw ticks.
+    #[inline]
+    pub fn now(&self) -> Ticks {
+        self.clock.raw()
+    }
+
+    /// Nanoseconds from the clock's creation to `ticks` (0 for ticks before it).
+    #[inline]
+    pub fn ns_since_start(&self, ticks: Ticks) -> u64 {
+        if ticks <= self.start { 0 } else { self.clock.delta_as_nanos(self.start, ticks) }
+    }
+
+    /// A duration in ticks, in nanoseconds.
+    #[inline]
+    pub fn ticks_to_ns(&self, ticks: Ticks) -> u64 {
+        self.clock.delta_as_nanos(0, ticks)
+    }
+
+    /// Nanoseconds between two tick readings (0 if `end` precedes `start`).
+    #[inline]
+    pub fn ns_between(&self, start: Ticks, end: Ticks) -> u64 {
+        if end <= start { 0 } else { self.clock.delta_as_nanos(start, end) }
+    }
+}

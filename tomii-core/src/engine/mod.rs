@@ -1,0 +1,131 @@
+//! The frame/slot engine: replays a compiled graph over `frames` frames, `slots` of them in flight,
+//! on the runtime's own worker threads, asking the loaded scheduler what to run.
+//!
+//! `run` is the whole life of a run: check the configuration, bind kernels, create the scheduler,
+//! start the first frames, run the workers, then build the report. The protocols (slots and
+//! generations, readiness, idle workers, shutdown) are described in README.md beside this file.
+
+mod clock;
+mod report;
+mod sleep;
+mod slots;
+mod trace;
+mod worker;
+
+pub use report::{Latency, NodeReport, Report, SchedulerReport, WorkerReport};
+pub use trace::TraceRecord;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::graph::CompiledGraph;
+use crate::plugin::{KernelSet, PluginError, SchedulerPlugin};
+
+/// Everything a run is told besides the graph and the plugins.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub workers: u32,
+    pub slots: u32,
+    pub frames: u64,
+    /// The most tasks a worker asks the scheduler for at once.
+    pub pop_batch: u32,
+    /// Record one trace record per task.
+    pub trace: bool,
+    /// Measure every kernel's duration (per-node times, busy fractions, cost estimates).
+    pub task_timing: bool,
+    /// Keep the results of sink instances (those without successors) of every frame.
+    pub collect_outputs: bool,
+    /// How long every worker may be idle, with frames incomplete and the scheduler handing out
+    /// nothing, before the run stops as stalled.
+    pub stall_timeout: Duration,
+    /// The scheduler's own `key=value` options.
+    pub scheduler_options: Vec<(String, String)>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            workers: 1,
+            slots: 1,
+            frames: 1,
+            pop_batch: 1,
+            trace: false,
+            task_timing: true,
+            collect_outputs: false,
+            stall_timeout: Duration::from_secs(2),
+            scheduler_options: Vec::new(),
+        }
+    }
+}
+
+/// Why a run failed. Each message is one line naming what failed and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{0}")]
+    Config(String),
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
+    #[error("kernel {kernel:?} failed in node {node:?} instance {instance}, frame {frame}: {message}")]
+    Kernel { node: String, kernel: String, instance: u32, frame: u64, message: String },
+    #[error("scheduler {scheduler:?} broke its contract: {violation}")]
+    SchedulerFault { scheduler: String, violation: String },
+    #[error(
+        "scheduler {scheduler:?} stalled: every worker was idle for {timeout_ms} ms with {incomplete} frame(s) incomplete and nothing handed out (was a pushed task lost?)"
+    )]
+    Stall { scheduler: String, timeout_ms: u128, incomplete: u64 },
+    #[error("{path}: {reason}")]
+    Io { path: PathBuf, reason: String },
+    #[error("internal error (please report it): {0}")]
+    Internal(String),
+}
+
+/// An owned copy of one output value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output {
+    None,
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Text(String),
+    Bytes(Vec<u8>),
+    /// Anything else (wide integers, complex numbers, arrays, lists, objects), as its debug text.
+    Other(String),
+}
+
+/// The outputs of one frame: (node, instance, value) for every sink instance.
+pub type FrameOutputs = Vec<(u32, u32, Output)>;
+
+/// What a successful run produced.
+pub struct RunOutcome {
+    pub report: Report,
+    /// Every task execution, sorted by start time (empty unless `trace` was set).
+    pub trace: Vec<TraceRecord>,
+    /// Per frame, when `collect_outputs` was set.
+    pub outputs: Vec<FrameOutputs>,
+    clock: clock::Clock,
+    node_names: Vec<String>,
+}
+
+impl RunOutcome {
+    /// Writes the trace as CSV (times in ns since the run started).
+    pub fn write_trace_csv(&self, path: &std::path::Path) -> Result<(), RunError> {
+        trace::write_csv(path, &self.trace, &self.node_names, &self.clock)
+            .map_err(|e| RunError::Io { path: path.to_owned(), reason: e.to_string() })
+    }
+
+    /// Nanoseconds since the run started, for a trace time.
+    pub fn ns(&self, ticks: u64) -> u64 {
+        self.clock.ns_since_start(ticks)
+    }
+}
+
+/// Runs `graph` with the kernels of `kernels` and the scheduler `scheduler`.
+pub fn run(
+    graph: &CompiledGraph,
+    kernels: &KernelSet,
+    scheduler: &SchedulerPlugin,
+    config: &RunConfig,
+) -> Result<RunOutcome, RunError> {
+    worker::Engine::run(graph, kernels, scheduler, config)
+}

@@ -1,0 +1,160 @@
+//! The run report: what a run measured, as a serialisable value (written as JSON by the CLI).
+//!
+//! Throughput is frames completed over the wall time of the whole run, not the inverse of a
+//! latency. Everything here is computed after the run from per-worker counters and per-frame
+//! latencies; nothing here runs on the hot path.
+
+use serde::Serialize;
+
+use super::clock::{Clock, Ticks};
+
+/// Per-node counters kept by one worker.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NodeCounters {
+    pub count: u64,
+    pub ticks: Ticks,
+    pub max_ticks: Ticks,
+}
+
+/// Counters kept by one worker during the run.
+#[derive(Clone, Debug, Default)]
+pub struct WorkerCounters {
+    pub tasks: u64,
+    /// Ticks spent inside kernels.
+    pub busy: Ticks,
+    pub per_node: Vec<NodeCounters>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub tomii_version: &'static str,
+    pub graph: String,
+    pub scheduler: SchedulerReport,
+    pub workers: u32,
+    pub slots: u32,
+    pub frames: u64,
+    pub tasks: u64,
+    pub wall_time_s: f64,
+    /// Frames completed per second of wall time over the whole run.
+    pub throughput_frames_per_s: f64,
+    pub tasks_per_s: f64,
+    /// Frame latency: from a frame's start (its roots pushed) to its last task's completion.
+    pub latency_us: Latency,
+    /// Whether kernel times were measured (per-node times and busy fractions need it).
+    pub task_timing: bool,
+    pub trace: bool,
+    pub per_node: Vec<NodeReport>,
+    pub per_worker: Vec<WorkerReport>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SchedulerReport {
+    pub name: String,
+    pub path: String,
+    /// Whether the full type layout was verified (Rust plugins carry an `abi_stable` module).
+    pub layout_checked: bool,
+    /// What the scheduler's `stats` hook reported, if anything.
+    pub stats: Option<serde_json::Value>,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Latency {
+    pub mean: f64,
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeReport {
+    pub name: String,
+    pub function: String,
+    pub count: u64,
+    /// Kernel time summed over the run (null without task timing).
+    pub total_us: Option<f64>,
+    pub mean_us: Option<f64>,
+    pub max_us: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkerReport {
+    pub worker: u32,
+    pub tasks: u64,
+    /// Seconds spent inside kernels (null without task timing).
+    pub busy_s: Option<f64>,
+    /// `busy_s` over the wall time.
+    pub busy_fraction: Option<f64>,
+}
+
+/// Latency statistics of `samples_ns` in microseconds (nearest-rank percentiles).
+pub fn latency(mut samples_ns: Vec<u64>) -> Latency {
+    if samples_ns.is_empty() {
+        return Latency::default();
+    }
+    samples_ns.sort_unstable();
+    let n = samples_ns.len();
+    let us = |ns: u64| ns as f64 / 1e3;
+    let rank = |p: f64| samples_ns[((p * n as f64).ceil() as usize).clamp(1, n) - 1];
+    Latency {
+        mean: samples_ns.iter().map(|&ns| ns as f64).sum::<f64>() / n as f64 / 1e3,
+        p50: us(rank(0.50)),
+        p95: us(rank(0.95)),
+        p99: us(rank(0.99)),
+        min: us(samples_ns[0]),
+        max: us(samples_ns[n - 1]),
+    }
+}
+
+/// Per-node figures, summed over workers.
+pub fn per_node(names: &[(String, String)], workers: &[WorkerCounters], clock: &Clock, timing: bool) -> Vec<NodeReport> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(node, (name, function))| {
+            let counters = workers.iter().map(|w| w.per_node[node]);
+            let count: u64 = counters.clone().map(|c| c.count).sum();
+            let ticks: Ticks = counters.clone().map(|c| c.ticks).sum();
+            let max_ticks = counters.map(|c| c.max_ticks).max().unwrap_or(0);
+            let total_us = clock.ticks_to_ns(ticks) as f64 / 1e3;
+            NodeReport {
+                name: name.clone(),
+                function: function.clone(),
+                count,
+                total_us: timing.then_some(total_us),
+                mean_us: timing.then(|| if count == 0 { 0.0 } else { total_us / count as f64 }),
+                max_us: timing.then(|| clock.ticks_to_ns(max_ticks) as f64 / 1e3),
+            }
+        })
+        .collect()
+}
+
+/// Per-worker figures.
+pub fn per_worker(workers: &[WorkerCounters], clock: &Clock, wall_s: f64, timing: bool) -> Vec<WorkerReport> {
+    workers
+        .iter()
+        .enumerate()
+        .map(|(worker, w)| {
+            let busy_s = clock.ticks_to_ns(w.busy) as f64 / 1e9;
+            WorkerReport {
+                worker: worker as u32,
+                tasks: w.tasks,
+                busy_s: timing.then_some(busy_s),
+                busy_fraction: timing.then(|| if wall_s > 0.0 { busy_s / wall_s } else { 0.0 }),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let l = latency((1..=100).map(|i| i * 1000).collect());
+        assert_eq!((l.p50, l.p95, l.p99, l.min, l.max), (50.0, 95.0, 99.0, 1.0, 100.0));
+        assert!((l.mean - 50.5).abs() < 1e-9);
+    }
+}

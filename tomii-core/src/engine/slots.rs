@@ -1,0 +1,216 @@
+//! Per-slot state: dependency counters, claim counters, results and frame bookkeeping, for every
+//! (slot, instance) pair, in flat arrays indexed `slot * instances + instance`.
+//!
+//! Nothing here is ever reset: every counter grows monotonically and is compared against a target
+//! derived from the slot's generation, which makes recycling a slot O(1). See README.md, "Slots and
+//! generations", for the argument.
+//!
+//! # Memory ordering
+//! Arrival counters use `AcqRel` read-modify-writes, so the increment that makes an instance ready
+//! acquires every predecessor's result write (each predecessor stores its result, then increments
+//! with release; all increments form one release sequence). The `done` counter orders a slot's
+//! completion after every task of the frame. Generations are published with release before a
+//! frame's roots are pushed and read with acquire when validating a popped handle.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use tomii_types::abi::TomiiValue;
+use tomii_types::kernel::Value;
+
+/// Bits of a handle holding the instance index.
+const INSTANCE_BITS: u32 = 32;
+/// Bits of a handle holding the slot index.
+const SLOT_BITS: u32 = 24;
+/// The most slots a run may have.
+pub const MAX_SLOTS: u32 = 1 << SLOT_BITS;
+
+/// Where a handle points, once decoded and range-checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskRef {
+    pub slot: u32,
+    pub instance: u32,
+    /// The low 8 bits of the generation the handle was issued for.
+    pub tag: u32,
+}
+
+/// Encodes a task handle: generation tag (8 bits), slot (24 bits), instance (32 bits).
+#[inline]
+pub fn encode_handle(slot: u32, instance: u32, generation: u32) -> u64 {
+    (u64::from(generation & 0xFF) << (INSTANCE_BITS + SLOT_BITS)) | (u64::from(slot) << INSTANCE_BITS) | u64::from(instance)
+}
+
+/// Decodes a handle without checking it against the table.
+#[inline]
+pub fn decode_handle(handle: u64) -> TaskRef {
+    TaskRef {
+        slot: ((handle >> INSTANCE_BITS) & u64::from(MAX_SLOTS - 1)) as u32,
+        instance: handle as u32,
+        tag: (handle >> (INSTANCE_BITS + SLOT_BITS)) as u32,
+    }
+}
+
+/// One task's result. Written only by the task itself, read only by its successors in the same
+/// generation; overwritten (old value released) when the slot's next frame runs the task.
+struct ResultCell(UnsafeCell<TomiiValue>);
+
+// SAFETY: access follows the protocol above: a cell has one writer per generation, readers only
+// after the writer's release (the arrival counter), and the next write only after every reader of
+// the previous generation has finished (the slot's done counter).
+unsafe impl Sync for ResultCell {}
+
+/// Frame bookkeeping of one slot.
+pub struct Slot {
+    /// How many frames this slot has started, minus one (wraps from `u32::MAX` to 0 at the first).
+    pub generation: AtomicU32,
+    /// Frame number of the frame in the slot.
+    pub frame: AtomicU64,
+    /// When the frame started, in clock ticks.
+    pub started: AtomicU64,
+    /// Tasks completed in this slot, over all its generations.
+    pub done: AtomicU64,
+}
+
+pub struct SlotTable {
+    instances: usize,
+    slots: Box<[Slot]>,
+    arrivals: Box<[AtomicU64]>,
+    claims: Box<[AtomicU32]>,
+    results: Box<[ResultCell]>,
+}
+
+impl SlotTable {
+    pub fn new(slots: u32, instances: usize) -> Self {
+        let cells = slots as usize * instances;
+        SlotTable {
+            instances,
+            slots: (0..slots)
+                .map(|_| Slot {
+                    generation: AtomicU32::new(u32::MAX),
+                    frame: AtomicU64::new(0),
+                    started: AtomicU64::new(0),
+                    done: AtomicU64::new(0),
+                })
+                .collect(),
+            arrivals: (0..cells).map(|_| AtomicU64::new(0)).collect(),
+            claims: (0..cells).map(|_| AtomicU32::new(0)).collect(),
+            results: (0..cells).map(|_| ResultCell(UnsafeCell::new(TomiiValue::NONE))).collect(),
+        }
+    }
+
+    #[inline]
+    pub fn slot(&self, slot: u32) -> &Slot {
+        &self.slots[slot as usize]
+    }
+
+    #[inline]
+    fn cell(&self, slot: u32, instance: u32) -> usize {
+        slot as usize * self.instances + instance as usize
+    }
+
+    /// Whether a decoded handle names an existing slot and instance.
+    #[inline]
+    pub fn contains(&self, task: TaskRef) -> bool {
+        (task.slot as usize) < self.slots.len() && (task.instance as usize) < self.instances
+    }
+
+    /// Starts the slot's next generation; returns it.
+    pub fn begin_frame(&self, slot: u32, frame: u64, now: u64) -> u32 {
+        let s = self.slot(slot);
+        s.frame.store(frame, Ordering::Relaxed);
+        s.started.store(now, Ordering::Relaxed);
+        s.generation.fetch_add(1, Ordering::Release).wrapping_add(1)
+    }
+
+    /// Records one arrival on `instance`; true when it was the last of the `deps` it waits for in
+    /// `generation`, i.e. the instance just became ready.
+    #[inline]
+    pub fn arrive(&self, slot: u32, instance: u32, generation: u32, deps: u32) -> bool {
+        let before = self.arrivals[self.cell(slot, instance)].fetch_add(1, Ordering::AcqRel);
+        before + 1 == (u64::from(generation) + 1) * u64::from(deps)
+    }
+
+    /// Whether `instance` has all its `deps` arrivals in `generation`.
+    #[inline]
+    pub fn is_ready(&self, slot: u32, instance: u32, generation: u32, deps: u32) -> bool {
+        self.arrivals[self.cell(slot, instance)].load(Ordering::Acquire) == (u64::from(generation) + 1) * u64::from(deps)
+    }
+
+    /// Claims the task for execution in `generation`. `Err(claims)` when it was already claimed in
+    /// this generation (claims == generation + 1) or the counter is otherwise off.
+    #[inline]
+    pub fn claim(&self, slot: u32, instance: u32, generation: u32) -> Result<(), u32> {
+        self.claims[self.cell(slot, instance)]
+            .compare_exchange(generation, generation.wrapping_add(1), Ordering::AcqRel, Ordering::Acquire)
+            .map(|_| ())
+    }
+
+    /// Records a completed task; true when it completed the slot's frame.
+    #[inline]
+    pub fn complete(&self, slot: u32, generation: u32) -> bool {
+        let before = self.slot(slot).done.fetch_add(1, Ordering::AcqRel);
+        before + 1 == (u64::from(generation) + 1) * self.instances as u64
+    }
+
+    /// The stored result of `instance`, borrowed as a raw value (never release it).
+    ///
+    /// # Safety
+    /// The instance must have completed in the slot's current generation, and the caller must be a
+    /// successor of it (or the frame's completer) that observed that completion.
+    #[inline]
+    pub unsafe fn result(&self, slot: u32, instance: u32) -> TomiiValue {
+        // SAFETY: per the caller's guarantee, no write to this cell races with this read.
+        unsafe { *self.results[self.cell(slot, instance)].0.get() }
+    }
+
+    /// Stores the result of `instance`, releasing the previous generation's value.
+    ///
+    /// # Safety
+    /// The caller must be the task that owns this cell in the current generation, and `value` must
+    /// be an owned value whose release the host may call.
+    #[inline]
+    pub unsafe fn store_result(&self, slot: u32, instance: u32, value: TomiiValue) {
+        let cell = self.results[self.cell(slot, instance)].0.get();
+        // SAFETY: exclusive access per the protocol; the previous value was owned by the cell.
+        unsafe {
+            drop(Value::from_raw(std::ptr::replace(cell, value)));
+        }
+    }
+}
+
+impl Drop for SlotTable {
+    fn drop(&mut self) {
+        for cell in self.results.iter() {
+            // SAFETY: `&mut self`: no task runs any more; each cell owns its value.
+            drop(unsafe { Value::from_raw(std::ptr::replace(cell.0.get(), TomiiValue::NONE)) });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_round_trip() {
+        let handle = encode_handle(MAX_SLOTS - 1, u32::MAX, 0x1234);
+        assert_eq!(decode_handle(handle), TaskRef { slot: MAX_SLOTS - 1, instance: u32::MAX, tag: 0x34 });
+    }
+
+    #[test]
+    fn counters_need_no_reset_between_generations() {
+        let table = SlotTable::new(1, 2);
+        for frame in 0..3u64 {
+            let generation = table.begin_frame(0, frame, 0);
+            assert_eq!(generation, frame as u32);
+            // instance 1 waits for two arrivals; instance 0 for none.
+            assert!(!table.arrive(0, 1, generation, 2));
+            assert!(table.arrive(0, 1, generation, 2));
+            assert!(table.claim(0, 1, generation).is_ok());
+            assert_eq!(table.claim(0, 1, generation), Err(generation + 1), "second claim must fail");
+            assert!(table.claim(0, 0, generation).is_ok());
+            assert!(!table.complete(0, generation));
+            assert!(table.complete(0, generation));
+        }
+    }
+}

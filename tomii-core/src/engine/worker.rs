@@ -1,0 +1,723 @@
+//! The engine proper: shared run state, the worker loop, task execution and frame lifecycle.
+//!
+//! Hot path (per task): pop → verify the handle → build arguments → call the kernel → store the
+//! result → count arrivals on successors → push the newly ready batch → count the completion. It
+//! allocates nothing, takes no lock and formats nothing; every buffer is sized before the run.
+//! README.md beside this file describes each protocol this code follows.
+
+use std::ffi::CString;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+use tomii_types::abi::{
+    TOMII_NO_WORKER, TOMII_OK, TomiiCallCtx, TomiiErrorBuf, TomiiKernelFn, TomiiSchedulerVtable, TomiiTask, TomiiValue,
+};
+use tomii_types::kernel::{Value, ValueRef};
+
+use super::clock::{Clock, Ticks};
+use super::report::{self, NodeCounters, WorkerCounters};
+use super::sleep::{Sleep, Wake};
+use super::slots::{MAX_SLOTS, SlotTable, decode_handle, encode_handle};
+use super::trace::{TracePool, TraceRecord, WorkerTrace};
+use super::{FrameOutputs, Output, Report, RunConfig, RunError, RunOutcome, SchedulerReport};
+use crate::graph::{ArgSource, CompiledGraph};
+use crate::plugin::{KernelSet, SchedulerInstance, SchedulerPlugin, SchedulerSetup};
+
+/// Ready tasks pushed to the scheduler in one call, at most.
+const PUSH_CHUNK: usize = 256;
+/// Pop attempts while spinning before a worker parks.
+const SPIN_ROUNDS: u32 = 64;
+/// The most frames a run may have (one latency sample is kept per frame).
+const MAX_FRAMES: u64 = 100_000_000;
+/// The most (slot, instance) cells a run may hold.
+const MAX_CELLS: u64 = 1 << 31;
+/// Bytes of the buffer a failing kernel writes its message into.
+const ERROR_CAPACITY: usize = 1024;
+/// A worker publishes its mean duration of a node every this many executions of it.
+const COST_PUBLISH_EVERY: u64 = 16;
+
+/// Run state shared by every worker.
+pub(super) struct Engine<'a> {
+    graph: &'a CompiledGraph,
+    config: &'a RunConfig,
+    scheduler: SchedulerInstance<'a>,
+    hooks: &'static TomiiSchedulerVtable,
+    kernels: Vec<TomiiKernelFn>,
+    node_names: Vec<CString>,
+    consts: Vec<Value>,
+    /// The descriptor of each instance, with the per-frame fields left blank.
+    templates: Vec<TomiiTask>,
+    /// Instances without successors: their results are a frame's outputs.
+    sinks: Vec<u32>,
+    table: SlotTable,
+    sleep: Sleep,
+    clock: Clock,
+    /// Measure kernel durations and ready times.
+    timing: bool,
+    next_frame: AtomicU64,
+    frames_done: AtomicU64,
+    /// Set when the run finished or failed; workers exit when they see it.
+    stop: AtomicBool,
+    failure: Mutex<Option<RunError>>,
+    /// Per frame: its latency in nanoseconds.
+    latencies: Box<[AtomicU64]>,
+    outputs: Box<[OnceLock<FrameOutputs>]>,
+    /// Per node: the latest published mean kernel duration in nanoseconds.
+    costs: Box<[AtomicU64]>,
+    /// Per (slot, instance) cell: when the task became ready (ticks), kept only with a trace.
+    ready_at: Box<[AtomicU64]>,
+    trace_pool: Option<TracePool>,
+}
+
+/// Ready tasks waiting to be pushed, and who pushes them.
+struct Pusher {
+    worker: u32,
+    ready: Vec<TomiiTask>,
+    /// Whether the pushing worker will still take one of its pushed tasks itself.
+    self_take: bool,
+}
+
+/// A worker's own buffers and counters.
+struct Local {
+    pusher: Pusher,
+    popped: Vec<TomiiTask>,
+    args: Vec<TomiiValue>,
+    error: Vec<u8>,
+    counters: WorkerCounters,
+    trace: WorkerTrace,
+}
+
+impl<'a> Engine<'a> {
+    pub(super) fn run(
+        graph: &'a CompiledGraph,
+        kernels: &KernelSet,
+        plugin: &'a SchedulerPlugin,
+        config: &'a RunConfig,
+    ) -> Result<RunOutcome, RunError> {
+        check_config(graph, config)?;
+        let engine = Engine::new(graph, kernels, plugin, config)?;
+        let wall = Instant::now();
+        engine.start_first_frames()?;
+        let results = engine.run_workers();
+        let wall_s = wall.elapsed().as_secs_f64();
+        engine.outcome(results, wall_s)
+    }
+
+    fn new(
+        graph: &'a CompiledGraph,
+        kernels: &KernelSet,
+        plugin: &'a SchedulerPlugin,
+        config: &'a RunConfig,
+    ) -> Result<Self, RunError> {
+        let bound = graph
+            .nodes
+            .iter()
+            .map(|node| kernels.resolve(&node.name, &node.function).map(|(func, _flags)| func))
+            .collect::<Result<Vec<_>, _>>()?;
+        let node_names = graph
+            .nodes
+            .iter()
+            .map(|n| CString::new(n.name.as_str()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|_| RunError::Config(format!("{}: a node name contains a NUL character", graph.source)))?;
+        let instances = graph.instance_count();
+        let scheduler = SchedulerInstance::create(plugin, &scheduler_setup(graph, config))?;
+        let timing = config.task_timing || config.trace || plugin.needs_timing();
+        let cells = if config.trace { config.slots as usize * instances } else { 0 };
+        let tasks = config.frames * instances as u64;
+        Ok(Engine {
+            graph,
+            config,
+            hooks: scheduler.hooks(),
+            scheduler,
+            kernels: bound,
+            node_names,
+            consts: graph.consts.iter().map(|literal| literal.to_value()).collect(),
+            templates: templates(graph, config.workers),
+            sinks: (0..instances as u32).filter(|&i| graph.successors(i).is_empty()).collect(),
+            table: SlotTable::new(config.slots, instances),
+            sleep: Sleep::new(config.workers),
+            clock: Clock::new(),
+            timing,
+            next_frame: AtomicU64::new(0),
+            frames_done: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            latencies: (0..config.frames).map(|_| AtomicU64::new(0)).collect(),
+            outputs: (0..if config.collect_outputs { config.frames } else { 0 }).map(|_| OnceLock::new()).collect(),
+            costs: graph.nodes.iter().map(|_| AtomicU64::new(0)).collect(),
+            ready_at: (0..cells).map(|_| AtomicU64::new(0)).collect(),
+            trace_pool: config.trace.then(|| TracePool::new(tasks, config.workers)),
+        })
+    }
+
+    /// Starts frames 0 .. min(slots, frames), one per slot, from the host thread.
+    fn start_first_frames(&self) -> Result<(), RunError> {
+        let first = u64::from(self.config.slots).min(self.config.frames);
+        self.next_frame.store(first, Ordering::Relaxed);
+        let mut pusher = Pusher { worker: TOMII_NO_WORKER, ready: Vec::with_capacity(PUSH_CHUNK), self_take: false };
+        for frame in 0..first {
+            self.start_frame(&mut pusher, frame as u32, frame)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the workers to the end of the run; returns each one's counters and trace.
+    fn run_workers(&self) -> Vec<Option<(WorkerCounters, WorkerTrace)>> {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..self.config.workers)
+                .map(|worker| {
+                    std::thread::Builder::new()
+                        .name(format!("tomii-worker-{worker}"))
+                        .spawn_scoped(scope, move || catch_unwind(AssertUnwindSafe(|| self.worker_main(worker))))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|spawned| match spawned {
+                    Ok(handle) => match handle.join() {
+                        Ok(Ok(result)) => Some(result),
+                        Ok(Err(payload)) | Err(payload) => {
+                            self.fail(RunError::Internal(format!(
+                                "a worker panicked: {}",
+                                tomii_types::panic_message(&*payload)
+                            )));
+                            None
+                        }
+                    },
+                    Err(e) => {
+                        self.fail(RunError::Internal(format!("cannot start a worker thread: {e}")));
+                        None
+                    }
+                })
+                .collect()
+        })
+    }
+
+    fn worker_main(&self, worker: u32) -> (WorkerCounters, WorkerTrace) {
+        self.sleep.register(worker);
+        let mut local = Local {
+            pusher: Pusher { worker, ready: Vec::with_capacity(PUSH_CHUNK), self_take: true },
+            popped: vec![TomiiTask::default(); self.config.pop_batch as usize],
+            args: Vec::with_capacity(self.graph.max_args()),
+            error: vec![0; ERROR_CAPACITY],
+            counters: WorkerCounters {
+                per_node: vec![NodeCounters::default(); self.graph.nodes.len()],
+                ..WorkerCounters::default()
+            },
+            trace: WorkerTrace::default(),
+        };
+        while let Some(count) = self.next_tasks(&mut local) {
+            for i in 0..count {
+                let task = local.popped[i];
+                if let Err(error) = self.execute(&mut local, &task) {
+                    self.fail(error);
+                    break;
+                }
+            }
+        }
+        (local.counters, local.trace)
+    }
+
+    /// Pops the worker's next tasks, spinning and then parking while there are none. `None` when
+    /// the run is over (finished or failed).
+    fn next_tasks(&self, local: &mut Local) -> Option<usize> {
+        let worker = local.pusher.worker;
+        loop {
+            if let found @ (None | Some(1..)) = self.pop(local) {
+                return found;
+            }
+            self.sleep.start_spinning();
+            let found = self.spin(local);
+            self.sleep.stop_spinning();
+            if let found @ (None | Some(1..)) = found {
+                return found;
+            }
+            // Idle workers, step 1: announce, then re-check (README.md, "Idle workers").
+            self.sleep.prepare(worker);
+            match self.pop(local) {
+                Some(0) => {}
+                found => {
+                    self.sleep.cancel(worker);
+                    return found;
+                }
+            }
+            let wake = self.sleep.park(worker, self.config.stall_timeout);
+            let everyone_idle = wake == Wake::TimedOut && self.sleep.all_asleep();
+            self.sleep.finish(worker);
+            if everyone_idle {
+                return self.check_stall(local);
+            }
+        }
+    }
+
+    /// Tries the scheduler a few times with growing pauses. `Some(0)` if it had nothing.
+    fn spin(&self, local: &mut Local) -> Option<usize> {
+        for round in 0..SPIN_ROUNDS {
+            for _ in 0..(1u32 << round.min(6)) {
+                std::hint::spin_loop();
+            }
+            if let found @ (None | Some(1..)) = self.pop(local) {
+                return found;
+            }
+        }
+        Some(0)
+    }
+
+    /// One pop. `None` when the run is over or the scheduler failed (the failure is recorded).
+    #[inline]
+    fn pop(&self, local: &mut Local) -> Option<usize> {
+        if self.stop.load(Ordering::Acquire) {
+            return None;
+        }
+        match self.scheduler.pop(local.pusher.worker, &mut local.popped) {
+            Ok(count) => Some(count),
+            Err(violation) => {
+                self.fail(self.fault(violation));
+                None
+            }
+        }
+    }
+
+    /// Every worker was parked for the stall timeout: unless the scheduler now hands something
+    /// out, the run cannot progress.
+    #[cold]
+    fn check_stall(&self, local: &mut Local) -> Option<usize> {
+        match self.pop(local) {
+            Some(0) => {
+                let incomplete = self.config.frames - self.frames_done.load(Ordering::Acquire);
+                self.fail(RunError::Stall {
+                    scheduler: self.scheduler.plugin().name.to_owned(),
+                    timeout_ms: self.config.stall_timeout.as_millis(),
+                    incomplete,
+                });
+                None
+            }
+            found => found,
+        }
+    }
+
+    /// Verifies a popped task and claims it; returns (slot, instance, generation, frame).
+    #[inline]
+    fn claim(&self, worker: u32, task: &TomiiTask) -> Result<(u32, u32, u32, u64), RunError> {
+        let found = decode_handle(task.handle);
+        if !self.table.contains(found) {
+            return Err(self.fault(format!("pop returned handle {:#x}, which the host never issued", task.handle)));
+        }
+        let (slot, instance) = (found.slot, found.instance);
+        let state = self.table.slot(slot);
+        let generation = state.generation.load(Ordering::Acquire);
+        let frame = state.frame.load(Ordering::Relaxed);
+        let deps = self.graph.dep_count[instance as usize];
+        if found.tag != generation & 0xFF || !self.table.is_ready(slot, instance, generation, deps) {
+            return Err(self.task_fault("returned a task that was never pushed (or belongs to an earlier frame)", instance, frame));
+        }
+        if self.table.claim(slot, instance, generation).is_err() {
+            return Err(self.task_fault("returned the same task twice", instance, frame));
+        }
+        let template = &self.templates[instance as usize];
+        if !(template.worker_lo..template.worker_hi).contains(&worker) {
+            let violation = format!(
+                "handed a task to worker {worker}, outside its allowed workers {}..{}",
+                template.worker_lo, template.worker_hi
+            );
+            return Err(self.task_fault(&violation, instance, frame));
+        }
+        Ok((slot, instance, generation, frame))
+    }
+
+    /// Runs one popped task and everything that follows its completion.
+    #[inline]
+    fn execute(&self, local: &mut Local, task: &TomiiTask) -> Result<(), RunError> {
+        let worker = local.pusher.worker;
+        let (slot, instance, generation, frame) = self.claim(worker, task)?;
+        let node = self.graph.inst_node[instance as usize];
+        self.gather_args(local, slot, instance);
+        if let Some(started) = self.hooks.task_started {
+            // SAFETY: valid scheduler state and a live descriptor.
+            unsafe { started(self.scheduler.state(), worker, task) };
+        }
+        let start = if self.timing { self.clock.now() } else { 0 };
+        let result = self.call_kernel(local, node, slot, instance, frame);
+        let end = if self.timing { self.clock.now() } else { 0 };
+        // SAFETY: this task owns its cell in this generation; the value is owned.
+        unsafe { self.table.store_result(slot, instance, result?) };
+        self.account(local, node, slot, instance, frame, start, end);
+        if let Some(completed) = self.hooks.task_completed {
+            // SAFETY: valid scheduler state and a live descriptor.
+            unsafe { completed(self.scheduler.state(), worker, task, self.clock.ns_between(start, end)) };
+        }
+        local.pusher.self_take = true;
+        self.release_successors(&mut local.pusher, slot, instance, generation, frame, end)?;
+        if self.table.complete(slot, generation) {
+            self.finish_frame(&mut local.pusher, slot, frame)?;
+        }
+        Ok(())
+    }
+
+    /// Fills `local.args` with the instance's arguments, borrowed (results and constants).
+    #[inline]
+    fn gather_args(&self, local: &mut Local, slot: u32, instance: u32) {
+        local.args.clear();
+        for source in self.graph.args_of(instance) {
+            local.args.push(match *source {
+                // SAFETY: the predecessor completed in this generation (we are its successor and
+                // were made ready by its arrival).
+                ArgSource::Result(pred) => unsafe { self.table.result(slot, pred) },
+                ArgSource::Const(index) => *self.consts[index as usize].as_raw(),
+            });
+        }
+    }
+
+    /// Calls the node's kernel; an error status becomes a `RunError::Kernel`.
+    #[inline]
+    fn call_kernel(&self, local: &mut Local, node: u32, slot: u32, instance: u32, frame: u64) -> Result<TomiiValue, RunError> {
+        local.error[0] = 0;
+        let ctx = TomiiCallCtx {
+            struct_size: size_of::<TomiiCallCtx>() as u32,
+            worker: local.pusher.worker,
+            frame,
+            slot,
+            instance: self.graph.inst_index[instance as usize],
+            node: self.node_names[node as usize].as_ptr(),
+            err: TomiiErrorBuf { ptr: local.error.as_mut_ptr().cast(), cap: local.error.len() },
+        };
+        let mut out = TomiiValue::NONE;
+        // SAFETY: arguments are valid borrowed values for the call; `out` and `ctx` are live.
+        let status = unsafe { (self.kernels[node as usize])(local.args.as_ptr(), local.args.len(), &mut out, &ctx) };
+        if status == TOMII_OK {
+            return Ok(out);
+        }
+        // SAFETY: per the ABI a failing kernel leaves `out` NONE or releasable.
+        drop(unsafe { Value::from_raw(out) });
+        Err(self.kernel_error(local, node, instance, frame, status))
+    }
+
+    #[cold]
+    fn kernel_error(&self, local: &Local, node: u32, instance: u32, frame: u64, status: i32) -> RunError {
+        let end = local.error.iter().position(|&b| b == 0).unwrap_or(local.error.len());
+        let text = String::from_utf8_lossy(&local.error[..end]).into_owned();
+        let meta = &self.graph.nodes[node as usize];
+        RunError::Kernel {
+            node: meta.name.clone(),
+            kernel: meta.function.clone(),
+            instance: self.graph.inst_index[instance as usize],
+            frame,
+            message: if text.is_empty() { format!("returned status {status} without a message") } else { text },
+        }
+    }
+
+    /// Counters, cost estimate and trace record of one execution.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn account(&self, local: &mut Local, node: u32, slot: u32, instance: u32, frame: u64, start: Ticks, end: Ticks) {
+        let counters = &mut local.counters;
+        counters.tasks += 1;
+        let per_node = &mut counters.per_node[node as usize];
+        per_node.count += 1;
+        if self.timing {
+            let ticks = end.saturating_sub(start);
+            counters.busy += ticks;
+            per_node.ticks += ticks;
+            per_node.max_ticks = per_node.max_ticks.max(ticks);
+            if per_node.count % COST_PUBLISH_EVERY == 1 {
+                let mean = self.clock.ticks_to_ns(per_node.ticks / per_node.count);
+                self.costs[node as usize].store(mean, Ordering::Relaxed);
+            }
+        }
+        if let Some(pool) = &self.trace_pool {
+            let cell = slot as usize * self.graph.instance_count() + instance as usize;
+            let record = TraceRecord {
+                frame,
+                ready: self.ready_at[cell].load(Ordering::Relaxed),
+                start,
+                end,
+                node,
+                instance: self.graph.inst_index[instance as usize],
+                slot,
+                worker: local.pusher.worker,
+            };
+            local.trace.record(pool, record);
+        }
+    }
+
+    /// Counts this task's arrival on each successor and pushes those it made ready.
+    #[inline]
+    fn release_successors(
+        &self,
+        pusher: &mut Pusher,
+        slot: u32,
+        instance: u32,
+        generation: u32,
+        frame: u64,
+        now: Ticks,
+    ) -> Result<(), RunError> {
+        for &next in self.graph.successors(instance) {
+            if self.table.arrive(slot, next, generation, self.graph.dep_count[next as usize]) {
+                self.stage(pusher, next, slot, generation, frame, now, pusher.worker)?;
+            }
+        }
+        self.flush(pusher)
+    }
+
+    /// Adds a ready task to the pusher's batch, pushing the batch when it is full.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn stage(
+        &self,
+        pusher: &mut Pusher,
+        instance: u32,
+        slot: u32,
+        generation: u32,
+        frame: u64,
+        now: Ticks,
+        locality: u32,
+    ) -> Result<(), RunError> {
+        let mut task = self.templates[instance as usize];
+        task.handle = encode_handle(slot, instance, generation);
+        task.frame = frame;
+        task.slot = slot;
+        task.locality = locality;
+        if self.timing {
+            task.ready_ns = self.clock.ns_since_start(now);
+            task.cost_ns = self.costs[task.node as usize].load(Ordering::Relaxed);
+        }
+        if !self.ready_at.is_empty() {
+            self.ready_at[slot as usize * self.graph.instance_count() + instance as usize].store(now, Ordering::Relaxed);
+        }
+        pusher.ready.push(task);
+        if pusher.ready.len() == PUSH_CHUNK { self.flush(pusher) } else { Ok(()) }
+    }
+
+    /// Pushes the staged batch and wakes workers for what no awake worker will take.
+    #[inline]
+    fn flush(&self, pusher: &mut Pusher) -> Result<(), RunError> {
+        if pusher.ready.is_empty() {
+            return Ok(());
+        }
+        self.scheduler.push(pusher.worker, &pusher.ready).map_err(|violation| self.fault(violation))?;
+        let taker = (pusher.self_take && pusher.worker != TOMII_NO_WORKER).then_some(pusher.worker);
+        self.sleep.notify(taker, pusher.ready.iter().map(|t| (t.worker_lo, t.worker_hi)));
+        pusher.self_take = false;
+        pusher.ready.clear();
+        Ok(())
+    }
+
+    /// Starts `frame` in `slot`: a new generation, then its root tasks.
+    fn start_frame(&self, pusher: &mut Pusher, slot: u32, frame: u64) -> Result<(), RunError> {
+        let now = self.clock.now();
+        let generation = self.table.begin_frame(slot, frame, now);
+        if let Some(started) = self.hooks.frame_started {
+            // SAFETY: valid scheduler state.
+            unsafe { started(self.scheduler.state(), frame, slot) };
+        }
+        for &root in &self.graph.roots {
+            self.stage(pusher, root, slot, generation, frame, now, TOMII_NO_WORKER)?;
+        }
+        self.flush(pusher)
+    }
+
+    /// The last task of `frame` completed: record it, then reuse the slot for the next frame.
+    fn finish_frame(&self, pusher: &mut Pusher, slot: u32, frame: u64) -> Result<(), RunError> {
+        let latency = self.clock.ns_between(self.table.slot(slot).started.load(Ordering::Relaxed), self.clock.now());
+        self.latencies[frame as usize].store(latency, Ordering::Relaxed);
+        if let Some(completed) = self.hooks.frame_completed {
+            // SAFETY: valid scheduler state.
+            unsafe { completed(self.scheduler.state(), frame, slot, latency) };
+        }
+        if let Some(cell) = self.outputs.get(frame as usize) {
+            let _ = cell.set(self.snapshot_outputs(slot));
+        }
+        if self.frames_done.fetch_add(1, Ordering::AcqRel) + 1 == self.config.frames {
+            self.stop.store(true, Ordering::Release);
+            self.sleep.wake_all();
+            return Ok(());
+        }
+        let next = self.next_frame.fetch_add(1, Ordering::Relaxed);
+        if next < self.config.frames { self.start_frame(pusher, slot, next) } else { Ok(()) }
+    }
+
+    /// Copies the sink results of the frame in `slot` (only with `collect_outputs`).
+    fn snapshot_outputs(&self, slot: u32) -> FrameOutputs {
+        self.sinks
+            .iter()
+            .map(|&instance| {
+                // SAFETY: the frame completed, so every result of the slot is written and no task
+                // of the slot runs until the next frame starts in it, which we do after this.
+                let raw = unsafe { self.table.result(slot, instance) };
+                // SAFETY: the value is borrowed for the copy only.
+                let value = unsafe { tomii_types::kernel::Args::from_raw(std::slice::from_ref(&raw)) }.get(0);
+                let output = value.map(|v| to_output(&v)).unwrap_or(Output::None);
+                (self.graph.inst_node[instance as usize], self.graph.inst_index[instance as usize], output)
+            })
+            .collect()
+    }
+
+    /// Records the first failure and stops the run.
+    #[cold]
+    fn fail(&self, error: RunError) {
+        let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+        if failure.is_none() {
+            *failure = Some(error);
+        }
+        drop(failure);
+        self.stop.store(true, Ordering::Release);
+        self.sleep.wake_all();
+    }
+
+    #[cold]
+    fn fault(&self, violation: String) -> RunError {
+        RunError::SchedulerFault { scheduler: self.scheduler.plugin().name.to_owned(), violation }
+    }
+
+    #[cold]
+    fn task_fault(&self, what: &str, instance: u32, frame: u64) -> RunError {
+        let node = &self.graph.nodes[self.graph.inst_node[instance as usize] as usize].name;
+        let index = self.graph.inst_index[instance as usize];
+        self.fault(format!("{what}: node {node:?} instance {index}, frame {frame}"))
+    }
+
+    /// Builds the outcome once every worker has returned.
+    fn outcome(self, results: Vec<Option<(WorkerCounters, WorkerTrace)>>, wall_s: f64) -> Result<RunOutcome, RunError> {
+        if let Some(error) = self.failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return Err(error);
+        }
+        let done = self.frames_done.load(Ordering::Acquire);
+        if done != self.config.frames {
+            return Err(RunError::Internal(format!("the run ended with {done} of {} frames done", self.config.frames)));
+        }
+        let (counters, traces): (Vec<_>, Vec<_>) = results.into_iter().flatten().unzip();
+        let mut trace: Vec<TraceRecord> = traces.into_iter().flat_map(WorkerTrace::into_records).collect();
+        trace.sort_unstable_by_key(|r| (r.start, r.worker));
+        let report = self.report(&counters, wall_s);
+        let outputs = self.outputs.iter().map(|cell| cell.get().cloned().unwrap_or_default()).collect();
+        let node_names = self.graph.nodes.iter().map(|n| n.name.clone()).collect();
+        Ok(RunOutcome { report, trace, outputs, clock: self.clock, node_names })
+    }
+
+    fn report(&self, counters: &[WorkerCounters], wall_s: f64) -> Report {
+        let frames = self.config.frames;
+        let tasks: u64 = counters.iter().map(|c| c.tasks).sum();
+        let names: Vec<(String, String)> = self.graph.nodes.iter().map(|n| (n.name.clone(), n.function.clone())).collect();
+        let plugin = self.scheduler.plugin();
+        let stats = self.scheduler.stats().filter(|s| !s.trim().is_empty() && s.trim() != "{}");
+        Report {
+            tomii_version: env!("CARGO_PKG_VERSION"),
+            graph: self.graph.name.clone(),
+            scheduler: SchedulerReport {
+                name: plugin.name.to_owned(),
+                path: plugin.path.display().to_string(),
+                layout_checked: plugin.layout_checked,
+                stats: stats.map(|text| serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))),
+            },
+            workers: self.config.workers,
+            slots: self.config.slots,
+            frames,
+            tasks,
+            wall_time_s: wall_s,
+            throughput_frames_per_s: if wall_s > 0.0 { frames as f64 / wall_s } else { 0.0 },
+            tasks_per_s: if wall_s > 0.0 { tasks as f64 / wall_s } else { 0.0 },
+            latency_us: report::latency(self.latencies.iter().map(|l| l.load(Ordering::Relaxed)).collect()),
+            task_timing: self.timing,
+            trace: self.config.trace,
+            per_node: report::per_node(&names, counters, &self.clock, self.timing),
+            per_worker: report::per_worker(counters, &self.clock, wall_s, self.timing),
+        }
+    }
+}
+
+/// Rejects configurations the engine cannot run, with a message naming the option.
+fn check_config(graph: &CompiledGraph, config: &RunConfig) -> Result<(), RunError> {
+    let bad = |message: String| Err(RunError::Config(message));
+    if config.workers == 0 {
+        return bad("workers is 0: a run needs at least one worker".into());
+    }
+    if config.slots == 0 || config.slots > MAX_SLOTS {
+        return bad(format!("slots is {}: it must be between 1 and {MAX_SLOTS}", config.slots));
+    }
+    if config.frames == 0 || config.frames > MAX_FRAMES {
+        return bad(format!("frames is {}: it must be between 1 and {MAX_FRAMES}", config.frames));
+    }
+    if config.pop_batch == 0 {
+        return bad("pop batch is 0: a worker must be able to take at least one task".into());
+    }
+    let cells = u64::from(config.slots) * graph.instance_count() as u64;
+    if cells > MAX_CELLS {
+        return bad(format!(
+            "{} slots × {} instances = {cells} task cells, more than the {MAX_CELLS} a run may hold; use fewer slots",
+            config.slots,
+            graph.instance_count()
+        ));
+    }
+    for node in &graph.nodes {
+        if let Some((lo, hi)) = node.use_workers {
+            if hi > config.workers {
+                return bad(format!(
+                    "{}: node {:?} has use_workers {lo}-{}, but the run has {} worker(s) (0-{}); add workers or narrow the range",
+                    graph.source,
+                    node.name,
+                    hi - 1,
+                    config.workers,
+                    config.workers - 1
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn scheduler_setup<'g>(graph: &'g CompiledGraph, config: &'g RunConfig) -> SchedulerSetup<'g> {
+    SchedulerSetup {
+        workers: config.workers,
+        slots: config.slots,
+        frames: config.frames,
+        tasks_per_frame: graph.instance_count() as u64,
+        nodes: graph
+            .nodes
+            .iter()
+            .map(|n| {
+                let (lo, hi) = n.use_workers.unwrap_or((0, config.workers));
+                (n.name.as_str(), n.factor, n.priority, lo, hi)
+            })
+            .collect(),
+        knobs: &config.scheduler_options,
+    }
+}
+
+/// The per-instance descriptors with the fields that never change between frames.
+fn templates(graph: &CompiledGraph, workers: u32) -> Vec<TomiiTask> {
+    (0..graph.instance_count())
+        .map(|instance| {
+            let node_id = graph.inst_node[instance];
+            let node = &graph.nodes[node_id as usize];
+            let (worker_lo, worker_hi) = node.use_workers.unwrap_or((0, workers));
+            TomiiTask {
+                node: node_id,
+                instance: graph.inst_index[instance],
+                priority: node.priority,
+                worker_lo,
+                worker_hi,
+                rank: u64::from(graph.rank[instance]),
+                locality: TOMII_NO_WORKER,
+                ..TomiiTask::default()
+            }
+        })
+        .collect()
+}
+
+/// An owned copy of a borrowed value.
+fn to_output(value: &ValueRef<'_>) -> Output {
+    match *value {
+        ValueRef::None => Output::None,
+        ValueRef::Bool(b) => Output::Bool(b),
+        ValueRef::Int(v) => Output::Int(v),
+        ValueRef::UInt(v) => Output::UInt(v),
+        ValueRef::F32(v) => Output::Float(v.into()),
+        ValueRef::F64(v) => Output::Float(v),
+        ValueRef::Str(s) => Output::Text(s.to_owned()),
+        ValueRef::Bytes(b) => Output::Bytes(b.to_vec()),
+        ref other => Output::Other(format!("{other:?}")),
+    }
+}

@@ -1,0 +1,199 @@
+//! Expands a resolved graph into per-instance flat arrays: instance ids, kernel arguments, and
+//! deduplicated predecessor and successor lists (CSR), then orders them (`order.rs`).
+//!
+//! Runs in time linear in instances plus edges (plus a sort of each instance's own predecessor
+//! list). Every size is checked before anything proportional to it is allocated; never panics.
+
+use super::compiled::{ArgSource, CompiledGraph, CompiledNode};
+use super::error::{Issue, quote};
+use super::order;
+use super::resolve::{Arg, Edge, MAX_INSTANCES, Resolved};
+use super::spec::EdgeKind;
+
+/// The most entries a CSR array may hold: its offsets are u32.
+const MAX_ENTRIES: u64 = u32::MAX as u64;
+
+/// Builds the compiled graph. `source` names the input in messages; `default_name` is used when
+/// the file has no `"name"`.
+pub(crate) fn compile(resolved: Resolved, source: &str, default_name: &str) -> Result<CompiledGraph, Issue> {
+    let Resolved { name, inits, mut nodes, args, consts } = resolved;
+    let count = assign_instances(&mut nodes)?;
+    check_selections(&nodes, &args)?;
+    let sizes = check_sizes(&nodes, &args)?;
+    let mut graph = CompiledGraph {
+        name: name.unwrap_or_else(|| default_name.to_owned()),
+        source: source.to_owned(),
+        nodes,
+        inits,
+        consts,
+        ..CompiledGraph::default()
+    };
+    build_instances(&mut graph, &args, count, sizes);
+    build_successors(&mut graph);
+    order::finish(&mut graph)?;
+    Ok(graph)
+}
+
+/// Sets each node's `first` and returns the instance count (at most [`MAX_INSTANCES`]).
+fn assign_instances(nodes: &mut [CompiledNode]) -> Result<u32, Issue> {
+    let mut next: u64 = 0;
+    for node in nodes.iter_mut() {
+        node.first = u32::try_from(next).unwrap_or(u32::MAX);
+        next += u64::from(node.factor);
+        if next > MAX_INSTANCES {
+            return Err(Issue::TooLarge(format!(
+                "node {} brings the graph to {next} instances, more than the {MAX_INSTANCES} this runtime \
+                 supports; lower some factors",
+                quote(&node.name)
+            )));
+        }
+    }
+    Ok(u32::try_from(next).unwrap_or(u32::MAX))
+}
+
+/// Every selection of every instance must stay inside its predecessor's instances.
+fn check_selections(nodes: &[CompiledNode], args: &[Vec<Arg>]) -> Result<(), Issue> {
+    for (node, node_args) in nodes.iter().zip(args) {
+        for (k, arg) in node_args.iter().enumerate() {
+            let Arg::Edge(edge) = arg else { continue };
+            let pred = &nodes[edge.pred as usize];
+            if let Some((i, offset)) = edge.sel.first_out_of_range(node.factor, pred.factor) {
+                return Err(out_of_range(node, k, edge, pred, i, offset));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn out_of_range(node: &CompiledNode, k: usize, edge: &Edge, pred: &CompiledNode, i: u32, offset: i64) -> Issue {
+    let plural = if pred.factor == 1 { "instance" } else { "instances" };
+    Issue::Invalid(format!(
+        "node {} instance {i}, argument {k} ({} from {}): offset {offset} selects instance {}, but {} has {} {plural} \
+         (0..{}); narrow the selection or change the factors",
+        quote(&node.name),
+        edge.kind.name(),
+        quote(&pred.name),
+        i64::from(i) + offset,
+        quote(&pred.name),
+        pred.factor,
+        pred.factor - 1,
+    ))
+}
+
+/// Totals of kernel arguments and of (not yet deduplicated) predecessor entries.
+#[derive(Clone, Copy, Debug, Default)]
+struct Sizes {
+    args: u64,
+    edges: u64,
+}
+
+/// Counts arguments and edges over all instances; both must fit the u32 CSR offsets.
+fn check_sizes(nodes: &[CompiledNode], args: &[Vec<Arg>]) -> Result<Sizes, Issue> {
+    let mut total = Sizes::default();
+    for (node, node_args) in nodes.iter().zip(args) {
+        let mut per = Sizes::default();
+        for arg in node_args {
+            match arg {
+                Arg::Const(_) => per.args += 1,
+                Arg::Edge(edge) => {
+                    let len = edge.sel.len(nodes[edge.pred as usize].factor);
+                    per.edges = per.edges.saturating_add(len);
+                    if edge.kind == EdgeKind::Res {
+                        per.args = per.args.saturating_add(len);
+                    }
+                }
+            }
+        }
+        let factor = u64::from(node.factor);
+        total.args = total.args.saturating_add(per.args.saturating_mul(factor));
+        total.edges = total.edges.saturating_add(per.edges.saturating_mul(factor));
+        if total.args > MAX_ENTRIES || total.edges > MAX_ENTRIES {
+            return Err(Issue::TooLarge(format!(
+                "node {} brings the graph to more than {MAX_ENTRIES} kernel arguments or edges, the most this \
+                 runtime supports; select fewer predecessor instances",
+                quote(&node.name)
+            )));
+        }
+    }
+    Ok(total)
+}
+
+/// Fills the per-instance arrays: node, index, arguments, predecessors and dependency counts.
+fn build_instances(graph: &mut CompiledGraph, args: &[Vec<Arg>], count: u32, sizes: Sizes) {
+    let n = count as usize;
+    graph.inst_node.reserve_exact(n);
+    graph.inst_index.reserve_exact(n);
+    graph.dep_count.reserve_exact(n);
+    graph.arg_offsets.reserve_exact(n + 1);
+    graph.pred_offsets.reserve_exact(n + 1);
+    graph.args.reserve_exact(usize::try_from(sizes.args).unwrap_or(0));
+    graph.preds.reserve(usize::try_from(sizes.edges).unwrap_or(0));
+    graph.arg_offsets.push(0);
+    graph.pred_offsets.push(0);
+    let mut scratch = Vec::new();
+    for (id, node_args) in args.iter().enumerate() {
+        let node = u32::try_from(id).unwrap_or(u32::MAX);
+        for i in 0..graph.nodes[id].factor {
+            graph.inst_node.push(node);
+            graph.inst_index.push(i);
+            instance_row(graph, node_args, i, &mut scratch);
+            graph.dep_count.push(len_u32(&scratch));
+            graph.preds.extend_from_slice(&scratch);
+            graph.arg_offsets.push(len_u32(&graph.args));
+            graph.pred_offsets.push(len_u32(&graph.preds));
+        }
+    }
+}
+
+/// Appends the kernel arguments of instance `i` to `graph.args` and leaves its distinct
+/// predecessors, ascending, in `preds`.
+fn instance_row(graph: &mut CompiledGraph, node_args: &[Arg], i: u32, preds: &mut Vec<u32>) {
+    preds.clear();
+    for arg in node_args {
+        match arg {
+            Arg::Const(c) => graph.args.push(ArgSource::Const(*c)),
+            Arg::Edge(edge) => {
+                let pred = &graph.nodes[edge.pred as usize];
+                let (first, factor) = (pred.first, pred.factor);
+                edge.sel.for_each(i, factor, |j| {
+                    if edge.kind == EdgeKind::Res {
+                        graph.args.push(ArgSource::Result(first + j));
+                    }
+                    preds.push(first + j);
+                });
+            }
+        }
+    }
+    preds.sort_unstable();
+    preds.dedup();
+}
+
+/// Builds the successor CSR from the predecessor CSR. Each list comes out ascending because
+/// successors are visited in id order.
+fn build_successors(graph: &mut CompiledGraph) {
+    let n = graph.instance_count();
+    let mut offsets = vec![0u32; n + 1];
+    for &pred in &graph.preds {
+        offsets[pred as usize + 1] += 1;
+    }
+    for i in 0..n {
+        offsets[i + 1] += offsets[i];
+    }
+    let mut cursor = offsets.clone();
+    let mut succs = vec![0u32; graph.preds.len()];
+    for succ in 0..n {
+        let (lo, hi) = (graph.pred_offsets[succ] as usize, graph.pred_offsets[succ + 1] as usize);
+        for &pred in &graph.preds[lo..hi] {
+            let slot = &mut cursor[pred as usize];
+            succs[*slot as usize] = succ as u32;
+            *slot += 1;
+        }
+    }
+    graph.succ_offsets = offsets;
+    graph.succs = succs;
+}
+
+/// A length known to fit u32 (checked by `check_sizes` and `assign_instances`).
+fn len_u32<T>(items: &[T]) -> u32 {
+    u32::try_from(items.len()).unwrap_or(u32::MAX)
+}

@@ -1,0 +1,125 @@
+//! The compiled graph: flat per-instance arrays (CSR lists) that the engine reads on its hot path
+//! without allocating. Built once by `compile.rs`; read-only afterwards.
+//!
+//! Instance ids are global `u32`s: node `n`'s instances are `nodes[n].first .. first + factor`.
+//! Accessors take an instance id below `instance_count()` and panic otherwise (a caller bug).
+
+use super::literal::Literal;
+
+/// A graph ready to run. See the README ("Compiled form") for the meaning of each array.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CompiledGraph {
+    pub name: String,
+    /// The source name (usually the file path), for messages.
+    pub source: String,
+    /// In file order; a node's id is its index.
+    pub nodes: Vec<CompiledNode>,
+    /// Initializations in file order.
+    pub inits: Vec<(String, Literal)>,
+    /// Pool of constant arguments (inline literals and `$ref` values), indexed by `ArgSource::Const`.
+    pub consts: Vec<Literal>,
+    /// Node id of each instance.
+    pub inst_node: Vec<u32>,
+    /// Index of each instance within its node (0..factor).
+    pub inst_index: Vec<u32>,
+    /// Number of distinct predecessor instances of each instance (over `$res`, `$dep`, `$barrier`).
+    pub dep_count: Vec<u32>,
+    /// CSR offsets into `succs`; length = instance count + 1.
+    pub succ_offsets: Vec<u32>,
+    /// Distinct successor instances of each instance, ascending.
+    pub succs: Vec<u32>,
+    /// CSR offsets into `preds`; length = instance count + 1.
+    pub pred_offsets: Vec<u32>,
+    /// Distinct predecessor instances of each instance, ascending (`dep_count[i]` of them).
+    pub preds: Vec<u32>,
+    /// CSR offsets into `args`; length = instance count + 1.
+    pub arg_offsets: Vec<u32>,
+    /// Kernel arguments of each instance, in call order.
+    pub args: Vec<ArgSource>,
+    /// Instances with no predecessor, ascending.
+    pub roots: Vec<u32>,
+    /// Number of tasks on the longest path from each instance to a sink, itself included.
+    pub rank: Vec<u32>,
+}
+
+/// One node of the graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompiledNode {
+    pub name: String,
+    /// Kernel name.
+    pub function: String,
+    /// Number of instances (at least 1).
+    pub factor: u32,
+    /// Global id of instance 0.
+    pub first: u32,
+    /// 1 = high, 0 = normal, -1 = low, or any i32.
+    pub priority: i32,
+    /// Allowed workers, half-open `(lo, hi)`; `None` = any worker. Not yet checked against the
+    /// worker count (the engine does that).
+    pub use_workers: Option<(u32, u32)>,
+}
+
+/// Where one kernel argument comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgSource {
+    /// The result of this predecessor instance (global id).
+    Result(u32),
+    /// The constant at this index of `consts`.
+    Const(u32),
+}
+
+impl CompiledGraph {
+    /// Number of instances over all nodes.
+    pub fn instance_count(&self) -> usize {
+        self.inst_node.len()
+    }
+
+    /// The largest number of kernel arguments of any instance (O(instances)).
+    pub fn max_args(&self) -> usize {
+        max_row(&self.arg_offsets)
+    }
+
+    /// The largest number of successors of any instance (O(instances)).
+    pub fn max_successors(&self) -> usize {
+        max_row(&self.succ_offsets)
+    }
+
+    /// Distinct successor instances of `inst`, ascending.
+    pub fn successors(&self, inst: u32) -> &[u32] {
+        row(&self.succ_offsets, &self.succs, inst)
+    }
+
+    /// Distinct predecessor instances of `inst`, ascending.
+    pub fn predecessors(&self, inst: u32) -> &[u32] {
+        row(&self.pred_offsets, &self.preds, inst)
+    }
+
+    /// Kernel arguments of `inst`, in call order.
+    pub fn args_of(&self, inst: u32) -> &[ArgSource] {
+        row(&self.arg_offsets, &self.args, inst)
+    }
+
+    /// The node of `inst`.
+    pub fn node_of(&self, inst: u32) -> &CompiledNode {
+        &self.nodes[self.inst_node[inst as usize] as usize]
+    }
+
+    /// `inst` as `name[index]`, for messages.
+    pub fn instance_name(&self, inst: u32) -> String {
+        format!("{}[{}]", self.node_of(inst).name, self.inst_index[inst as usize])
+    }
+
+    /// The id of the node called `name`, if any (O(nodes)).
+    pub fn node_id(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|node| node.name == name)
+    }
+}
+
+fn row<'a, T>(offsets: &[u32], items: &'a [T], inst: u32) -> &'a [T] {
+    let i = inst as usize;
+    &items[offsets[i] as usize..offsets[i + 1] as usize]
+}
+
+fn max_row(offsets: &[u32]) -> usize {
+    offsets.windows(2).map(|pair| (pair[1] - pair[0]) as usize).max().unwrap_or(0)
+}

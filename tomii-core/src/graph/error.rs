@@ -1,0 +1,88 @@
+//! The graph boundary's error type. Every message is one line that starts with the source name,
+//! names the node, argument or field at fault, and says what to do.
+//!
+//! Internal passes report an [`Issue`] (no file name); `mod.rs` attaches the source name. User text
+//! (names, paths) is always quoted or escaped here, so a newline in a name never splits a message.
+
+use std::io;
+
+/// Why a graph could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum GraphError {
+    /// The file could not be read.
+    #[error("{file}: cannot read the graph file: {source}; check the path and its permissions")]
+    Read {
+        file: String,
+        #[source]
+        source: io::Error,
+    },
+    /// The text is not JSON.
+    #[error("{file}: not valid JSON: {message}; fix the syntax there")]
+    Syntax { file: String, message: String },
+    /// The JSON does not describe a valid graph.
+    #[error("{file}: {message}")]
+    Invalid { file: String, message: String },
+    /// The graph uses a part of the full format that this runtime does not implement yet.
+    #[error("{file}: {what} is not supported by this runtime yet; remove it from the graph")]
+    Unsupported { file: String, what: String },
+    /// The instance graph has a cycle.
+    #[error("{file}: the graph has a cycle: {cycle}; remove one of these edges")]
+    Cycle { file: String, cycle: String },
+    /// The graph is valid but exceeds a size limit of the runtime.
+    #[error("{file}: {message}")]
+    TooLarge { file: String, message: String },
+}
+
+impl GraphError {
+    /// The source name (file) the error is about.
+    pub fn file(&self) -> &str {
+        match self {
+            GraphError::Read { file, .. }
+            | GraphError::Syntax { file, .. }
+            | GraphError::Invalid { file, .. }
+            | GraphError::Unsupported { file, .. }
+            | GraphError::Cycle { file, .. }
+            | GraphError::TooLarge { file, .. } => file,
+        }
+    }
+}
+
+/// A problem found by an internal pass, before the source name is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Issue {
+    Invalid(String),
+    Unsupported(String),
+    Cycle(String),
+    TooLarge(String),
+}
+
+impl Issue {
+    /// Attaches the source name.
+    pub(crate) fn into_error(self, file: &str) -> GraphError {
+        let file = one_line(file);
+        match self {
+            Issue::Invalid(message) => GraphError::Invalid { file, message },
+            Issue::Unsupported(what) => GraphError::Unsupported { file, what },
+            Issue::Cycle(cycle) => GraphError::Cycle { file, cycle },
+            Issue::TooLarge(message) => GraphError::TooLarge { file, message },
+        }
+    }
+}
+
+/// Shorthand for an [`Issue::Invalid`] error.
+pub(crate) fn invalid<T>(message: String) -> Result<T, Issue> {
+    Err(Issue::Invalid(message))
+}
+
+/// `text` quoted and escaped as a JSON-ish string literal (`"a\nb"`), for names in messages.
+pub(crate) fn quote(text: &str) -> String {
+    format!("{text:?}")
+}
+
+/// `text` with control characters escaped, so that it cannot break a one-line message.
+pub(crate) fn one_line(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_owned();
+    }
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}

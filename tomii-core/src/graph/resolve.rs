@@ -1,0 +1,188 @@
+//! Resolves names in a [`GraphSpec`]: unique node and initialization names, factors given by an
+//! initialization, `$ref` values into the constant pool, predecessors into node ids, and `index`
+//! strings into [`Selection`]s.
+//!
+//! Works per node and per argument, never per instance; bounds are checked later by `compile.rs`.
+
+use std::collections::HashMap;
+
+use super::compiled::CompiledNode;
+use super::error::{Issue, invalid, quote};
+use super::literal::Literal;
+use super::select::{self, Selection};
+use super::spec::{ArgSpec, EdgeKind, EdgeSpec, FactorSpec, GraphSpec, IndexSpec, NodeSpec};
+
+/// The most instances a graph may have: ids are u32 and `u32::MAX` is kept free as a sentinel.
+pub(crate) const MAX_INSTANCES: u64 = u32::MAX as u64 - 1;
+
+/// A graph with every name resolved; `nodes[n].first` is not assigned yet.
+#[derive(Debug)]
+pub(crate) struct Resolved {
+    pub name: Option<String>,
+    pub inits: Vec<(String, Literal)>,
+    pub nodes: Vec<CompiledNode>,
+    /// Arguments of each node, in order.
+    pub args: Vec<Vec<Arg>>,
+    pub consts: Vec<Literal>,
+}
+
+#[derive(Debug)]
+pub(crate) enum Arg {
+    Const(u32),
+    Edge(Edge),
+}
+
+#[derive(Debug)]
+pub(crate) struct Edge {
+    pub kind: EdgeKind,
+    pub pred: u32,
+    pub sel: Selection,
+}
+
+/// Names and the constant pool, shared by the per-node passes.
+struct Scope<'a> {
+    inits: &'a [(String, Literal)],
+    init_ids: HashMap<&'a str, usize>,
+    node_ids: HashMap<&'a str, usize>,
+    consts: Vec<Literal>,
+    /// Pool index of each initialization already passed by `$ref`.
+    ref_consts: HashMap<usize, u32>,
+}
+
+pub(crate) fn resolve(spec: GraphSpec) -> Result<Resolved, Issue> {
+    if spec.nodes.is_empty() {
+        return invalid(r#"the graph has no nodes; add at least one to "nodes""#.to_owned());
+    }
+    let inits: Vec<(String, Literal)> = spec.inits.into_iter().map(|init| (init.name, init.value)).collect();
+    let mut scope = Scope {
+        init_ids: unique(inits.iter().map(|(name, _)| name.as_str()), "initializations", "initialization")?,
+        node_ids: unique(spec.nodes.iter().map(|node| node.name.as_str()), "nodes", "node")?,
+        inits: &inits,
+        consts: Vec::new(),
+        ref_consts: HashMap::new(),
+    };
+    let mut nodes = Vec::with_capacity(spec.nodes.len());
+    let mut args = Vec::with_capacity(spec.nodes.len());
+    for node in &spec.nodes {
+        nodes.push(scope.node(node)?);
+        args.push(node.args.iter().enumerate().map(|(k, arg)| scope.arg(node, k, arg)).collect::<Result<_, _>>()?);
+    }
+    let consts = std::mem::take(&mut scope.consts);
+    Ok(Resolved { name: spec.name, inits, nodes, args, consts })
+}
+
+/// Maps each name to its position; a repeated name is an error naming both positions.
+fn unique<'a>(
+    names: impl Iterator<Item = &'a str>,
+    list: &str,
+    what: &str,
+) -> Result<HashMap<&'a str, usize>, Issue> {
+    let mut ids = HashMap::new();
+    for (position, name) in names.enumerate() {
+        if let Some(earlier) = ids.insert(name, position) {
+            return invalid(format!(
+                "{list}[{earlier}] and {list}[{position}] are both named {}; give every {what} a unique name",
+                quote(name)
+            ));
+        }
+    }
+    Ok(ids)
+}
+
+impl Scope<'_> {
+    fn lookup(&self, name: &str) -> Option<&Literal> {
+        self.init_ids.get(name).map(|&id| &self.inits[id].1)
+    }
+
+    fn node(&self, node: &NodeSpec) -> Result<CompiledNode, Issue> {
+        Ok(CompiledNode {
+            name: node.name.clone(),
+            function: node.function.clone(),
+            factor: self.factor(node)?,
+            first: 0,
+            priority: node.priority,
+            use_workers: node.use_workers,
+        })
+    }
+
+    fn factor(&self, node: &NodeSpec) -> Result<u32, Issue> {
+        let owner = format!("node {}", quote(&node.name));
+        let (count, origin) = match &node.factor {
+            FactorSpec::Count(count) => (*count, String::new()),
+            FactorSpec::Var(name) => {
+                let literal = self.lookup(name).ok_or_else(|| {
+                    Issue::Invalid(format!(
+                        r#"{owner}: factor {} is not an initialization; define it in "initializations" or write a number"#,
+                        quote(name)
+                    ))
+                })?;
+                let count = literal.as_u64().ok_or_else(|| {
+                    Issue::Invalid(format!(
+                        "{owner}: factor {} holds a {}, not a non-negative integer; give it an integer value",
+                        quote(name),
+                        literal.type_name()
+                    ))
+                })?;
+                (count, format!(" (from initialization {})", quote(name)))
+            }
+        };
+        if count == 0 {
+            return invalid(format!("{owner}: factor is 0{origin}; a node needs at least one instance"));
+        }
+        u32::try_from(count).ok().filter(|&c| u64::from(c) <= MAX_INSTANCES).ok_or_else(|| {
+            Issue::TooLarge(format!(
+                "{owner}: factor {count}{origin} is too large; a graph has at most {MAX_INSTANCES} instances"
+            ))
+        })
+    }
+
+    fn arg(&mut self, node: &NodeSpec, k: usize, arg: &ArgSpec) -> Result<Arg, Issue> {
+        let owner = format!("node {} argument {k}", quote(&node.name));
+        match arg {
+            ArgSpec::Literal(literal) => self.push_const(literal.clone(), &owner).map(Arg::Const),
+            ArgSpec::Ref(name) => self.reference(name, &owner).map(Arg::Const),
+            ArgSpec::Edge(edge) => self.edge(edge, &owner).map(Arg::Edge),
+        }
+    }
+
+    fn push_const(&mut self, literal: Literal, owner: &str) -> Result<u32, Issue> {
+        let id = u32::try_from(self.consts.len())
+            .map_err(|_| Issue::TooLarge(format!("{owner}: the graph has more than {} constants", u32::MAX)))?;
+        self.consts.push(literal);
+        Ok(id)
+    }
+
+    /// A `$ref`: each initialization enters the pool once, however many arguments pass it.
+    fn reference(&mut self, name: &str, owner: &str) -> Result<u32, Issue> {
+        let Some(&init) = self.init_ids.get(name) else {
+            return invalid(format!(
+                r#"{owner}: "$ref" names {}, which is not an initialization; define it in "initializations""#,
+                quote(name)
+            ));
+        };
+        if let Some(&id) = self.ref_consts.get(&init) {
+            return Ok(id);
+        }
+        let id = self.push_const(self.inits[init].1.clone(), owner)?;
+        self.ref_consts.insert(init, id);
+        Ok(id)
+    }
+
+    fn edge(&self, edge: &EdgeSpec, owner: &str) -> Result<Edge, Issue> {
+        let pred = self.node_ids.get(edge.pred.as_str()).copied().ok_or_else(|| {
+            Issue::Invalid(format!(
+                "{owner}: predecessor {} is not a node of this graph; check the name",
+                quote(&edge.pred)
+            ))
+        })?;
+        let sel = match &edge.index {
+            IndexSpec::Default if edge.kind == EdgeKind::Barrier => Selection::All,
+            IndexSpec::Default => Selection::Offsets(vec![0]),
+            IndexSpec::Offsets(offsets) => Selection::Offsets(offsets.clone()),
+            IndexSpec::Text(text) => select::parse_text(text, |name| self.lookup(name))
+                .map_err(|e| Issue::Invalid(format!("{owner}: index {}: {e}", quote(text))))?,
+        };
+        let pred = u32::try_from(pred).map_err(|_| Issue::TooLarge(format!("{owner}: too many nodes")))?;
+        Ok(Edge { kind: edge.kind, pred, sel })
+    }
+}

@@ -1,0 +1,113 @@
+//! Which predecessor instances an edge selects, relative to the successor's own instance: parsing
+//! the `index` strings ("all", "3", "num", "0-num"), checking the bounds for every instance in
+//! O(selection) time, and enumerating the selected instances.
+//!
+//! `for_each` may only be called on a selection that `first_out_of_range` accepted; nothing here
+//! allocates in proportion to a range's length.
+
+use super::literal::Literal;
+
+/// A selection of predecessor instances.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Selection {
+    /// Instance i selects i + k for each k, in order.
+    Offsets(Vec<i64>),
+    /// Instance i selects i + a, …, i + b − 1 (never empty: a < b).
+    Range(i64, i64),
+    /// Every instance of the predecessor, whatever i is.
+    All,
+}
+
+impl Selection {
+    /// Number of predecessor instances each successor instance selects.
+    pub(crate) fn len(&self, pred_factor: u32) -> u64 {
+        match self {
+            Selection::Offsets(offsets) => offsets.len() as u64,
+            Selection::Range(a, b) => b.abs_diff(*a),
+            Selection::All => pred_factor.into(),
+        }
+    }
+
+    /// The first (instance, offset) that selects outside `0..pred_factor`, scanning instances in
+    /// order and, within one, offsets in order; `None` when every selection is valid.
+    pub(crate) fn first_out_of_range(&self, factor: u32, pred_factor: u32) -> Option<(u32, i64)> {
+        let p = i64::from(pred_factor);
+        let outside = |k: i64| k < 0 || k >= p;
+        let (at_zero, largest) = match self {
+            Selection::All => return None,
+            Selection::Offsets(offsets) => {
+                (offsets.iter().copied().find(|&k| outside(k)), offsets.iter().copied().max().unwrap_or(0))
+            }
+            Selection::Range(a, b) if outside(*a) => (Some(*a), *b - 1),
+            Selection::Range(_, b) => ((*b > p).then_some(p), *b - 1),
+        };
+        if let Some(k) = at_zero {
+            return Some((0, k));
+        }
+        // Every offset is in 0..p, so instance i first fails when i + largest reaches p.
+        let first_bad = p - largest;
+        (first_bad < i64::from(factor)).then(|| (u32::try_from(first_bad).unwrap_or(u32::MAX), largest))
+    }
+
+    /// Calls `visit` with each predecessor instance index that instance `i` selects, in order.
+    pub(crate) fn for_each(&self, i: u32, pred_factor: u32, mut visit: impl FnMut(u32)) {
+        let at = |k: i64| u32::try_from(i64::from(i) + k).unwrap_or(u32::MAX);
+        match self {
+            Selection::Offsets(offsets) => offsets.iter().for_each(|&k| visit(at(k))),
+            Selection::Range(a, b) => (*a..*b).for_each(|k| visit(at(k))),
+            Selection::All => (0..pred_factor).for_each(visit),
+        }
+    }
+}
+
+/// Parses an `index` string. `lookup` finds an initialization by name.
+pub(crate) fn parse_text<'a>(text: &str, lookup: impl Fn(&str) -> Option<&'a Literal>) -> Result<Selection, String> {
+    if text == "all" {
+        return Ok(Selection::All);
+    }
+    if let Ok(k) = text.parse::<i64>() {
+        return Ok(Selection::Offsets(vec![k]));
+    }
+    if let Some(literal) = lookup(text) {
+        return bound(text, Some(literal)).map(|k| Selection::Offsets(vec![k]));
+    }
+    let mut first_error = None;
+    for (at, _) in text.match_indices('-') {
+        let (left, right) = (text[..at].trim(), text[at + 1..].trim());
+        if left.is_empty() || right.is_empty() {
+            continue;
+        }
+        match (bound_of(left, &lookup), bound_of(right, &lookup)) {
+            (Ok(a), Ok(b)) => return range(a, b),
+            (Err(e), _) | (_, Err(e)) => first_error = first_error.or(Some(e)),
+        }
+    }
+    Err(first_error.unwrap_or_else(|| {
+        r#"it is not an offset, a range "a-b", "all" or the name of an initialization"#.to_owned()
+    }))
+}
+
+fn range(a: i64, b: i64) -> Result<Selection, String> {
+    if b <= a {
+        return Err(format!(r#"the range {a}-{b} is empty; write "a-b" with b > a (b is excluded)"#));
+    }
+    Ok(Selection::Range(a, b))
+}
+
+fn bound_of<'a>(text: &str, lookup: &impl Fn(&str) -> Option<&'a Literal>) -> Result<i64, String> {
+    match text.parse::<u64>() {
+        Ok(v) => i64::try_from(v).map_err(|_| format!("{v} is too large for an index")),
+        Err(_) => bound(text, lookup(text)),
+    }
+}
+
+/// The value of the initialization `name`, which must be a non-negative integer.
+fn bound(name: &str, literal: Option<&Literal>) -> Result<i64, String> {
+    let literal = literal.ok_or_else(|| {
+        format!(r#"{name:?} is neither a non-negative integer nor an initialization; define it in "initializations""#)
+    })?;
+    let value = literal.as_u64().ok_or_else(|| {
+        format!("initialization {name:?} holds a {}, not a non-negative integer", literal.type_name())
+    })?;
+    i64::try_from(value).map_err(|_| format!("initialization {name:?} holds {value}, too large for an index"))
+}

@@ -1,0 +1,335 @@
+//! Reads the graph JSON into a syntax-level description ([`GraphSpec`]): every field checked for
+//! its shape, unknown and unsupported fields rejected by name. Names are not resolved here
+//! (`resolve.rs` does that), so nodes may refer to nodes further down the file.
+//!
+//! Never panics on any JSON; every error names the node, argument or field at fault.
+
+use serde_json::{Map, Value as Json};
+
+use super::error::{Issue, invalid, quote};
+use super::literal::Literal;
+use super::typed::{self, show};
+
+/// The whole file, checked for shape.
+#[derive(Debug)]
+pub(crate) struct GraphSpec {
+    pub name: Option<String>,
+    pub inits: Vec<InitSpec>,
+    pub nodes: Vec<NodeSpec>,
+}
+
+#[derive(Debug)]
+pub(crate) struct InitSpec {
+    pub name: String,
+    pub value: Literal,
+}
+
+#[derive(Debug)]
+pub(crate) struct NodeSpec {
+    pub name: String,
+    pub function: String,
+    pub factor: FactorSpec,
+    pub priority: i32,
+    /// Half-open worker range.
+    pub use_workers: Option<(u32, u32)>,
+    pub args: Vec<ArgSpec>,
+}
+
+#[derive(Debug)]
+pub(crate) enum FactorSpec {
+    /// A positive count.
+    Count(u64),
+    /// The name of an initialization.
+    Var(String),
+}
+
+#[derive(Debug)]
+pub(crate) enum ArgSpec {
+    Literal(Literal),
+    Ref(String),
+    Edge(EdgeSpec),
+}
+
+/// The three kinds of edge: `$res` passes results, `$dep` and `$barrier` only order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EdgeKind {
+    Res,
+    Dep,
+    Barrier,
+}
+
+impl EdgeKind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            EdgeKind::Res => "$res",
+            EdgeKind::Dep => "$dep",
+            EdgeKind::Barrier => "$barrier",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct EdgeSpec {
+    pub kind: EdgeKind,
+    pub pred: String,
+    pub index: IndexSpec,
+}
+
+/// The `index` of a predecessor, as written.
+#[derive(Debug)]
+pub(crate) enum IndexSpec {
+    /// Absent or null.
+    Default,
+    /// An integer or a list of integers.
+    Offsets(Vec<i64>),
+    /// A string: "all", "k", "name", "a-b"; parsed once initializations are known.
+    Text(String),
+}
+
+const TOP_FIELDS: &[&str] = &["name", "initializations", "nodes"];
+const TOP_UNSUPPORTED: &[&str] = &["post_nodes", "network_config"];
+const INIT_FIELDS: &[&str] = &["name", "value"];
+const INIT_UNSUPPORTED: &[&str] = &["function", "func", "args", "factor"];
+const NODE_FIELDS: &[&str] = &["name", "function", "factor", "args", "priority", "use_workers"];
+const NODE_UNSUPPORTED: &[&str] = &["loop", "loop_args", "condition", "group_size"];
+const EDGE_FIELDS: &[&str] = &["type", "predecessor"];
+const PRED_FIELDS: &[&str] = &["name", "index"];
+const PRED_UNSUPPORTED: &[&str] = &["group_by"];
+const REF_FIELDS: &[&str] = &["type", "name"];
+
+/// Reads the top-level object.
+pub(crate) fn read(root: &Json) -> Result<GraphSpec, Issue> {
+    let Json::Object(top) = root else {
+        return invalid(format!(r#"the top level must be an object with a "nodes" list, got {}"#, show(root)));
+    };
+    check_fields(top, TOP_FIELDS, TOP_UNSUPPORTED, None)?;
+    let name = match top.get("name") {
+        None | Some(Json::Null) => None,
+        Some(Json::String(name)) => Some(name.clone()),
+        Some(other) => return invalid(format!(r#""name" must be a string, got {}"#, show(other))),
+    };
+    let inits = list(top.get("initializations"), "initializations", false)?;
+    let inits = inits.iter().enumerate().map(|(k, json)| init(json, k)).collect::<Result<_, _>>()?;
+    let nodes = list(top.get("nodes"), "nodes", true)?;
+    let nodes = nodes.iter().enumerate().map(|(k, json)| node(json, k)).collect::<Result<_, _>>()?;
+    Ok(GraphSpec { name, inits, nodes })
+}
+
+/// A top-level list; absent or null is empty unless `required`.
+fn list<'a>(json: Option<&'a Json>, field: &str, required: bool) -> Result<&'a [Json], Issue> {
+    match json {
+        Some(Json::Array(items)) => Ok(items),
+        None | Some(Json::Null) if !required => Ok(&[]),
+        None | Some(Json::Null) => invalid(format!("the graph has no {field:?} list; add one")),
+        Some(other) => invalid(format!("{field:?} must be a list, got {}", show(other))),
+    }
+}
+
+/// Rejects unknown fields and fields of the full format this runtime does not implement.
+/// `owner` is e.g. `node "gen"`; `None` for the top level.
+fn check_fields(
+    object: &Map<String, Json>,
+    known: &[&str],
+    unsupported: &[&str],
+    owner: Option<&str>,
+) -> Result<(), Issue> {
+    for (key, value) in object {
+        if known.contains(&key.as_str()) {
+            continue;
+        }
+        if unsupported.contains(&key.as_str()) {
+            if is_empty(value) {
+                continue;
+            }
+            let prefix = owner.map(|o| format!("{o}: ")).unwrap_or_default();
+            return Err(Issue::Unsupported(format!("{prefix}{}", quote(key))));
+        }
+        let within = owner.map_or_else(|| "the top-level object".to_owned(), str::to_owned);
+        let known: Vec<String> = known.iter().map(|k| quote(k)).collect();
+        return invalid(format!("unknown field {} in {within}; the known fields are {}", quote(key), known.join(", ")));
+    }
+    Ok(())
+}
+
+/// Null, `[]`, `{}` and `""` count as absent.
+fn is_empty(value: &Json) -> bool {
+    match value {
+        Json::Null => true,
+        Json::Array(items) => items.is_empty(),
+        Json::Object(fields) => fields.is_empty(),
+        Json::String(text) => text.is_empty(),
+        _ => false,
+    }
+}
+
+/// A required, non-empty string field of `object`.
+fn name_field(object: &Map<String, Json>, field: &str, owner: &str, hint: &str) -> Result<String, Issue> {
+    match object.get(field) {
+        Some(Json::String(text)) if !text.is_empty() => Ok(text.clone()),
+        None | Some(Json::Null) => invalid(format!("{owner}: {} is missing; {hint}", quote(field))),
+        Some(other) => invalid(format!("{owner}: {} must be a non-empty string, got {}", quote(field), show(other))),
+    }
+}
+
+fn init(json: &Json, position: usize) -> Result<InitSpec, Issue> {
+    let Json::Object(object) = json else {
+        return invalid(format!(r#"initializations[{position}] must be an object {{"name": ..., "value": ...}}"#));
+    };
+    let name = name_field(object, "name", &format!("initializations[{position}]"), "give it a unique name")?;
+    let owner = format!("initialization {}", quote(&name));
+    check_fields(object, INIT_FIELDS, INIT_UNSUPPORTED, Some(&owner))?;
+    let Some(value) = object.get("value") else {
+        return invalid(format!(r#"{owner}: "value" is missing; give it a value such as 4"#));
+    };
+    if dollar_type(value).is_some() {
+        return invalid(format!("{owner}: the value must be a literal, not a {} argument", show(&value["type"])));
+    }
+    let value = literal(value).map_err(|e| Issue::Invalid(format!("{owner}: {e}")))?;
+    Ok(InitSpec { name, value })
+}
+
+fn literal(json: &Json) -> Result<Literal, String> {
+    match json {
+        Json::Object(object) if object.contains_key("type") => typed::typed(object),
+        _ => typed::plain(json),
+    }
+}
+
+/// The `"type"` of an object whose type starts with `$` (a reference or an edge).
+fn dollar_type(json: &Json) -> Option<&str> {
+    json.get("type").and_then(Json::as_str).filter(|ty| ty.starts_with('$'))
+}
+
+fn node(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
+    let Json::Object(object) = json else {
+        return invalid(format!(r#"nodes[{position}] must be an object {{"name": ..., "function": ...}}"#));
+    };
+    let name = name_field(object, "name", &format!("nodes[{position}]"), "give every node a unique name")?;
+    let owner = format!("node {}", quote(&name));
+    check_fields(object, NODE_FIELDS, NODE_UNSUPPORTED, Some(&owner))?;
+    let function = name_field(object, "function", &owner, "name the kernel this node runs")?;
+    let args = match object.get("args") {
+        None | Some(Json::Null) => Vec::new(),
+        Some(Json::Array(items)) => {
+            items.iter().enumerate().map(|(k, item)| arg(item, &format!("{owner} argument {k}"))).collect::<Result<_, _>>()?
+        }
+        Some(other) => return invalid(format!(r#"{owner}: "args" must be a list, got {}"#, show(other))),
+    };
+    Ok(NodeSpec {
+        factor: factor(object.get("factor"), &owner)?,
+        priority: priority(object.get("priority"), &owner)?,
+        use_workers: use_workers(object.get("use_workers"), &owner)?,
+        name,
+        function,
+        args,
+    })
+}
+
+fn factor(json: Option<&Json>, owner: &str) -> Result<FactorSpec, Issue> {
+    let bad = |what: String| {
+        invalid(format!(
+            "{owner}: factor {what}; write a positive integer or the name of an initialization holding one"
+        ))
+    };
+    match json {
+        None | Some(Json::Null) => Ok(FactorSpec::Count(1)),
+        Some(Json::String(name)) if !name.is_empty() => Ok(FactorSpec::Var(name.clone())),
+        Some(Json::Number(n)) => match n.as_u64() {
+            Some(0) => invalid(format!("{owner}: factor is 0; a node needs at least one instance")),
+            Some(count) => Ok(FactorSpec::Count(count)),
+            None => bad(format!("{n} is not a positive integer")),
+        },
+        Some(other) => bad(format!("must be a number or a name, got {}", show(other))),
+    }
+}
+
+fn priority(json: Option<&Json>, owner: &str) -> Result<i32, Issue> {
+    let level = match json {
+        None | Some(Json::Null) => Some(0),
+        Some(Json::String(level)) => match level.as_str() {
+            "high" => Some(1),
+            "normal" => Some(0),
+            "low" => Some(-1),
+            _ => None,
+        },
+        Some(Json::Number(n)) => n.as_i64().and_then(|p| i32::try_from(p).ok()),
+        Some(_) => None,
+    };
+    level.ok_or_else(|| {
+        Issue::Invalid(format!(
+            r#"{owner}: priority {} is not valid; write "high", "normal", "low" or an integer (i32)"#,
+            json.map_or_else(String::new, show)
+        ))
+    })
+}
+
+/// `"lo-hi"` (inclusive) or `"k"` (or the integer k), stored half-open.
+fn use_workers(json: Option<&Json>, owner: &str) -> Result<Option<(u32, u32)>, Issue> {
+    let text = match json {
+        None | Some(Json::Null) => return Ok(None),
+        Some(Json::String(text)) => text.trim().to_owned(),
+        Some(Json::Number(n)) => n.to_string(),
+        Some(other) => return bad_workers(owner, &show(other)),
+    };
+    let (lo, hi) = text.split_once('-').unwrap_or((&text, &text));
+    match (lo.trim().parse::<u32>(), hi.trim().parse::<u32>()) {
+        (Ok(lo), Ok(hi)) if lo <= hi && hi < u32::MAX => Ok(Some((lo, hi + 1))),
+        _ => bad_workers(owner, &quote(&text)),
+    }
+}
+
+fn bad_workers<T>(owner: &str, got: &str) -> Result<T, Issue> {
+    invalid(format!(
+        r#"{owner}: use_workers {got} is not a worker range; write "lo-hi" with lo <= hi (inclusive, e.g. "0-3") or one worker "k""#
+    ))
+}
+
+/// One node argument; `owner` is e.g. `node "gen" argument 2`.
+fn arg(json: &Json, owner: &str) -> Result<ArgSpec, Issue> {
+    let Some(kind) = dollar_type(json) else {
+        return literal(json).map(ArgSpec::Literal).map_err(|e| Issue::Invalid(format!("{owner}: {e}")));
+    };
+    let object = json.as_object().ok_or_else(|| Issue::Invalid(format!("{owner}: internal: not an object")))?;
+    let kind = match kind {
+        "$ref" => {
+            check_fields(object, REF_FIELDS, &[], Some(owner))?;
+            return name_field(object, "name", owner, "name the initialization to pass").map(ArgSpec::Ref);
+        }
+        "$res" => EdgeKind::Res,
+        "$dep" => EdgeKind::Dep,
+        "$barrier" => EdgeKind::Barrier,
+        other => return Err(Issue::Unsupported(format!("{owner}: argument type {}", quote(other)))),
+    };
+    check_fields(object, EDGE_FIELDS, &[], Some(owner))?;
+    let pred_owner = format!("the predecessor of {owner}");
+    let Some(Json::Object(pred)) = object.get("predecessor") else {
+        return invalid(format!(r#"{owner}: a {} argument needs "predecessor": {{"name": NODE}}"#, kind.name()));
+    };
+    check_fields(pred, PRED_FIELDS, PRED_UNSUPPORTED, Some(&pred_owner))?;
+    let pred_name = name_field(pred, "name", &pred_owner, "name the node to read from")?;
+    let index = index(pred.get("index"), owner)?;
+    Ok(ArgSpec::Edge(EdgeSpec { kind, pred: pred_name, index }))
+}
+
+fn index(json: Option<&Json>, owner: &str) -> Result<IndexSpec, Issue> {
+    let bad = |got: &Json| {
+        invalid(format!(
+            r#"{owner}: index {} is not a selection; write an offset, a list of offsets, a range "a-b" or "all""#,
+            show(got)
+        ))
+    };
+    match json {
+        None | Some(Json::Null) => Ok(IndexSpec::Default),
+        Some(Json::Number(n)) => n.as_i64().map(|k| IndexSpec::Offsets(vec![k])).map_or_else(|| bad(&Json::Number(n.clone())), Ok),
+        Some(Json::String(text)) => Ok(IndexSpec::Text(text.trim().to_owned())),
+        Some(all @ Json::Array(items)) => {
+            let offsets: Option<Vec<i64>> = items.iter().map(Json::as_i64).collect();
+            match offsets {
+                Some(offsets) if !offsets.is_empty() => Ok(IndexSpec::Offsets(offsets)),
+                Some(_) => invalid(format!("{owner}: index is an empty list, which selects nothing; list at least one offset")),
+                None => bad(all),
+            }
+        }
+        Some(other) => bad(other),
+    }
+}

@@ -1,0 +1,129 @@
+//! Kernel libraries: loading a registry, checking it, and resolving the graph's function names.
+//!
+//! Resolution happens once per run, before any frame starts; the engine then calls kernels through
+//! plain function pointers.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use tomii_types::abi::{
+    KERNELS_ENTRY_SYMBOL, TOMII_KERNEL_ABI_MAJOR, TomiiKernelEntry, TomiiKernelFn, TomiiKernelRegistry,
+};
+
+use super::PluginError;
+use super::library::{OpenLibrary, static_text};
+
+/// One loaded kernel library.
+pub struct KernelLibrary {
+    pub path: PathBuf,
+    pub name: &'static str,
+    /// (kernel name, function, flags), in registry order.
+    pub kernels: Vec<(&'static str, TomiiKernelFn, u32)>,
+}
+
+impl KernelLibrary {
+    /// Loads the kernel library at `path` and checks its registry.
+    pub fn load(path: &Path) -> Result<KernelLibrary, PluginError> {
+        let library = OpenLibrary::open(path)?;
+        let hint = "is it a Tomii kernel library? Rust ones call tomii_types::export_kernels!, C ones define it";
+        // SAFETY: `tomii_kernels_v1` has the signature `fn() -> *const TomiiKernelRegistry` by the ABI.
+        let table = unsafe { library.entry_table::<TomiiKernelRegistry>(path, KERNELS_ENTRY_SYMBOL, hint)? };
+        // SAFETY: the first three fields are the fixed prefix of every version; the table is static.
+        let (major, size) = unsafe { ((*table).abi_major, (*table).struct_size) };
+        if major != TOMII_KERNEL_ABI_MAJOR {
+            return Err(PluginError::Version { path: path.to_owned(), abi: "kernel", found: major, expected: TOMII_KERNEL_ABI_MAJOR });
+        }
+        let invalid = |what: String| PluginError::Invalid { path: path.to_owned(), what };
+        if (size as usize) < size_of::<TomiiKernelRegistry>() {
+            return Err(invalid(format!("kernel registry is {size} bytes, smaller than ABI v1.0's")));
+        }
+        // SAFETY: the size covers the v1 registry.
+        let registry: &'static TomiiKernelRegistry = unsafe { &*table };
+        // SAFETY: the library name is a static string of the library.
+        let name = unsafe { static_text(registry.library, "the registry's library name") }.map_err(invalid)?;
+        let kernels = read_entries(registry).map_err(invalid)?;
+        Ok(KernelLibrary { path: path.to_owned(), name, kernels })
+    }
+}
+
+fn read_entries(registry: &'static TomiiKernelRegistry) -> Result<Vec<(&'static str, TomiiKernelFn, u32)>, String> {
+    let stride = registry.entry_size as usize;
+    if registry.count > 0 && (registry.entries.is_null() || stride < size_of::<TomiiKernelEntry>()) {
+        return Err(format!("kernel registry has {} entries but a NULL array or an entry size of {stride}", registry.count));
+    }
+    (0..registry.count)
+        .map(|i| {
+            // SAFETY: `count` entries of `entry_size` bytes each, static data of the library; the
+            // v1 entry is the prefix of every later entry.
+            let entry = unsafe { &*registry.entries.cast::<u8>().add(i * stride).cast::<TomiiKernelEntry>() };
+            // SAFETY: the name is a static string of the library.
+            let name = unsafe { static_text(entry.name, &format!("the name of kernel #{i}")) }?;
+            let func = entry.func.ok_or_else(|| format!("kernel {name:?} has a NULL function pointer"))?;
+            Ok((name, func, entry.flags))
+        })
+        .collect()
+}
+
+/// Kernel libraries loaded for one run, with an index from name to function.
+#[derive(Default)]
+pub struct KernelSet {
+    libraries: Vec<KernelLibrary>,
+    index: HashMap<&'static str, (usize, TomiiKernelFn, u32)>,
+}
+
+impl KernelSet {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Loads every library in `paths`.
+    pub fn load(paths: &[PathBuf]) -> Result<KernelSet, PluginError> {
+        let mut set = KernelSet::new();
+        for path in paths {
+            set.add(KernelLibrary::load(path)?)?;
+        }
+        Ok(set)
+    }
+
+    /// Adds a library; a kernel name exported by two libraries is an error.
+    pub fn add(&mut self, library: KernelLibrary) -> Result<(), PluginError> {
+        let position = self.libraries.len();
+        for &(name, func, flags) in &library.kernels {
+            if let Some(&(other, _, _)) = self.index.get(name) {
+                return Err(PluginError::DuplicateKernel {
+                    kernel: name.to_owned(),
+                    first: self.libraries[other].path.clone(),
+                    second: library.path.clone(),
+                });
+            }
+            self.index.insert(name, (position, func, flags));
+        }
+        self.libraries.push(library);
+        Ok(())
+    }
+
+    /// The function and flags registered as `kernel`, or an error naming the node and what was searched.
+    pub fn resolve(&self, node: &str, kernel: &str) -> Result<(TomiiKernelFn, u32), PluginError> {
+        if let Some(&(_, func, flags)) = self.index.get(kernel) {
+            return Ok((func, flags));
+        }
+        let searched = if self.libraries.is_empty() {
+            "no kernel library was loaded".to_owned()
+        } else {
+            self.libraries
+                .iter()
+                .map(|lib| {
+                    let names: Vec<&str> = lib.kernels.iter().map(|k| k.0).collect();
+                    format!("{} exports {}", lib.path.display(), names.join(", "))
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let hint = if self.libraries.is_empty() { "pass the library with --dylib PATH" } else { "check the name, or add the library that defines it with --dylib" };
+        Err(PluginError::KernelNotFound { node: node.to_owned(), kernel: kernel.to_owned(), searched, hint: hint.to_owned() })
+    }
+
+    pub fn libraries(&self) -> &[KernelLibrary] {
+        &self.libraries
+    }
+}

@@ -1,0 +1,307 @@
+//! Scheduler plugins: finding them by name, loading and checking them, and calling them.
+//!
+//! `SchedulerPlugin` is a checked, loaded library; `SchedulerInstance` is one created scheduler
+//! state for one run. The instance's `push`/`pop` are on the hot path: no allocation or formatting
+//! unless the scheduler reports a failure.
+
+use std::ffi::{CString, c_void};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use abi_stable::library::lib_header_from_path;
+use tomii_types::abi::{
+    SCHEDULER_ENTRY_SYMBOL, TOMII_OK, TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_NEEDS_TIMING, TOMII_SCHED_SERIAL,
+    TomiiErrorBuf, TomiiKnob, TomiiNodeSummary, TomiiSchedInit, TomiiSchedulerVtable, TomiiTask,
+};
+use tomii_types::stable::{LIB_HEADER_SYMBOL, SchedulerModuleRef};
+
+use super::PluginError;
+use super::library::{OpenLibrary, static_text};
+
+/// Size of the v1.0 vtable: every plugin's table must be at least this large.
+const V1_VTABLE_SIZE: u32 = size_of::<TomiiSchedulerVtable>() as u32;
+
+/// A loaded scheduler library whose table passed every check.
+pub struct SchedulerPlugin {
+    pub name: &'static str,
+    pub path: PathBuf,
+    /// Whether the full type layout was verified through `abi_stable` (Rust plugins).
+    pub layout_checked: bool,
+    vtable: &'static TomiiSchedulerVtable,
+}
+
+/// The file name a scheduler called `name` is built as: `libtomii_sched_<name>.so` on Linux.
+pub fn scheduler_file_name(name: &str) -> String {
+    let stem = format!("tomii_sched_{}", name.replace('-', "_"));
+    format!("{}{stem}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX)
+}
+
+/// Where `--scheduler NAME` looks, in order: each directory of `$TOMII_SCHEDULER_PATH`, then the
+/// directory of the running executable and its parent (so `target/<profile>/` is found both from
+/// the `tomii` binary and from test binaries in `target/<profile>/deps/`).
+pub fn scheduler_search_path() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("TOMII_SCHEDULER_PATH")
+        .map(|paths| std::env::split_paths(&paths).collect())
+        .unwrap_or_default();
+    if let Some(exe_dir) = std::env::current_exe().ok().and_then(|exe| exe.parent().map(Path::to_path_buf)) {
+        if let Some(parent) = exe_dir.parent() {
+            dirs.push(exe_dir.clone());
+            dirs.push(parent.to_path_buf());
+        } else {
+            dirs.push(exe_dir);
+        }
+    }
+    dirs
+}
+
+impl SchedulerPlugin {
+    /// Finds `libtomii_sched_<name>.so` on the search path and loads it.
+    pub fn find(name: &str) -> Result<SchedulerPlugin, PluginError> {
+        let file = scheduler_file_name(name);
+        let dirs = scheduler_search_path();
+        match dirs.iter().map(|dir| dir.join(&file)).find(|path| path.is_file()) {
+            Some(path) => Self::load(&path),
+            None => Err(PluginError::SchedulerNotFound {
+                name: name.to_owned(),
+                file,
+                searched: dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
+            }),
+        }
+    }
+
+    /// Loads the scheduler plugin at `path` and checks its table.
+    pub fn load(path: &Path) -> Result<SchedulerPlugin, PluginError> {
+        let library = OpenLibrary::open(path)?;
+        let hint = "is it a Tomii scheduler? Rust schedulers call tomii_types::export_scheduler!, C ones define it";
+        // SAFETY: `tomii_scheduler_v1` has the signature `fn() -> *const TomiiSchedulerVtable` by the ABI.
+        let table = unsafe { library.entry_table::<TomiiSchedulerVtable>(path, SCHEDULER_ENTRY_SYMBOL, hint)? };
+        let invalid = |what: String| PluginError::Invalid { path: path.to_owned(), what };
+        // SAFETY: the header is the fixed prefix every version shares, and the table is static.
+        let header = unsafe { *table.cast::<tomii_types::abi::TomiiAbiHeader>() };
+        if header.abi_major != TOMII_SCHED_ABI_MAJOR {
+            return Err(PluginError::Version {
+                path: path.to_owned(),
+                abi: "scheduler",
+                found: header.abi_major,
+                expected: TOMII_SCHED_ABI_MAJOR,
+            });
+        }
+        if header.struct_size < V1_VTABLE_SIZE {
+            return Err(invalid(format!(
+                "scheduler table is {} bytes, smaller than the {V1_VTABLE_SIZE} bytes of ABI v1.0",
+                header.struct_size
+            )));
+        }
+        // SAFETY: struct_size covers the whole v1 table; it is static data of the library.
+        let vtable: &'static TomiiSchedulerVtable = unsafe { &*table };
+        // SAFETY: the name is a static string of the library.
+        let name = unsafe { static_text(header.name, "the scheduler's name") }.map_err(invalid)?;
+        let required = [
+            ("create", vtable.create.is_some()),
+            ("destroy", vtable.destroy.is_some()),
+            ("push", vtable.push.is_some()),
+            ("pop", vtable.pop.is_some()),
+        ];
+        if let Some((missing, _)) = required.iter().find(|(_, present)| !present) {
+            return Err(invalid(format!("scheduler {name:?} has a NULL `{missing}` callback, which is required")));
+        }
+        let layout_checked = check_layout(path, &library)?;
+        Ok(SchedulerPlugin { name, path: path.to_owned(), layout_checked, vtable })
+    }
+
+    pub fn flags(&self) -> u32 {
+        self.vtable.header.flags
+    }
+
+    /// Whether the scheduler reads `ready_ns`/`cost_ns`, so the host must measure them.
+    pub fn needs_timing(&self) -> bool {
+        self.flags() & TOMII_SCHED_NEEDS_TIMING != 0
+    }
+}
+
+/// Verifies the full layout of a Rust scheduler through its `abi_stable` root module. C schedulers
+/// have none; they are checked at the C level only. Returns whether the layout was checked.
+fn check_layout(path: &Path, library: &OpenLibrary) -> Result<bool, PluginError> {
+    let mut symbol = LIB_HEADER_SYMBOL.as_bytes().to_vec();
+    symbol.push(0);
+    if !library.has_symbol(&symbol) {
+        return Ok(false);
+    }
+    let layout_error = |detail: String| PluginError::Layout { path: path.to_owned(), detail };
+    let header = lib_header_from_path(path).map_err(|e| layout_error(first_line(&e.to_string())))?;
+    header.init_root_module::<SchedulerModuleRef>().map_err(|e| layout_error(first_line(&e.to_string())))?;
+    Ok(true)
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("unknown").to_owned()
+}
+
+/// What the host tells a scheduler at create time (the owned side of `TomiiSchedInit`).
+pub struct SchedulerSetup<'a> {
+    pub workers: u32,
+    pub slots: u32,
+    pub frames: u64,
+    pub tasks_per_frame: u64,
+    /// (name, factor, priority, worker_lo, worker_hi) per node.
+    pub nodes: Vec<(&'a str, u32, i32, u32, u32)>,
+    pub knobs: &'a [(String, String)],
+}
+
+/// One created scheduler state, destroyed on drop.
+pub struct SchedulerInstance<'p> {
+    plugin: &'p SchedulerPlugin,
+    state: *mut c_void,
+    push_fn: unsafe extern "C" fn(*mut c_void, u32, *const TomiiTask, usize) -> i32,
+    pop_fn: unsafe extern "C" fn(*mut c_void, u32, *mut TomiiTask, usize, *mut usize) -> i32,
+    /// Held around every call when the scheduler declared `TOMII_SCHED_SERIAL`.
+    serial: Option<Mutex<()>>,
+}
+
+// SAFETY: the ABI requires scheduler callbacks to be callable from any thread, concurrently unless
+// the scheduler sets SERIAL, in which case `serial` makes the calls one at a time.
+unsafe impl Send for SchedulerInstance<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for SchedulerInstance<'_> {}
+
+impl<'p> SchedulerInstance<'p> {
+    pub fn create(plugin: &'p SchedulerPlugin, setup: &SchedulerSetup<'_>) -> Result<Self, PluginError> {
+        let create_error = |message: String| PluginError::Create {
+            name: plugin.name.to_owned(),
+            path: plugin.path.clone(),
+            message,
+        };
+        let to_c = |text: &str| CString::new(text).map_err(|_| create_error(format!("{text:?} contains a NUL byte")));
+        let names = setup.nodes.iter().map(|n| to_c(n.0)).collect::<Result<Vec<_>, _>>()?;
+        let nodes: Vec<TomiiNodeSummary> = setup
+            .nodes
+            .iter()
+            .zip(&names)
+            .map(|(n, name)| TomiiNodeSummary {
+                name: name.as_ptr(),
+                factor: n.1,
+                priority: n.2,
+                worker_lo: n.3,
+                worker_hi: n.4,
+            })
+            .collect();
+        let knob_text = setup.knobs.iter().map(|(k, v)| Ok((to_c(k)?, to_c(v)?))).collect::<Result<Vec<_>, _>>()?;
+        let knobs: Vec<TomiiKnob> =
+            knob_text.iter().map(|(k, v)| TomiiKnob { key: k.as_ptr(), value: v.as_ptr() }).collect();
+        let init = TomiiSchedInit {
+            struct_size: size_of::<TomiiSchedInit>() as u32,
+            workers: setup.workers,
+            slots: setup.slots,
+            node_count: nodes.len() as u32,
+            tasks_per_frame: setup.tasks_per_frame,
+            max_ready: setup.tasks_per_frame.saturating_mul(u64::from(setup.slots)),
+            frames: setup.frames,
+            nodes: nodes.as_ptr(),
+            knobs: knobs.as_ptr(),
+            knob_count: knobs.len(),
+        };
+        let mut message = vec![0u8; 1024];
+        let mut state = std::ptr::null_mut();
+        let vt = plugin.vtable;
+        let (create, push_fn, pop_fn) = match (vt.create, vt.push, vt.pop) {
+            (Some(c), Some(pu), Some(po)) => (c, pu, po),
+            _ => unreachable!("checked at load"),
+        };
+        let err = TomiiErrorBuf { ptr: message.as_mut_ptr().cast(), cap: message.len() };
+        // SAFETY: `init` and the arrays it points at live until the call returns; `err` is 1 KiB.
+        let status = unsafe { create(&init, &mut state, err) };
+        if status != TOMII_OK || state.is_null() {
+            let text = c_message(&message);
+            let text = if text.is_empty() { format!("create returned status {status}") } else { text };
+            return Err(create_error(text));
+        }
+        let serial = (plugin.flags() & TOMII_SCHED_SERIAL != 0).then(|| Mutex::new(()));
+        Ok(SchedulerInstance { plugin, state, push_fn, pop_fn, serial })
+    }
+
+    pub fn plugin(&self) -> &SchedulerPlugin {
+        self.plugin
+    }
+
+    fn lock(&self) -> Option<std::sync::MutexGuard<'_, ()>> {
+        self.serial.as_ref().map(|m| m.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+
+    /// Hands `tasks` to the scheduler. `worker` is the pushing worker or `TOMII_NO_WORKER`.
+    #[inline]
+    pub fn push(&self, worker: u32, tasks: &[TomiiTask]) -> Result<(), String> {
+        let _serial = self.lock();
+        // SAFETY: valid state from `create`; `tasks` is a live slice.
+        let status = unsafe { (self.push_fn)(self.state, worker, tasks.as_ptr(), tasks.len()) };
+        if status == TOMII_OK { Ok(()) } else { Err(self.failure("push", status)) }
+    }
+
+    /// Asks for up to `out.len()` tasks for `worker`; returns how many were written.
+    #[inline]
+    pub fn pop(&self, worker: u32, out: &mut [TomiiTask]) -> Result<usize, String> {
+        let _serial = self.lock();
+        let mut count = 0usize;
+        // SAFETY: valid state; `out` has room for `out.len()` descriptors; `count` is a live usize.
+        let status = unsafe { (self.pop_fn)(self.state, worker, out.as_mut_ptr(), out.len(), &mut count) };
+        if status != TOMII_OK {
+            return Err(self.failure("pop", status));
+        }
+        if count > out.len() {
+            return Err(format!("pop reported {count} tasks for a buffer of {}", out.len()));
+        }
+        Ok(count)
+    }
+
+    /// The optional hooks this scheduler provides.
+    pub fn hooks(&self) -> &'static TomiiSchedulerVtable {
+        self.plugin.vtable
+    }
+
+    pub fn state(&self) -> *mut c_void {
+        self.state
+    }
+
+    /// The scheduler's statistics JSON, if it reports any.
+    pub fn stats(&self) -> Option<String> {
+        let stats = self.plugin.vtable.stats?;
+        let _serial = self.lock();
+        let mut buf = vec![0u8; 4096];
+        // SAFETY: valid state; `buf` has the stated capacity.
+        let needed = unsafe { stats(self.state, buf.as_mut_ptr().cast(), buf.len()) };
+        if needed >= buf.len() {
+            buf.resize(needed + 1, 0);
+            // SAFETY: as above, with the larger buffer.
+            unsafe { stats(self.state, buf.as_mut_ptr().cast(), buf.len()) };
+        }
+        Some(c_message(&buf))
+    }
+
+    fn failure(&self, call: &str, status: i32) -> String {
+        let detail = self
+            .plugin
+            .vtable
+            .last_error
+            // SAFETY: valid state; the returned string lives until this thread's next failing call.
+            .map(|last_error| unsafe { last_error(self.state) })
+            .filter(|ptr| !ptr.is_null())
+            // SAFETY: non-NULL, NUL-terminated by the ABI.
+            .map(|ptr| unsafe { std::ffi::CStr::from_ptr(ptr) }.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if detail.is_empty() { format!("{call} returned status {status}") } else { format!("{call} failed: {detail}") }
+    }
+}
+
+impl Drop for SchedulerInstance<'_> {
+    fn drop(&mut self) {
+        if let Some(destroy) = self.plugin.vtable.destroy {
+            // SAFETY: the state came from `create` and every other call has returned.
+            unsafe { destroy(self.state) };
+        }
+    }
+}
+
+/// The NUL-terminated text at the start of `buf`.
+fn c_message(buf: &[u8]) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
