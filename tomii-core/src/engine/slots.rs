@@ -1,5 +1,6 @@
 //! Per-slot state: dependency counters, claim counters, results and frame bookkeeping, for every
-//! (slot, instance) pair, in flat arrays indexed `slot * instances + instance`.
+//! (slot, instance) pair, in flat arrays indexed `slot * instances + instance`. A task's two
+//! counters share 16 bytes, so making a task ready and claiming it touch one cache line.
 //!
 //! Nothing here is ever reset: every counter grows monotonically and is compared against a target
 //! derived from the slot's generation, which makes recycling a slot O(1). See README.md, "Slots and
@@ -9,7 +10,7 @@
 //! Arrival counters use `AcqRel` read-modify-writes, so the increment that makes an instance ready
 //! acquires every predecessor's result write (each predecessor stores its result, then increments
 //! with release; all increments form one release sequence). The `done` counter orders a slot's
-//! completion after every task of the frame. Generations are published with release before a
+//! completion after every sink of the frame, hence after every task (every task precedes a sink). Generations are published with release before a
 //! frame's roots are pushed and read with acquire when validating a popped handle.
 
 use std::cell::UnsafeCell;
@@ -50,13 +51,21 @@ pub fn decode_handle(handle: u64) -> TaskRef {
     }
 }
 
+/// The counters of one task in one slot.
+struct Counters {
+    /// Arrivals from predecessors, over all generations.
+    arrivals: AtomicU64,
+    /// Claims by workers, over all generations.
+    claims: AtomicU32,
+}
+
 /// One task's result. Written only by the task itself, read only by its successors in the same
 /// generation; overwritten (old value released) when the slot's next frame runs the task.
 struct ResultCell(UnsafeCell<TomiiValue>);
 
-// SAFETY: access follows the protocol above: a cell has one writer per generation, readers only
-// after the writer's release (the arrival counter), and the next write only after every reader of
-// the previous generation has finished (the slot's done counter).
+// SAFETY: access follows the protocol above: one writer per generation, readers only after the
+// writer's release (the arrival counter), and the next write only after every reader of the
+// previous generation has finished (the slot's done counter).
 unsafe impl Sync for ResultCell {}
 
 /// Frame bookkeeping of one slot.
@@ -67,23 +76,28 @@ pub struct Slot {
     pub frame: AtomicU64,
     /// When the frame started, in clock ticks.
     pub started: AtomicU64,
-    /// Tasks completed in this slot, over all its generations.
+    /// Sink tasks completed in this slot, over all its generations.
     pub done: AtomicU64,
 }
 
 pub struct SlotTable {
     instances: usize,
+    /// Sink instances per frame: a frame is complete when all of them are.
+    sinks: u64,
     slots: Box<[Slot]>,
-    arrivals: Box<[AtomicU64]>,
-    claims: Box<[AtomicU32]>,
+    counters: Box<[Counters]>,
     results: Box<[ResultCell]>,
 }
 
 impl SlotTable {
-    pub fn new(slots: u32, instances: usize) -> Self {
+    /// Bytes one (slot, instance) pair takes.
+    pub const CELL_BYTES: usize = size_of::<Counters>() + size_of::<ResultCell>();
+
+    pub fn new(slots: u32, instances: usize, sinks: usize) -> Self {
         let cells = slots as usize * instances;
         SlotTable {
             instances,
+            sinks: sinks as u64,
             slots: (0..slots)
                 .map(|_| Slot {
                     generation: AtomicU32::new(u32::MAX),
@@ -92,8 +106,7 @@ impl SlotTable {
                     done: AtomicU64::new(0),
                 })
                 .collect(),
-            arrivals: (0..cells).map(|_| AtomicU64::new(0)).collect(),
-            claims: (0..cells).map(|_| AtomicU32::new(0)).collect(),
+            counters: (0..cells).map(|_| Counters { arrivals: AtomicU64::new(0), claims: AtomicU32::new(0) }).collect(),
             results: (0..cells).map(|_| ResultCell(UnsafeCell::new(TomiiValue::NONE))).collect(),
         }
     }
@@ -104,8 +117,13 @@ impl SlotTable {
     }
 
     #[inline]
-    fn cell(&self, slot: u32, instance: u32) -> usize {
+    fn index(&self, slot: u32, instance: u32) -> usize {
         slot as usize * self.instances + instance as usize
+    }
+
+    #[inline]
+    fn cell(&self, slot: u32, instance: u32) -> &Counters {
+        &self.counters[self.index(slot, instance)]
     }
 
     /// Whether a decoded handle names an existing slot and instance.
@@ -126,30 +144,31 @@ impl SlotTable {
     /// `generation`, i.e. the instance just became ready.
     #[inline]
     pub fn arrive(&self, slot: u32, instance: u32, generation: u32, deps: u32) -> bool {
-        let before = self.arrivals[self.cell(slot, instance)].fetch_add(1, Ordering::AcqRel);
+        let before = self.cell(slot, instance).arrivals.fetch_add(1, Ordering::AcqRel);
         before + 1 == (u64::from(generation) + 1) * u64::from(deps)
     }
 
     /// Whether `instance` has all its `deps` arrivals in `generation`.
     #[inline]
     pub fn is_ready(&self, slot: u32, instance: u32, generation: u32, deps: u32) -> bool {
-        self.arrivals[self.cell(slot, instance)].load(Ordering::Acquire) == (u64::from(generation) + 1) * u64::from(deps)
+        self.cell(slot, instance).arrivals.load(Ordering::Acquire) == (u64::from(generation) + 1) * u64::from(deps)
     }
 
     /// Claims the task for execution in `generation`. `Err(claims)` when it was already claimed in
     /// this generation (claims == generation + 1) or the counter is otherwise off.
     #[inline]
     pub fn claim(&self, slot: u32, instance: u32, generation: u32) -> Result<(), u32> {
-        self.claims[self.cell(slot, instance)]
+        self.cell(slot, instance)
+            .claims
             .compare_exchange(generation, generation.wrapping_add(1), Ordering::AcqRel, Ordering::Acquire)
             .map(|_| ())
     }
 
-    /// Records a completed task; true when it completed the slot's frame.
+    /// Records a completed sink task; true when it completed the slot's frame.
     #[inline]
-    pub fn complete(&self, slot: u32, generation: u32) -> bool {
+    pub fn complete_sink(&self, slot: u32, generation: u32) -> bool {
         let before = self.slot(slot).done.fetch_add(1, Ordering::AcqRel);
-        before + 1 == (u64::from(generation) + 1) * self.instances as u64
+        before + 1 == (u64::from(generation) + 1) * self.sinks
     }
 
     /// The stored result of `instance`, borrowed as a raw value (never release it).
@@ -160,7 +179,7 @@ impl SlotTable {
     #[inline]
     pub unsafe fn result(&self, slot: u32, instance: u32) -> TomiiValue {
         // SAFETY: per the caller's guarantee, no write to this cell races with this read.
-        unsafe { *self.results[self.cell(slot, instance)].0.get() }
+        unsafe { *self.results[self.index(slot, instance)].0.get() }
     }
 
     /// Stores the result of `instance`, releasing the previous generation's value.
@@ -170,7 +189,7 @@ impl SlotTable {
     /// be an owned value whose release the host may call.
     #[inline]
     pub unsafe fn store_result(&self, slot: u32, instance: u32, value: TomiiValue) {
-        let cell = self.results[self.cell(slot, instance)].0.get();
+        let cell = self.results[self.index(slot, instance)].0.get();
         // SAFETY: exclusive access per the protocol; the previous value was owned by the cell.
         unsafe {
             drop(Value::from_raw(std::ptr::replace(cell, value)));
@@ -199,7 +218,7 @@ mod tests {
 
     #[test]
     fn counters_need_no_reset_between_generations() {
-        let table = SlotTable::new(1, 2);
+        let table = SlotTable::new(1, 2, 2);
         for frame in 0..3u64 {
             let generation = table.begin_frame(0, frame, 0);
             assert_eq!(generation, frame as u32);
@@ -209,8 +228,8 @@ mod tests {
             assert!(table.claim(0, 1, generation).is_ok());
             assert_eq!(table.claim(0, 1, generation), Err(generation + 1), "second claim must fail");
             assert!(table.claim(0, 0, generation).is_ok());
-            assert!(!table.complete(0, generation));
-            assert!(table.complete(0, generation));
+            assert!(!table.complete_sink(0, generation));
+            assert!(table.complete_sink(0, generation));
         }
     }
 }

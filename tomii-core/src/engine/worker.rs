@@ -32,7 +32,7 @@ const SPIN_ROUNDS: u32 = 64;
 /// The most frames a run may have (one latency sample is kept per frame).
 const MAX_FRAMES: u64 = 100_000_000;
 /// The most (slot, instance) cells a run may hold.
-const MAX_CELLS: u64 = 1 << 31;
+const MAX_CELLS: u64 = 1 << 28;
 /// Bytes of the buffer a failing kernel writes its message into.
 const ERROR_CAPACITY: usize = 1024;
 /// A worker publishes its mean duration of a node every this many executions of it.
@@ -49,8 +49,11 @@ pub(super) struct Engine<'a> {
     consts: Vec<Value>,
     /// The descriptor of each instance, with the per-frame fields left blank.
     templates: Vec<TomiiTask>,
-    /// Instances without successors: their results are a frame's outputs.
+    /// Instances without successors: their results are a frame's outputs, and a frame is complete
+    /// when they all are.
     sinks: Vec<u32>,
+    /// Per instance: whether its result is kept (a successor reads it, or it is a sink).
+    keeps_result: Vec<bool>,
     table: SlotTable,
     sleep: Sleep,
     clock: Clock,
@@ -127,6 +130,16 @@ impl<'a> Engine<'a> {
         let timing = config.task_timing || config.trace || plugin.needs_timing();
         let cells = if config.trace { config.slots as usize * instances } else { 0 };
         let tasks = config.frames * instances as u64;
+        let sinks: Vec<u32> = (0..instances as u32).filter(|&i| graph.successors(i).is_empty()).collect();
+        let mut keeps_result = vec![false; instances];
+        for &sink in &sinks {
+            keeps_result[sink as usize] = true;
+        }
+        for source in &graph.args {
+            if let ArgSource::Result(pred) = *source {
+                keeps_result[pred as usize] = true;
+            }
+        }
         Ok(Engine {
             graph,
             config,
@@ -136,8 +149,9 @@ impl<'a> Engine<'a> {
             node_names,
             consts: graph.consts.iter().map(|literal| literal.to_value()).collect(),
             templates: templates(graph, config.workers),
-            sinks: (0..instances as u32).filter(|&i| graph.successors(i).is_empty()).collect(),
-            table: SlotTable::new(config.slots, instances),
+            table: SlotTable::new(config.slots, instances, sinks.len()),
+            sinks,
+            keeps_result,
             sleep: Sleep::new(config.workers),
             clock: Clock::new(),
             timing,
@@ -342,8 +356,14 @@ impl<'a> Engine<'a> {
         let start = if self.timing { self.clock.now() } else { 0 };
         let result = self.call_kernel(local, node, slot, instance, frame);
         let end = if self.timing { self.clock.now() } else { 0 };
-        // SAFETY: this task owns its cell in this generation; the value is owned.
-        unsafe { self.table.store_result(slot, instance, result?) };
+        let result = result?;
+        if self.keeps_result[instance as usize] {
+            // SAFETY: this task owns its cell in this generation; the value is owned.
+            unsafe { self.table.store_result(slot, instance, result) };
+        } else {
+            // SAFETY: the kernel handed over ownership; nobody reads this result.
+            drop(unsafe { Value::from_raw(result) });
+        }
         self.account(local, node, slot, instance, frame, start, end);
         if let Some(completed) = self.hooks.task_completed {
             // SAFETY: valid scheduler state and a live descriptor.
@@ -351,7 +371,8 @@ impl<'a> Engine<'a> {
         }
         local.pusher.self_take = true;
         self.release_successors(&mut local.pusher, slot, instance, generation, frame, end)?;
-        if self.table.complete(slot, generation) {
+        let is_sink = self.graph.successors(instance).is_empty();
+        if is_sink && self.table.complete_sink(slot, generation) {
             self.finish_frame(&mut local.pusher, slot, frame)?;
         }
         Ok(())
@@ -646,9 +667,10 @@ fn check_config(graph: &CompiledGraph, config: &RunConfig) -> Result<(), RunErro
     let cells = u64::from(config.slots) * graph.instance_count() as u64;
     if cells > MAX_CELLS {
         return bad(format!(
-            "{} slots × {} instances = {cells} task cells, more than the {MAX_CELLS} a run may hold; use fewer slots",
+            "{} slots × {} instances = {cells} task cells ({} GiB), more than the {MAX_CELLS} a run may hold; use fewer slots",
             config.slots,
-            graph.instance_count()
+            graph.instance_count(),
+            cells * SlotTable::CELL_BYTES as u64 >> 30
         ));
     }
     for node in &graph.nodes {

@@ -4,6 +4,7 @@
 //! Internal passes report an [`Issue`] (no file name); `mod.rs` attaches the source name. User text
 //! (names, paths) is always quoted or escaped here, so a newline in a name never splits a message.
 
+use std::fmt;
 use std::io;
 
 /// Why a graph could not be loaded.
@@ -65,6 +66,33 @@ impl Issue {
             Issue::Unsupported(what) => GraphError::Unsupported { file, what },
             Issue::Cycle(cycle) => GraphError::Cycle { file, cycle },
             Issue::TooLarge(message) => GraphError::TooLarge { file, message },
+        }
+    }
+}
+
+/// Where in the file a problem is; displayed only when an error is reported, so the passes never
+/// format a location on the success path.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Place<'a> {
+    Top,
+    InitAt(usize),
+    Init(&'a str),
+    NodeAt(usize),
+    Node(&'a str),
+    Arg(&'a str, usize),
+    Pred(&'a str, usize),
+}
+
+impl fmt::Display for Place<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Place::Top => f.write_str("the top-level object"),
+            Place::InitAt(k) => write!(f, "initializations[{k}]"),
+            Place::Init(name) => write!(f, "initialization {name:?}"),
+            Place::NodeAt(k) => write!(f, "nodes[{k}]"),
+            Place::Node(name) => write!(f, "node {name:?}"),
+            Place::Arg(name, k) => write!(f, "node {name:?} argument {k}"),
+            Place::Pred(name, k) => write!(f, "the predecessor of node {name:?} argument {k}"),
         }
     }
 }

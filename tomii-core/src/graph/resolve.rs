@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use super::compiled::CompiledNode;
-use super::error::{Issue, invalid, quote};
+use super::error::{Issue, Place, invalid, quote};
 use super::literal::Literal;
 use super::select::{self, Selection};
 use super::spec::{ArgSpec, EdgeKind, EdgeSpec, FactorSpec, GraphSpec, IndexSpec, NodeSpec};
@@ -72,11 +72,7 @@ pub(crate) fn resolve(spec: GraphSpec) -> Result<Resolved, Issue> {
 }
 
 /// Maps each name to its position; a repeated name is an error naming both positions.
-fn unique<'a>(
-    names: impl Iterator<Item = &'a str>,
-    list: &str,
-    what: &str,
-) -> Result<HashMap<&'a str, usize>, Issue> {
+fn unique<'a>(names: impl Iterator<Item = &'a str>, list: &str, what: &str) -> Result<HashMap<&'a str, usize>, Issue> {
     let mut ids = HashMap::new();
     for (position, name) in names.enumerate() {
         if let Some(earlier) = ids.insert(name, position) {
@@ -106,19 +102,19 @@ impl Scope<'_> {
     }
 
     fn factor(&self, node: &NodeSpec) -> Result<u32, Issue> {
-        let owner = format!("node {}", quote(&node.name));
+        let at = Place::Node(&node.name);
         let (count, origin) = match &node.factor {
             FactorSpec::Count(count) => (*count, String::new()),
             FactorSpec::Var(name) => {
                 let literal = self.lookup(name).ok_or_else(|| {
                     Issue::Invalid(format!(
-                        r#"{owner}: factor {} is not an initialization; define it in "initializations" or write a number"#,
+                        r#"{at}: factor {} is not an initialization; define it in "initializations" or write a number"#,
                         quote(name)
                     ))
                 })?;
                 let count = literal.as_u64().ok_or_else(|| {
                     Issue::Invalid(format!(
-                        "{owner}: factor {} holds a {}, not a non-negative integer; give it an integer value",
+                        "{at}: factor {} holds a value of type {}, not a non-negative integer; give it an integer value",
                         quote(name),
                         literal.type_name()
                     ))
@@ -127,51 +123,51 @@ impl Scope<'_> {
             }
         };
         if count == 0 {
-            return invalid(format!("{owner}: factor is 0{origin}; a node needs at least one instance"));
+            return invalid(format!("{at}: factor is 0{origin}; a node needs at least one instance"));
         }
         u32::try_from(count).ok().filter(|&c| u64::from(c) <= MAX_INSTANCES).ok_or_else(|| {
             Issue::TooLarge(format!(
-                "{owner}: factor {count}{origin} is too large; a graph has at most {MAX_INSTANCES} instances"
+                "{at}: factor {count}{origin} is too large; a graph has at most {MAX_INSTANCES} instances"
             ))
         })
     }
 
     fn arg(&mut self, node: &NodeSpec, k: usize, arg: &ArgSpec) -> Result<Arg, Issue> {
-        let owner = format!("node {} argument {k}", quote(&node.name));
+        let at = Place::Arg(&node.name, k);
         match arg {
-            ArgSpec::Literal(literal) => self.push_const(literal.clone(), &owner).map(Arg::Const),
-            ArgSpec::Ref(name) => self.reference(name, &owner).map(Arg::Const),
-            ArgSpec::Edge(edge) => self.edge(edge, &owner).map(Arg::Edge),
+            ArgSpec::Literal(literal) => self.push_const(literal.clone(), at).map(Arg::Const),
+            ArgSpec::Ref(name) => self.reference(name, at).map(Arg::Const),
+            ArgSpec::Edge(edge) => self.edge(edge, at).map(Arg::Edge),
         }
     }
 
-    fn push_const(&mut self, literal: Literal, owner: &str) -> Result<u32, Issue> {
+    fn push_const(&mut self, literal: Literal, at: Place<'_>) -> Result<u32, Issue> {
         let id = u32::try_from(self.consts.len())
-            .map_err(|_| Issue::TooLarge(format!("{owner}: the graph has more than {} constants", u32::MAX)))?;
+            .map_err(|_| Issue::TooLarge(format!("{at}: the graph has more than {} constants", u32::MAX)))?;
         self.consts.push(literal);
         Ok(id)
     }
 
     /// A `$ref`: each initialization enters the pool once, however many arguments pass it.
-    fn reference(&mut self, name: &str, owner: &str) -> Result<u32, Issue> {
+    fn reference(&mut self, name: &str, at: Place<'_>) -> Result<u32, Issue> {
         let Some(&init) = self.init_ids.get(name) else {
             return invalid(format!(
-                r#"{owner}: "$ref" names {}, which is not an initialization; define it in "initializations""#,
+                r#"{at}: "$ref" names {}, which is not an initialization; define it in "initializations""#,
                 quote(name)
             ));
         };
         if let Some(&id) = self.ref_consts.get(&init) {
             return Ok(id);
         }
-        let id = self.push_const(self.inits[init].1.clone(), owner)?;
+        let id = self.push_const(self.inits[init].1.clone(), at)?;
         self.ref_consts.insert(init, id);
         Ok(id)
     }
 
-    fn edge(&self, edge: &EdgeSpec, owner: &str) -> Result<Edge, Issue> {
+    fn edge(&self, edge: &EdgeSpec, at: Place<'_>) -> Result<Edge, Issue> {
         let pred = self.node_ids.get(edge.pred.as_str()).copied().ok_or_else(|| {
             Issue::Invalid(format!(
-                "{owner}: predecessor {} is not a node of this graph; check the name",
+                "{at}: predecessor {} is not a node of this graph; check the name",
                 quote(&edge.pred)
             ))
         })?;
@@ -180,9 +176,9 @@ impl Scope<'_> {
             IndexSpec::Default => Selection::Offsets(vec![0]),
             IndexSpec::Offsets(offsets) => Selection::Offsets(offsets.clone()),
             IndexSpec::Text(text) => select::parse_text(text, |name| self.lookup(name))
-                .map_err(|e| Issue::Invalid(format!("{owner}: index {}: {e}", quote(text))))?,
+                .map_err(|e| Issue::Invalid(format!("{at}: index {}: {e}", quote(text))))?,
         };
-        let pred = u32::try_from(pred).map_err(|_| Issue::TooLarge(format!("{owner}: too many nodes")))?;
+        let pred = u32::try_from(pred).map_err(|_| Issue::TooLarge(format!("{at}: too many nodes")))?;
         Ok(Edge { kind: edge.kind, pred, sel })
     }
 }

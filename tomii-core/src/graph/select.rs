@@ -82,9 +82,8 @@ pub(crate) fn parse_text<'a>(text: &str, lookup: impl Fn(&str) -> Option<&'a Lit
             (Err(e), _) | (_, Err(e)) => first_error = first_error.or(Some(e)),
         }
     }
-    Err(first_error.unwrap_or_else(|| {
-        r#"it is not an offset, a range "a-b", "all" or the name of an initialization"#.to_owned()
-    }))
+    Err(first_error
+        .unwrap_or_else(|| r#"it is not an offset, a range "a-b", "all" or the name of an initialization"#.to_owned()))
 }
 
 fn range(a: i64, b: i64) -> Result<Selection, String> {
@@ -107,7 +106,7 @@ fn bound(name: &str, literal: Option<&Literal>) -> Result<i64, String> {
         format!(r#"{name:?} is neither a non-negative integer nor an initialization; define it in "initializations""#)
     })?;
     let value = literal.as_u64().ok_or_else(|| {
-        format!("initialization {name:?} holds a {}, not a non-negative integer", literal.type_name())
+        format!("initialization {name:?} holds a value of type {}, not a non-negative integer", literal.type_name())
     })?;
     i64::try_from(value).map_err(|_| format!("initialization {name:?} holds {value}, too large for an index"))
 }

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value as Json};
 
-use super::error::{Issue, invalid, quote};
+use super::error::{Issue, Place, invalid, quote};
 use super::literal::Literal;
 use super::typed::{self, show};
 
@@ -102,7 +102,7 @@ pub(crate) fn read(root: &Json) -> Result<GraphSpec, Issue> {
     let Json::Object(top) = root else {
         return invalid(format!(r#"the top level must be an object with a "nodes" list, got {}"#, show(root)));
     };
-    check_fields(top, TOP_FIELDS, TOP_UNSUPPORTED, None)?;
+    check_fields(top, TOP_FIELDS, TOP_UNSUPPORTED, Place::Top)?;
     let name = match top.get("name") {
         None | Some(Json::Null) => None,
         Some(Json::String(name)) => Some(name.clone()),
@@ -126,13 +126,8 @@ fn list<'a>(json: Option<&'a Json>, field: &str, required: bool) -> Result<&'a [
 }
 
 /// Rejects unknown fields and fields of the full format this runtime does not implement.
-/// `owner` is e.g. `node "gen"`; `None` for the top level.
-fn check_fields(
-    object: &Map<String, Json>,
-    known: &[&str],
-    unsupported: &[&str],
-    owner: Option<&str>,
-) -> Result<(), Issue> {
+/// `at` is the object's place, e.g. `node "gen"`.
+fn check_fields(object: &Map<String, Json>, known: &[&str], unsupported: &[&str], at: Place<'_>) -> Result<(), Issue> {
     for (key, value) in object {
         if known.contains(&key.as_str()) {
             continue;
@@ -141,12 +136,11 @@ fn check_fields(
             if is_empty(value) {
                 continue;
             }
-            let prefix = owner.map(|o| format!("{o}: ")).unwrap_or_default();
+            let prefix = if let Place::Top = at { String::new() } else { format!("{at}: ") };
             return Err(Issue::Unsupported(format!("{prefix}{}", quote(key))));
         }
-        let within = owner.map_or_else(|| "the top-level object".to_owned(), str::to_owned);
         let known: Vec<String> = known.iter().map(|k| quote(k)).collect();
-        return invalid(format!("unknown field {} in {within}; the known fields are {}", quote(key), known.join(", ")));
+        return invalid(format!("unknown field {} in {at}; the known fields are {}", quote(key), known.join(", ")));
     }
     Ok(())
 }
@@ -163,11 +157,11 @@ fn is_empty(value: &Json) -> bool {
 }
 
 /// A required, non-empty string field of `object`.
-fn name_field(object: &Map<String, Json>, field: &str, owner: &str, hint: &str) -> Result<String, Issue> {
+fn name_field(object: &Map<String, Json>, field: &str, at: Place<'_>, hint: &str) -> Result<String, Issue> {
     match object.get(field) {
         Some(Json::String(text)) if !text.is_empty() => Ok(text.clone()),
-        None | Some(Json::Null) => invalid(format!("{owner}: {} is missing; {hint}", quote(field))),
-        Some(other) => invalid(format!("{owner}: {} must be a non-empty string, got {}", quote(field), show(other))),
+        None | Some(Json::Null) => invalid(format!("{at}: {} is missing; {hint}", quote(field))),
+        Some(other) => invalid(format!("{at}: {} must be a non-empty string, got {}", quote(field), show(other))),
     }
 }
 
@@ -175,16 +169,16 @@ fn init(json: &Json, position: usize) -> Result<InitSpec, Issue> {
     let Json::Object(object) = json else {
         return invalid(format!(r#"initializations[{position}] must be an object {{"name": ..., "value": ...}}"#));
     };
-    let name = name_field(object, "name", &format!("initializations[{position}]"), "give it a unique name")?;
-    let owner = format!("initialization {}", quote(&name));
-    check_fields(object, INIT_FIELDS, INIT_UNSUPPORTED, Some(&owner))?;
+    let name = name_field(object, "name", Place::InitAt(position), "give it a unique name")?;
+    let at = Place::Init(&name);
+    check_fields(object, INIT_FIELDS, INIT_UNSUPPORTED, at)?;
     let Some(value) = object.get("value") else {
-        return invalid(format!(r#"{owner}: "value" is missing; give it a value such as 4"#));
+        return invalid(format!(r#"{at}: "value" is missing; give it a value such as 4"#));
     };
     if dollar_type(value).is_some() {
-        return invalid(format!("{owner}: the value must be a literal, not a {} argument", show(&value["type"])));
+        return invalid(format!("{at}: the value must be a literal, not a {} argument", show(&value["type"])));
     }
-    let value = literal(value).map_err(|e| Issue::Invalid(format!("{owner}: {e}")))?;
+    let value = literal(value).map_err(|e| Issue::Invalid(format!("{at}: {e}")))?;
     Ok(InitSpec { name, value })
 }
 
@@ -204,38 +198,36 @@ fn node(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
     let Json::Object(object) = json else {
         return invalid(format!(r#"nodes[{position}] must be an object {{"name": ..., "function": ...}}"#));
     };
-    let name = name_field(object, "name", &format!("nodes[{position}]"), "give every node a unique name")?;
-    let owner = format!("node {}", quote(&name));
-    check_fields(object, NODE_FIELDS, NODE_UNSUPPORTED, Some(&owner))?;
-    let function = name_field(object, "function", &owner, "name the kernel this node runs")?;
+    let name = name_field(object, "name", Place::NodeAt(position), "give every node a unique name")?;
+    let at = Place::Node(&name);
+    check_fields(object, NODE_FIELDS, NODE_UNSUPPORTED, at)?;
+    let function = name_field(object, "function", at, "name the kernel this node runs")?;
     let args = match object.get("args") {
         None | Some(Json::Null) => Vec::new(),
         Some(Json::Array(items)) => {
-            items.iter().enumerate().map(|(k, item)| arg(item, &format!("{owner} argument {k}"))).collect::<Result<_, _>>()?
+            items.iter().enumerate().map(|(k, item)| arg(item, &name, k)).collect::<Result<_, _>>()?
         }
-        Some(other) => return invalid(format!(r#"{owner}: "args" must be a list, got {}"#, show(other))),
+        Some(other) => return invalid(format!(r#"{at}: "args" must be a list, got {}"#, show(other))),
     };
     Ok(NodeSpec {
-        factor: factor(object.get("factor"), &owner)?,
-        priority: priority(object.get("priority"), &owner)?,
-        use_workers: use_workers(object.get("use_workers"), &owner)?,
+        factor: factor(object.get("factor"), at)?,
+        priority: priority(object.get("priority"), at)?,
+        use_workers: use_workers(object.get("use_workers"), at)?,
         name,
         function,
         args,
     })
 }
 
-fn factor(json: Option<&Json>, owner: &str) -> Result<FactorSpec, Issue> {
+fn factor(json: Option<&Json>, at: Place<'_>) -> Result<FactorSpec, Issue> {
     let bad = |what: String| {
-        invalid(format!(
-            "{owner}: factor {what}; write a positive integer or the name of an initialization holding one"
-        ))
+        invalid(format!("{at}: factor {what}; write a positive integer or the name of an initialization holding one"))
     };
     match json {
         None | Some(Json::Null) => Ok(FactorSpec::Count(1)),
         Some(Json::String(name)) if !name.is_empty() => Ok(FactorSpec::Var(name.clone())),
         Some(Json::Number(n)) => match n.as_u64() {
-            Some(0) => invalid(format!("{owner}: factor is 0; a node needs at least one instance")),
+            Some(0) => invalid(format!("{at}: factor is 0; a node needs at least one instance")),
             Some(count) => Ok(FactorSpec::Count(count)),
             None => bad(format!("{n} is not a positive integer")),
         },
@@ -243,7 +235,7 @@ fn factor(json: Option<&Json>, owner: &str) -> Result<FactorSpec, Issue> {
     }
 }
 
-fn priority(json: Option<&Json>, owner: &str) -> Result<i32, Issue> {
+fn priority(json: Option<&Json>, at: Place<'_>) -> Result<i32, Issue> {
     let level = match json {
         None | Some(Json::Null) => Some(0),
         Some(Json::String(level)) => match level.as_str() {
@@ -257,76 +249,81 @@ fn priority(json: Option<&Json>, owner: &str) -> Result<i32, Issue> {
     };
     level.ok_or_else(|| {
         Issue::Invalid(format!(
-            r#"{owner}: priority {} is not valid; write "high", "normal", "low" or an integer (i32)"#,
+            r#"{at}: priority {} is not valid; write "high", "normal", "low" or an integer (i32)"#,
             json.map_or_else(String::new, show)
         ))
     })
 }
 
 /// `"lo-hi"` (inclusive) or `"k"` (or the integer k), stored half-open.
-fn use_workers(json: Option<&Json>, owner: &str) -> Result<Option<(u32, u32)>, Issue> {
+fn use_workers(json: Option<&Json>, at: Place<'_>) -> Result<Option<(u32, u32)>, Issue> {
     let text = match json {
         None | Some(Json::Null) => return Ok(None),
         Some(Json::String(text)) => text.trim().to_owned(),
         Some(Json::Number(n)) => n.to_string(),
-        Some(other) => return bad_workers(owner, &show(other)),
+        Some(other) => return bad_workers(at, &show(other)),
     };
     let (lo, hi) = text.split_once('-').unwrap_or((&text, &text));
     match (lo.trim().parse::<u32>(), hi.trim().parse::<u32>()) {
         (Ok(lo), Ok(hi)) if lo <= hi && hi < u32::MAX => Ok(Some((lo, hi + 1))),
-        _ => bad_workers(owner, &quote(&text)),
+        _ => bad_workers(at, &quote(&text)),
     }
 }
 
-fn bad_workers<T>(owner: &str, got: &str) -> Result<T, Issue> {
+fn bad_workers<T>(at: Place<'_>, got: &str) -> Result<T, Issue> {
     invalid(format!(
-        r#"{owner}: use_workers {got} is not a worker range; write "lo-hi" with lo <= hi (inclusive, e.g. "0-3") or one worker "k""#
+        r#"{at}: use_workers {got} is not a worker range; write "lo-hi" with lo <= hi (inclusive, e.g. "0-3") or one worker "k""#
     ))
 }
 
-/// One node argument; `owner` is e.g. `node "gen" argument 2`.
-fn arg(json: &Json, owner: &str) -> Result<ArgSpec, Issue> {
+/// Argument `k` of node `node`.
+fn arg(json: &Json, node: &str, k: usize) -> Result<ArgSpec, Issue> {
+    let at = Place::Arg(node, k);
     let Some(kind) = dollar_type(json) else {
-        return literal(json).map(ArgSpec::Literal).map_err(|e| Issue::Invalid(format!("{owner}: {e}")));
+        return literal(json).map(ArgSpec::Literal).map_err(|e| Issue::Invalid(format!("{at}: {e}")));
     };
-    let object = json.as_object().ok_or_else(|| Issue::Invalid(format!("{owner}: internal: not an object")))?;
+    let object = json.as_object().ok_or_else(|| Issue::Invalid(format!("{at}: internal: not an object")))?;
     let kind = match kind {
         "$ref" => {
-            check_fields(object, REF_FIELDS, &[], Some(owner))?;
-            return name_field(object, "name", owner, "name the initialization to pass").map(ArgSpec::Ref);
+            check_fields(object, REF_FIELDS, &[], at)?;
+            return name_field(object, "name", at, "name the initialization to pass").map(ArgSpec::Ref);
         }
         "$res" => EdgeKind::Res,
         "$dep" => EdgeKind::Dep,
         "$barrier" => EdgeKind::Barrier,
-        other => return Err(Issue::Unsupported(format!("{owner}: argument type {}", quote(other)))),
+        other => return Err(Issue::Unsupported(format!("{at}: argument type {}", quote(other)))),
     };
-    check_fields(object, EDGE_FIELDS, &[], Some(owner))?;
-    let pred_owner = format!("the predecessor of {owner}");
+    check_fields(object, EDGE_FIELDS, &[], at)?;
+    let pred_at = Place::Pred(node, k);
     let Some(Json::Object(pred)) = object.get("predecessor") else {
-        return invalid(format!(r#"{owner}: a {} argument needs "predecessor": {{"name": NODE}}"#, kind.name()));
+        return invalid(format!(r#"{at}: a {} argument needs "predecessor": {{"name": NODE}}"#, kind.name()));
     };
-    check_fields(pred, PRED_FIELDS, PRED_UNSUPPORTED, Some(&pred_owner))?;
-    let pred_name = name_field(pred, "name", &pred_owner, "name the node to read from")?;
-    let index = index(pred.get("index"), owner)?;
+    check_fields(pred, PRED_FIELDS, PRED_UNSUPPORTED, pred_at)?;
+    let pred_name = name_field(pred, "name", pred_at, "name the node to read from")?;
+    let index = index(pred.get("index"), at)?;
     Ok(ArgSpec::Edge(EdgeSpec { kind, pred: pred_name, index }))
 }
 
-fn index(json: Option<&Json>, owner: &str) -> Result<IndexSpec, Issue> {
+fn index(json: Option<&Json>, at: Place<'_>) -> Result<IndexSpec, Issue> {
     let bad = |got: &Json| {
         invalid(format!(
-            r#"{owner}: index {} is not a selection; write an offset, a list of offsets, a range "a-b" or "all""#,
+            r#"{at}: index {} is not a selection; write an offset, a list of offsets, a range "a-b" or "all""#,
             show(got)
         ))
     };
     match json {
         None | Some(Json::Null) => Ok(IndexSpec::Default),
-        Some(Json::Number(n)) => n.as_i64().map(|k| IndexSpec::Offsets(vec![k])).map_or_else(|| bad(&Json::Number(n.clone())), Ok),
+        Some(Json::Number(n)) => {
+            n.as_i64().map(|k| IndexSpec::Offsets(vec![k])).map_or_else(|| bad(&Json::Number(n.clone())), Ok)
+        }
         Some(Json::String(text)) => Ok(IndexSpec::Text(text.trim().to_owned())),
         Some(all @ Json::Array(items)) => {
             let offsets: Option<Vec<i64>> = items.iter().map(Json::as_i64).collect();
             match offsets {
                 Some(offsets) if !offsets.is_empty() => Ok(IndexSpec::Offsets(offsets)),
-                Some(_) => invalid(format!("{owner}: index is an empty list, which selects nothing; list at least one offset")),
+                Some(_) => {
+                    invalid(format!("{at}: index is an empty list, which selects nothing; list at least one offset"))
+                }
                 None => bad(all),
             }
         }

@@ -16,7 +16,9 @@ pub(crate) fn plain(json: &Json) -> Result<Literal, String> {
         Json::String(v) => Ok(Literal::Str(v.clone())),
         Json::Number(n) => Ok(plain_number(n)),
         Json::Null => Err("null is not a value; write a number, a string, a bool or a typed value".to_owned()),
-        Json::Array(_) => Err(r#"a plain list has no element type; write {"type": "Vec<f64>", "value": [...]}"#.to_owned()),
+        Json::Array(_) => {
+            Err(r#"a plain list has no element type; write {"type": "Vec<f64>", "value": [...]}"#.to_owned())
+        }
         Json::Object(_) => Err(r#"an object value needs a "type" field, e.g. {"type": "u8", "value": 7}"#.to_owned()),
     }
 }
@@ -38,7 +40,8 @@ pub(crate) fn typed(object: &Map<String, Json>) -> Result<Literal, String> {
         Some(Json::String(name)) => name.trim(),
         _ => return Err(r#"the "type" of a typed value must be a string such as "u8""#.to_owned()),
     };
-    let value = object.get("value").ok_or_else(|| format!(r#"the typed value of type {type_name:?} has no "value""#))?;
+    let value =
+        object.get("value").ok_or_else(|| format!(r#"the typed value of type {type_name:?} has no "value""#))?;
     of_type(type_name, value)
 }
 
@@ -74,7 +77,9 @@ fn vector(elem: LiteralType, value: &Json) -> Result<Literal, String> {
 pub(crate) fn scalar(ty: LiteralType, value: &Json) -> Result<Literal, String> {
     match ty {
         LiteralType::Bool => value.as_bool().map(Literal::Bool).ok_or_else(|| expected("true or false", ty, value)),
-        LiteralType::Str => value.as_str().map(|s| Literal::Str(s.to_owned())).ok_or_else(|| expected("a string", ty, value)),
+        LiteralType::Str => {
+            value.as_str().map(|s| Literal::Str(s.to_owned())).ok_or_else(|| expected("a string", ty, value))
+        }
         LiteralType::Char => char_of(value).map(Literal::Char),
         LiteralType::F32 => f32_of(value, ty).map(Literal::F32),
         LiteralType::F64 => f64_of(value, ty).map(Literal::F64),
@@ -146,7 +151,8 @@ fn wide_uint(value: &Json, ty: LiteralType) -> Result<Literal, String> {
     Ok(Literal::U128(v))
 }
 
-const WIDE_HINT: &str = r#" (write 128-bit values beyond 64 bits as a decimal string, e.g. "170141183460469231731687303715884105727")"#;
+const WIDE_HINT: &str =
+    r#" (write 128-bit values beyond 64 bits as a decimal string, e.g. "170141183460469231731687303715884105727")"#;
 
 fn not_decimal(text: &str, ty: LiteralType) -> String {
     format!("{text:?} is not a decimal integer that fits in {}", ty.name())

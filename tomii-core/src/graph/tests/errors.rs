@@ -109,8 +109,8 @@ fn factors() {
                "nodes": [{"name": "x", "function": "f", "factor": "n"}]})
     };
     assert_mentions(&error(inits(json!(0))), &[r#"node "x": factor is 0 (from initialization "n")"#]);
-    assert_mentions(&error(inits(json!(-4))), &[r#"factor "n" holds a i64"#]);
-    assert_mentions(&error(inits(json!("4"))), &[r#"factor "n" holds a String"#]);
+    assert_mentions(&error(inits(json!(-4))), &[r#"factor "n" holds a value of type i64"#]);
+    assert_mentions(&error(inits(json!("4"))), &[r#"factor "n" holds a value of type String"#]);
     let huge = error(one(json!({"name": "x", "function": "f", "factor": u32::MAX})));
     assert_mentions(&huge, &[r#"node "x": factor 4294967295 is too large"#]);
 }
@@ -190,7 +190,7 @@ fn bad_selections() {
                       "nodes": [{"name": "a", "function": "f"},
                                 {"name": "b", "function": "f", "args": [
                                     {"type": "$res", "predecessor": {"name": "a", "index": "0-t"}}]}]});
-    assert_mentions(&error(text), &[r#"initialization "t" holds a String"#]);
+    assert_mentions(&error(text), &[r#"initialization "t" holds a value of type String"#]);
 }
 
 #[test]
@@ -227,7 +227,10 @@ fn literal_range_errors() {
 fn initialization_values() {
     let init = |value: Json| error(json!({"initializations": [{"name": "v", "value": value}], "nodes": []}));
     assert_mentions(&init(json!({"type": "u8", "value": -1})), &[r#"initialization "v": -1 does not fit in u8"#]);
-    assert_mentions(&init(json!({"type": "$ref", "name": "w"})), &[r#"initialization "v": the value must be a literal"#]);
+    assert_mentions(
+        &init(json!({"type": "$ref", "name": "w"})),
+        &[r#"initialization "v": the value must be a literal"#],
+    );
     let missing = error(json!({"initializations": [{"name": "v"}], "nodes": []}));
     assert_mentions(&missing, &[r#"initialization "v": "value" is missing"#]);
 }
@@ -247,8 +250,10 @@ fn cycles() {
 #[test]
 fn long_cycles_are_shortened() {
     let mut chain: Vec<Json> = (0..20)
-        .map(|k| json!({"name": format!("n{k}"), "function": "f",
-                        "args": [{"type": "$dep", "predecessor": {"name": format!("n{}", (k + 19) % 20)}}]}))
+        .map(|k| {
+            json!({"name": format!("n{k}"), "function": "f",
+                        "args": [{"type": "$dep", "predecessor": {"name": format!("n{}", (k + 19) % 20)}}]})
+        })
         .collect();
     chain.push(json!({"name": "tail", "function": "f", "args": [{"type": "$dep", "predecessor": {"name": "n3"}}]}));
     let message = error(nodes(Json::Array(chain)));

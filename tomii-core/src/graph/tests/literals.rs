@@ -134,6 +134,7 @@ fn vector_values() {
     assert_eq!(c.as_raw().elem, TOMII_TAG_C64);
 
     let words = Literal::Vec(LiteralType::Str, vec![Literal::Str("a".into()), Literal::Str("b".into())]);
-    let ValueRef::List(items) = words.to_value().view() else { panic!("expected a list") };
+    let value = words.to_value();
+    let ValueRef::List(items) = value.view() else { panic!("expected a list") };
     assert_eq!(items.iter().collect::<Vec<_>>(), [ValueRef::Str("a"), ValueRef::Str("b")]);
 }
