@@ -1,9 +1,51 @@
-//! Writing messages into a caller-owned [`TomiiErrorBuf`], and reading panic payloads.
-//! Nothing here allocates except `panic_message` on the error path.
+//! The plugin side of the boundary: writing messages into a caller-owned [`TomiiErrorBuf`], and
+//! turning panics into messages without printing anything.
+//!
+//! A plugin carries its own copy of the standard library, with its own panic hook; left alone it
+//! would print a panic report on the host's stderr before the shim catches the panic. `catch_panic`
+//! installs, once per copy, a hook that stays quiet for panics inside a boundary call and records
+//! their message and location instead. Panics elsewhere still reach the previous hook.
 
 use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Once;
 
 use crate::abi::TomiiErrorBuf;
+
+thread_local! {
+    /// Whether this thread is inside a `catch_panic` call.
+    static AT_BOUNDARY: Cell<bool> = const { Cell::new(false) };
+    /// The message the quiet hook recorded for the panic being unwound.
+    static CAUGHT: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+static QUIET_HOOK: Once = Once::new();
+
+fn install_quiet_hook() {
+    QUIET_HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if AT_BOUNDARY.with(Cell::get) {
+                let place = info.location().map(|l| format!(" (at {}:{})", l.file(), l.line())).unwrap_or_default();
+                let text = format!("{}{place}", panic_message(info.payload()));
+                CAUGHT.with(|caught| *caught.borrow_mut() = Some(text));
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Runs `body`; a panic becomes `Err(message with its location)`, printed nowhere.
+pub fn catch_panic<R>(body: impl FnOnce() -> R) -> Result<R, String> {
+    install_quiet_hook();
+    let outer = AT_BOUNDARY.with(|flag| flag.replace(true));
+    let result = catch_unwind(AssertUnwindSafe(body));
+    AT_BOUNDARY.with(|flag| flag.set(outer));
+    result
+        .map_err(|payload| CAUGHT.with(|caught| caught.borrow_mut().take()).unwrap_or_else(|| panic_message(&*payload)))
+}
 
 /// Copies `message` into `buf`, truncated at a UTF-8 boundary to fit, and NUL-terminates it.
 ///
@@ -32,5 +74,26 @@ pub fn panic_message(payload: &(dyn Any + Send)) -> String {
         text.clone()
     } else {
         "a panic with a non-text payload".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caught_panics_carry_message_and_location() {
+        let error = catch_panic(|| panic!("boom {}", 7)).unwrap_err();
+        assert!(error.starts_with("boom 7 (at "), "{error}");
+        assert!(error.contains("errbuf.rs"), "{error}");
+        assert_eq!(catch_panic(|| 5), Ok(5));
+    }
+
+    #[test]
+    fn messages_are_truncated_at_a_char_boundary() {
+        let mut buf = [0xAAu8; 5];
+        // SAFETY: a 5-byte buffer.
+        unsafe { write_error(TomiiErrorBuf { ptr: buf.as_mut_ptr().cast(), cap: 5 }, "aéé") };
+        assert_eq!(&buf, b"a\xc3\xa9\0\xAA");
     }
 }

@@ -6,10 +6,9 @@
 
 use std::ffi::{CStr, c_void};
 use std::fmt;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::abi::*;
-use crate::errbuf::{panic_message, write_error};
+use crate::errbuf::{catch_panic, write_error};
 
 /// A kernel's failure; its message fails the frame and is shown to the user.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -441,7 +440,7 @@ pub unsafe fn call(
     };
     let ctx =
         CallCtx { worker: raw_ctx.worker, frame: raw_ctx.frame, slot: raw_ctx.slot, instance: raw_ctx.instance, node };
-    match catch_unwind(AssertUnwindSafe(|| kernel(&ctx, &args))) {
+    match catch_panic(|| kernel(&ctx, &args)) {
         Ok(Ok(value)) => {
             // SAFETY: `out` checked non-NULL; the host takes ownership of the value.
             unsafe { *out = value.into_raw() };
@@ -452,9 +451,9 @@ pub unsafe fn call(
             unsafe { write_error(raw_ctx.err, &error.0) };
             TOMII_ERR
         }
-        Err(payload) => {
+        Err(panic) => {
             // SAFETY: as above.
-            unsafe { write_error(raw_ctx.err, &format!("panicked: {}", panic_message(&*payload))) };
+            unsafe { write_error(raw_ctx.err, &format!("panicked: {panic}")) };
             TOMII_ERR_PANIC
         }
     }

@@ -7,13 +7,12 @@
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_void};
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::abi::{
     TOMII_ERR, TOMII_ERR_INVALID, TOMII_ERR_PANIC, TOMII_OK, TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR,
     TomiiAbiHeader, TomiiErrorBuf, TomiiKnobDesc, TomiiSchedInit, TomiiSchedulerVtable, TomiiTask,
 };
-use crate::errbuf::{panic_message, write_error};
+use crate::errbuf::{catch_panic, write_error};
 
 pub use crate::abi::{TOMII_NO_WORKER as NO_WORKER, TomiiTask as Task};
 
@@ -218,14 +217,14 @@ fn remember_error(message: &str) {
 
 /// Runs `body`, turning an error or a panic into a status code and a remembered message.
 fn guarded(body: impl FnOnce() -> Result<(), String>) -> i32 {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    match catch_panic(body) {
         Ok(Ok(())) => TOMII_OK,
         Ok(Err(message)) => {
             remember_error(&message);
             TOMII_ERR
         }
-        Err(payload) => {
-            remember_error(&format!("panicked: {}", panic_message(&*payload)));
+        Err(panic) => {
+            remember_error(&format!("panicked: {panic}"));
             TOMII_ERR_PANIC
         }
     }
@@ -264,7 +263,7 @@ unsafe extern "C" fn create<S: Scheduler>(
     if init.is_null() || state.is_null() {
         return TOMII_ERR_INVALID;
     }
-    let result = catch_unwind(|| {
+    let result = catch_panic(|| {
         // SAFETY: the host passes a valid init block for the duration of this call.
         let info = unsafe { InitInfo::from_raw(&*init) };
         S::create(&info)
@@ -280,9 +279,9 @@ unsafe extern "C" fn create<S: Scheduler>(
             unsafe { write_error(err, &message) };
             TOMII_ERR
         }
-        Err(payload) => {
+        Err(panic) => {
             // SAFETY: as above.
-            unsafe { write_error(err, &format!("create panicked: {}", panic_message(&*payload))) };
+            unsafe { write_error(err, &format!("create panicked: {panic}")) };
             TOMII_ERR_PANIC
         }
     }
@@ -292,7 +291,7 @@ unsafe extern "C" fn destroy<S: Scheduler>(state: *mut c_void) {
     if !state.is_null() {
         // SAFETY: `state` came from `Box::into_raw` in `create::<S>`; the host destroys it once.
         let boxed = unsafe { Box::from_raw(state.cast::<S>()) };
-        let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
+        let _ = catch_panic(move || drop(boxed));
     }
 }
 
@@ -415,7 +414,7 @@ unsafe extern "C" fn stats<S: Scheduler>(state: *mut c_void, buf: *mut c_char, c
     }
     // SAFETY: valid state, as the ABI requires.
     let scheduler = unsafe { state_ref::<S>(state) };
-    let Ok(text) = catch_unwind(AssertUnwindSafe(|| scheduler.stats())) else {
+    let Ok(text) = catch_panic(|| scheduler.stats()) else {
         return 0;
     };
     // SAFETY: the host's buffer is valid for `cap` bytes.

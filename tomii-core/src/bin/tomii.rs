@@ -90,7 +90,10 @@ fn main() -> ExitCode {
         let place = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
         eprintln!("error: internal error (please report it): {message}{place}");
     }));
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(error),
+    };
     let result = match cli.command {
         Command::Run(args) => run(args),
     };
@@ -103,9 +106,31 @@ fn main() -> ExitCode {
     }
 }
 
-/// The error and its causes on one line.
+/// `--help` and `--version` print as usual; a usage error becomes one `error:` line, exit 2.
+fn usage_error(error: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = error.print();
+        return ExitCode::SUCCESS;
+    }
+    let text = error.to_string();
+    let first = text.lines().next().unwrap_or("invalid arguments");
+    eprintln!("error: {} (see tomii --help)", first.trim_start_matches("error: "));
+    ExitCode::from(2)
+}
+
+/// The error and its causes on one line, each cause once (many errors already quote their cause).
 fn one_line(error: &anyhow::Error) -> String {
-    error.chain().map(|cause| cause.to_string()).collect::<Vec<_>>().join(": ").replace('\n', " ")
+    let mut line = String::new();
+    for cause in error.chain().map(|cause| cause.to_string()) {
+        if !line.contains(&cause) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&cause);
+        }
+    }
+    line.replace('\n', " ")
 }
 
 fn run(args: RunArgs) -> Result<()> {

@@ -108,7 +108,12 @@ pub fn latency(mut samples_ns: Vec<u64>) -> Latency {
 }
 
 /// Per-node figures, summed over workers.
-pub fn per_node(names: &[(String, String)], workers: &[WorkerCounters], clock: &Clock, timing: bool) -> Vec<NodeReport> {
+pub fn per_node(
+    names: &[(String, String)],
+    workers: &[WorkerCounters],
+    clock: &Clock,
+    timing: bool,
+) -> Vec<NodeReport> {
     names
         .iter()
         .enumerate()

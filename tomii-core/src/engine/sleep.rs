@@ -10,8 +10,8 @@
 //! reads `sleepers`. In every interleaving either the sleeper's re-check sees the task or the pusher
 //! sees the sleeper, so no task is left behind while a worker that could run it sleeps.
 
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering, fence};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering, fence};
 use std::thread::Thread;
 use std::time::Duration;
 
@@ -150,13 +150,10 @@ impl Sleep {
 
     /// Wakes `worker` if it sleeps. Returns whether it did.
     fn wake(&self, worker: u32) -> bool {
-        let woke = self.state[worker as usize]
-            .compare_exchange(SLEEPING, AWAKE, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok();
-        if woke {
-            if let Some(thread) = self.threads[worker as usize].get() {
-                thread.unpark();
-            }
+        let woke =
+            self.state[worker as usize].compare_exchange(SLEEPING, AWAKE, Ordering::AcqRel, Ordering::Relaxed).is_ok();
+        if woke && let Some(thread) = self.threads[worker as usize].get() {
+            thread.unpark();
         }
         woke
     }

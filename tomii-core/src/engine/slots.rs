@@ -16,6 +16,8 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+use crossbeam_utils::CachePadded;
+
 use tomii_types::abi::TomiiValue;
 use tomii_types::kernel::Value;
 
@@ -38,7 +40,9 @@ pub struct TaskRef {
 /// Encodes a task handle: generation tag (8 bits), slot (24 bits), instance (32 bits).
 #[inline]
 pub fn encode_handle(slot: u32, instance: u32, generation: u32) -> u64 {
-    (u64::from(generation & 0xFF) << (INSTANCE_BITS + SLOT_BITS)) | (u64::from(slot) << INSTANCE_BITS) | u64::from(instance)
+    (u64::from(generation & 0xFF) << (INSTANCE_BITS + SLOT_BITS))
+        | (u64::from(slot) << INSTANCE_BITS)
+        | u64::from(instance)
 }
 
 /// Decodes a handle without checking it against the table.
@@ -76,15 +80,16 @@ pub struct Slot {
     pub frame: AtomicU64,
     /// When the frame started, in clock ticks.
     pub started: AtomicU64,
-    /// Sink tasks completed in this slot, over all its generations.
-    pub done: AtomicU64,
+    /// Sink tasks completed in this slot, over all its generations. On its own cache line: it is
+    /// written by every sink, while the fields above are read by every task.
+    pub done: CachePadded<AtomicU64>,
 }
 
 pub struct SlotTable {
     instances: usize,
     /// Sink instances per frame: a frame is complete when all of them are.
     sinks: u64,
-    slots: Box<[Slot]>,
+    slots: Box<[CachePadded<Slot>]>,
     counters: Box<[Counters]>,
     results: Box<[ResultCell]>,
 }
@@ -99,11 +104,13 @@ impl SlotTable {
             instances,
             sinks: sinks as u64,
             slots: (0..slots)
-                .map(|_| Slot {
-                    generation: AtomicU32::new(u32::MAX),
-                    frame: AtomicU64::new(0),
-                    started: AtomicU64::new(0),
-                    done: AtomicU64::new(0),
+                .map(|_| {
+                    CachePadded::new(Slot {
+                        generation: AtomicU32::new(u32::MAX),
+                        frame: AtomicU64::new(0),
+                        started: AtomicU64::new(0),
+                        done: CachePadded::new(AtomicU64::new(0)),
+                    })
                 })
                 .collect(),
             counters: (0..cells).map(|_| Counters { arrivals: AtomicU64::new(0), claims: AtomicU32::new(0) }).collect(),

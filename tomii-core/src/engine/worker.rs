@@ -326,7 +326,11 @@ impl<'a> Engine<'a> {
         let frame = state.frame.load(Ordering::Relaxed);
         let deps = self.graph.dep_count[instance as usize];
         if found.tag != generation & 0xFF || !self.table.is_ready(slot, instance, generation, deps) {
-            return Err(self.task_fault("returned a task that was never pushed (or belongs to an earlier frame)", instance, frame));
+            return Err(self.task_fault(
+                "returned a task that was never pushed (or belongs to an earlier frame)",
+                instance,
+                frame,
+            ));
         }
         if self.table.claim(slot, instance, generation).is_err() {
             return Err(self.task_fault("returned the same task twice", instance, frame));
@@ -394,7 +398,14 @@ impl<'a> Engine<'a> {
 
     /// Calls the node's kernel; an error status becomes a `RunError::Kernel`.
     #[inline]
-    fn call_kernel(&self, local: &mut Local, node: u32, slot: u32, instance: u32, frame: u64) -> Result<TomiiValue, RunError> {
+    fn call_kernel(
+        &self,
+        local: &mut Local,
+        node: u32,
+        slot: u32,
+        instance: u32,
+        frame: u64,
+    ) -> Result<TomiiValue, RunError> {
         local.error[0] = 0;
         let ctx = TomiiCallCtx {
             struct_size: size_of::<TomiiCallCtx>() as u32,
@@ -506,7 +517,8 @@ impl<'a> Engine<'a> {
             task.cost_ns = self.costs[task.node as usize].load(Ordering::Relaxed);
         }
         if !self.ready_at.is_empty() {
-            self.ready_at[slot as usize * self.graph.instance_count() + instance as usize].store(now, Ordering::Relaxed);
+            self.ready_at[slot as usize * self.graph.instance_count() + instance as usize]
+                .store(now, Ordering::Relaxed);
         }
         pusher.ready.push(task);
         if pusher.ready.len() == PUSH_CHUNK { self.flush(pusher) } else { Ok(()) }
@@ -621,7 +633,8 @@ impl<'a> Engine<'a> {
     fn report(&self, counters: &[WorkerCounters], wall_s: f64) -> Report {
         let frames = self.config.frames;
         let tasks: u64 = counters.iter().map(|c| c.tasks).sum();
-        let names: Vec<(String, String)> = self.graph.nodes.iter().map(|n| (n.name.clone(), n.function.clone())).collect();
+        let names: Vec<(String, String)> =
+            self.graph.nodes.iter().map(|n| (n.name.clone(), n.function.clone())).collect();
         let plugin = self.scheduler.plugin();
         let stats = self.scheduler.stats().filter(|s| !s.trim().is_empty() && s.trim() != "{}");
         Report {
@@ -670,21 +683,21 @@ fn check_config(graph: &CompiledGraph, config: &RunConfig) -> Result<(), RunErro
             "{} slots × {} instances = {cells} task cells ({} GiB), more than the {MAX_CELLS} a run may hold; use fewer slots",
             config.slots,
             graph.instance_count(),
-            cells * SlotTable::CELL_BYTES as u64 >> 30
+            (cells * SlotTable::CELL_BYTES as u64) >> 30
         ));
     }
     for node in &graph.nodes {
-        if let Some((lo, hi)) = node.use_workers {
-            if hi > config.workers {
-                return bad(format!(
-                    "{}: node {:?} has use_workers {lo}-{}, but the run has {} worker(s) (0-{}); add workers or narrow the range",
-                    graph.source,
-                    node.name,
-                    hi - 1,
-                    config.workers,
-                    config.workers - 1
-                ));
-            }
+        if let Some((lo, hi)) = node.use_workers
+            && hi > config.workers
+        {
+            return bad(format!(
+                "{}: node {:?} has use_workers {lo}-{}, but the run has {} worker(s) (0-{}); add workers or narrow the range",
+                graph.source,
+                node.name,
+                hi - 1,
+                config.workers,
+                config.workers - 1
+            ));
         }
     }
     Ok(())

@@ -27,8 +27,12 @@ pub use literal::{Literal, LiteralType};
 /// Reads and compiles the graph file at `path`; errors name the file.
 pub fn load_file(path: &Path) -> Result<CompiledGraph, GraphError> {
     let source = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|source_error| GraphError::Read { file: error::one_line(&source), source: source_error })?;
+    let bytes = std::fs::read(path)
+        .map_err(|io_error| GraphError::Read { file: error::one_line(&source), source: io_error })?;
+    let text = String::from_utf8(bytes).map_err(|e| GraphError::Syntax {
+        file: error::one_line(&source),
+        message: format!("the file is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+    })?;
     parse_str(&source, &text)
 }
 

@@ -313,9 +313,10 @@ fn index(json: Option<&Json>, at: Place<'_>) -> Result<IndexSpec, Issue> {
     };
     match json {
         None | Some(Json::Null) => Ok(IndexSpec::Default),
-        Some(Json::Number(n)) => {
-            n.as_i64().map(|k| IndexSpec::Offsets(vec![k])).map_or_else(|| bad(&Json::Number(n.clone())), Ok)
-        }
+        Some(number @ Json::Number(n)) => match n.as_i64() {
+            Some(k) => Ok(IndexSpec::Offsets(vec![k])),
+            None => bad(number),
+        },
         Some(Json::String(text)) => Ok(IndexSpec::Text(text.trim().to_owned())),
         Some(all @ Json::Array(items)) => {
             let offsets: Option<Vec<i64>> = items.iter().map(Json::as_i64).collect();

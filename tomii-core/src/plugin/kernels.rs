@@ -31,7 +31,12 @@ impl KernelLibrary {
         // SAFETY: the first three fields are the fixed prefix of every version; the table is static.
         let (major, size) = unsafe { ((*table).abi_major, (*table).struct_size) };
         if major != TOMII_KERNEL_ABI_MAJOR {
-            return Err(PluginError::Version { path: path.to_owned(), abi: "kernel", found: major, expected: TOMII_KERNEL_ABI_MAJOR });
+            return Err(PluginError::Version {
+                path: path.to_owned(),
+                abi: "kernel",
+                found: major,
+                expected: TOMII_KERNEL_ABI_MAJOR,
+            });
         }
         let invalid = |what: String| PluginError::Invalid { path: path.to_owned(), what };
         if (size as usize) < size_of::<TomiiKernelRegistry>() {
@@ -49,7 +54,10 @@ impl KernelLibrary {
 fn read_entries(registry: &'static TomiiKernelRegistry) -> Result<Vec<(&'static str, TomiiKernelFn, u32)>, String> {
     let stride = registry.entry_size as usize;
     if registry.count > 0 && (registry.entries.is_null() || stride < size_of::<TomiiKernelEntry>()) {
-        return Err(format!("kernel registry has {} entries but a NULL array or an entry size of {stride}", registry.count));
+        return Err(format!(
+            "kernel registry has {} entries but a NULL array or an entry size of {stride}",
+            registry.count
+        ));
     }
     (0..registry.count)
         .map(|i| {
@@ -119,8 +127,17 @@ impl KernelSet {
                 .collect::<Vec<_>>()
                 .join("; ")
         };
-        let hint = if self.libraries.is_empty() { "pass the library with --dylib PATH" } else { "check the name, or add the library that defines it with --dylib" };
-        Err(PluginError::KernelNotFound { node: node.to_owned(), kernel: kernel.to_owned(), searched, hint: hint.to_owned() })
+        let hint = if self.libraries.is_empty() {
+            "pass the library with --dylib PATH"
+        } else {
+            "check the name, or add the library that defines it with --dylib"
+        };
+        Err(PluginError::KernelNotFound {
+            node: node.to_owned(),
+            kernel: kernel.to_owned(),
+            searched,
+            hint: hint.to_owned(),
+        })
     }
 
     pub fn libraries(&self) -> &[KernelLibrary] {

@@ -9,6 +9,12 @@ use libloading::Library;
 
 use super::PluginError;
 
+/// `path` made absolute against the working directory. A bare file name handed to the dynamic
+/// loader would be looked up on the system's library path instead of where the user pointed.
+pub fn absolute(path: &Path) -> std::path::PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
+}
+
 /// A library that is never unloaded.
 pub struct OpenLibrary {
     library: &'static Library,
@@ -20,9 +26,10 @@ impl OpenLibrary {
             let reason = if path.exists() { "not a regular file" } else { "no such file" };
             return Err(PluginError::Open { path: path.to_owned(), reason: reason.to_owned() });
         }
+        let absolute = absolute(path);
         // SAFETY: loading runs the library's initialisers. Plugins are trusted code by design (the
         // user names them); what we can check, we check before calling anything else.
-        let library = unsafe { Library::new(path) }
+        let library = unsafe { Library::new(&absolute) }
             .map_err(|e| PluginError::Open { path: path.to_owned(), reason: e.to_string() })?;
         Ok(OpenLibrary { library: Box::leak(Box::new(library)) })
     }

@@ -27,7 +27,9 @@ pub enum PluginError {
         env!("CARGO_PKG_VERSION")
     )]
     Version { path: PathBuf, abi: &'static str, found: u32, expected: u32 },
-    #[error("{path}: the scheduler's type layout differs from this runtime's (rebuild it against this tomii-types): {detail}")]
+    #[error(
+        "{path}: the scheduler's type layout differs from this runtime's (rebuild it against this tomii-types): {detail}"
+    )]
     Layout { path: PathBuf, detail: String },
     #[error("scheduler {name:?} not found: looked for {file} in {searched}; build it, or pass --scheduler-plugin PATH")]
     SchedulerNotFound { name: String, file: String, searched: String },

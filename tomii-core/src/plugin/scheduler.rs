@@ -16,7 +16,7 @@ use tomii_types::abi::{
 use tomii_types::stable::{LIB_HEADER_SYMBOL, SchedulerModuleRef};
 
 use super::PluginError;
-use super::library::{OpenLibrary, static_text};
+use super::library::{OpenLibrary, absolute, static_text};
 
 /// Size of the v1.0 vtable: every plugin's table must be at least this large.
 const V1_VTABLE_SIZE: u32 = size_of::<TomiiSchedulerVtable>() as u32;
@@ -128,7 +128,7 @@ fn check_layout(path: &Path, library: &OpenLibrary) -> Result<bool, PluginError>
         return Ok(false);
     }
     let layout_error = |detail: String| PluginError::Layout { path: path.to_owned(), detail };
-    let header = lib_header_from_path(path).map_err(|e| layout_error(first_line(&e.to_string())))?;
+    let header = lib_header_from_path(&absolute(path)).map_err(|e| layout_error(first_line(&e.to_string())))?;
     header.init_root_module::<SchedulerModuleRef>().map_err(|e| layout_error(first_line(&e.to_string())))?;
     Ok(true)
 }
@@ -166,11 +166,8 @@ unsafe impl Sync for SchedulerInstance<'_> {}
 
 impl<'p> SchedulerInstance<'p> {
     pub fn create(plugin: &'p SchedulerPlugin, setup: &SchedulerSetup<'_>) -> Result<Self, PluginError> {
-        let create_error = |message: String| PluginError::Create {
-            name: plugin.name.to_owned(),
-            path: plugin.path.clone(),
-            message,
-        };
+        let create_error =
+            |message: String| PluginError::Create { name: plugin.name.to_owned(), path: plugin.path.clone(), message };
         let to_c = |text: &str| CString::new(text).map_err(|_| create_error(format!("{text:?} contains a NUL byte")));
         let names = setup.nodes.iter().map(|n| to_c(n.0)).collect::<Result<Vec<_>, _>>()?;
         let nodes: Vec<TomiiNodeSummary> = setup

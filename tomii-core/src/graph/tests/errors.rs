@@ -270,6 +270,16 @@ fn missing_file_names_the_file() {
 }
 
 #[test]
+fn file_that_is_not_utf8() {
+    let path = std::env::temp_dir().join(format!("tomii-graph-test-binary-{}.json", std::process::id()));
+    std::fs::write(&path, b"{\"nodes\": \xff}").unwrap();
+    let loaded = load_file(&path);
+    std::fs::remove_file(&path).unwrap();
+    let message = loaded.unwrap_err().to_string();
+    assert_mentions(&message, &[&path.display().to_string(), "not UTF-8", "offset 10"]);
+}
+
+#[test]
 fn error_kinds() {
     let e = parse_str("g.json", r#"{"nodes": [{"name": "x", "function": "f", "loop": {"n": 1}}]}"#).unwrap_err();
     assert!(matches!(e, GraphError::Unsupported { .. }));

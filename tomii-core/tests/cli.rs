@@ -1,0 +1,407 @@
+//! The `tomii` command end to end: every bad input ends with one `error:` line on stderr naming
+//! the thing at fault and a non-zero exit, never a panic report or a hang; a good run prints its
+//! summary and writes a trace CSV and a report JSON with exact counts.
+//!
+//! Each child runs under a 60 s watchdog. Needs `cargo build --workspace` first (plugins).
+
+mod common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{fifo_lib, graph_path, plugin_dir, synthetic_lib};
+
+/// How long a child may run before the test kills it and fails.
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a finished `tomii` child produced.
+struct Run {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+fn tomii() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tomii"));
+    // The outcome must not depend on the caller's environment.
+    for var in ["RUST_BACKTRACE", "RUST_LIB_BACKTRACE", "TOMII_SCHEDULER_PATH"] {
+        command.env_remove(var);
+    }
+    command
+}
+
+/// Runs `command` to completion with piped output; kills it and fails after `TIMEOUT`.
+fn finish(mut command: Command) -> Run {
+    let described = format!("{command:?}");
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {described}: {e}"));
+    let stdout = drain(child.stdout.take().expect("piped stdout"));
+    let stderr = drain(child.stderr.take().expect("piped stderr"));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for the child") {
+            break status;
+        }
+        if started.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{described} did not finish within {TIMEOUT:?}; killed");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let text = |reader: std::thread::JoinHandle<String>| reader.join().expect("output reader");
+    Run { status, stdout: text(stdout), stderr: text(stderr) }
+}
+
+/// Reads a pipe to its end on its own thread, so a chatty child never blocks on a full pipe.
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+/// `tomii ARGS...`.
+fn run(args: &[&str]) -> Run {
+    let mut command = tomii();
+    command.args(args);
+    finish(command)
+}
+
+/// `tomii run GRAPH --dylib <synthetic> EXTRA...`.
+fn run_graph(graph: &Path, extra: &[&str]) -> Run {
+    let mut command = tomii();
+    command.arg("run").arg(graph).arg("--dylib").arg(synthetic_lib()).args(extra);
+    finish(command)
+}
+
+fn fixture(name: &str) -> PathBuf {
+    graph_path(name)
+}
+
+fn text(path: &Path) -> &str {
+    path.to_str().expect("UTF-8 path")
+}
+
+/// Asserts the child failed cleanly: non-zero exit (not a signal), exactly one stderr line that
+/// starts with `error:` and contains every one of `needles`, and no panic report. Returns the line.
+fn assert_error(run: &Run, needles: &[&str]) -> String {
+    let context = format!("status: {:?}\nstdout:\n{}\nstderr:\n{}", run.status, run.stdout, run.stderr);
+    match run.status.code() {
+        Some(code) => assert_ne!(code, 0, "expected a failure\n{context}"),
+        None => panic!("killed by a signal\n{context}"),
+    }
+    for panic_text in ["panicked at", "RUST_BACKTRACE", "stack backtrace"] {
+        assert!(!run.stderr.contains(panic_text), "stderr shows a panic report ({panic_text:?})\n{context}");
+    }
+    let lines: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "expected exactly one line on stderr\n{context}");
+    let line = lines[0];
+    assert!(line.starts_with("error:"), "the line does not start with \"error:\"\n{context}");
+    for needle in needles {
+        assert!(line.contains(needle), "the error does not name {needle:?}\n{context}");
+    }
+    line.to_owned()
+}
+
+/// Asserts no summary line reached stdout.
+fn assert_no_summary(run: &Run) {
+    assert!(!run.stdout.contains("frames/s"), "a summary was printed:\n{}", run.stdout);
+}
+
+// ---- graphs ----
+
+#[test]
+fn malformed_json_names_the_file_and_line() {
+    let graph = fixture("malformed.json");
+    assert_error(&run_graph(&graph, &[]), &[text(&graph), "line 3"]);
+}
+
+#[test]
+fn unknown_predecessor_is_named() {
+    let graph = fixture("unknown_predecessor.json");
+    assert_error(&run_graph(&graph, &[]), &[text(&graph), "\"a\"", "\"ghost\""]);
+}
+
+#[test]
+fn duplicate_node_name_is_named() {
+    let graph = fixture("duplicate_node.json");
+    assert_error(&run_graph(&graph, &[]), &[text(&graph), "\"twin\""]);
+}
+
+#[test]
+fn cycle_names_its_nodes() {
+    let graph = fixture("cycle.json");
+    assert_error(&run_graph(&graph, &[]), &[text(&graph), "cycle", "first[0]", "second[0]"]);
+}
+
+#[test]
+fn edge_to_a_missing_instance_is_named() {
+    let graph = fixture("offset_beyond_factor.json");
+    assert_error(&run_graph(&graph, &[]), &[text(&graph), "\"down\"", "\"up\"", "instance 4"]);
+}
+
+#[test]
+fn factor_zero_is_named() {
+    let graph = fixture("factor_zero.json");
+    assert_error(&run_graph(&graph, &[]), &[text(&graph), "\"nothing\"", "factor"]);
+}
+
+#[test]
+fn empty_graph_is_rejected() {
+    let graph = fixture("empty.json");
+    assert_error(&run_graph(&graph, &[]), &[text(&graph), "no nodes"]);
+}
+
+#[test]
+fn missing_graph_file_is_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("absent.json");
+    let line = assert_error(&run_graph(&graph, &[]), &[text(&graph)]);
+    // The cause (an io error) is part of the message once, not repeated.
+    assert_eq!(line.matches("os error").count(), 1, "the cause is repeated: {line}");
+}
+
+// ---- run options ----
+
+#[test]
+fn zero_workers_is_rejected() {
+    assert_error(&run_graph(&fixture("checksum_chain.json"), &["--workers", "0"]), &["workers"]);
+}
+
+#[test]
+fn zero_slots_is_rejected() {
+    assert_error(&run_graph(&fixture("checksum_chain.json"), &["--slots", "0"]), &["slots"]);
+}
+
+#[test]
+fn zero_frames_is_rejected() {
+    assert_error(&run_graph(&fixture("checksum_chain.json"), &["--frames", "0"]), &["frames"]);
+}
+
+#[test]
+fn use_workers_beyond_the_worker_count_is_named() {
+    let graph = fixture("use_workers.json");
+    assert_error(&run_graph(&graph, &["--workers", "1"]), &[text(&graph), "\"pinned\"", "use_workers", "1 worker"]);
+}
+
+#[test]
+fn sched_opt_without_equals_is_rejected() {
+    let run = run_graph(&fixture("checksum_chain.json"), &["--sched-opt", "verbose"]);
+    assert_error(&run, &["--sched-opt", "KEY=VALUE", "verbose"]);
+}
+
+// ---- kernels ----
+
+#[test]
+fn missing_kernel_names_the_kernel_and_the_library() {
+    let run = run_graph(&fixture("missing_kernel.json"), &[]);
+    assert_error(&run, &["\"no_such_kernel\"", "\"a\"", text(&synthetic_lib())]);
+}
+
+#[test]
+fn no_dylib_names_the_kernel_and_the_option() {
+    let run = run(&["run", text(&fixture("checksum_chain.json"))]);
+    assert_error(&run, &["\"checksum\"", "--dylib"]);
+}
+
+#[test]
+fn nonexistent_dylib_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("libnothing.so");
+    let run = run(&["run", text(&fixture("checksum_chain.json")), "--dylib", text(&missing)]);
+    assert_error(&run, &[text(&missing)]);
+}
+
+#[test]
+fn non_library_dylib_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("libfake.so");
+    std::fs::write(&fake, "this is not an ELF file\n").unwrap();
+    let run = run(&["run", text(&fixture("checksum_chain.json")), "--dylib", text(&fake)]);
+    assert_error(&run, &[text(&fake), "cannot load"]);
+}
+
+#[test]
+fn scheduler_library_as_dylib_is_not_a_kernel_library() {
+    let fifo = fifo_lib();
+    let run = run(&["run", text(&fixture("checksum_chain.json")), "--dylib", text(&fifo)]);
+    assert_error(&run, &[text(&fifo), "tomii_kernels_v1"]);
+}
+
+#[test]
+fn relative_dylib_path_is_found_from_the_working_directory() {
+    let (dir, file) = copy_to_temp_dir(&synthetic_lib(), "libcopied_kernels.so");
+    let mut command = tomii();
+    command.current_dir(dir.path()).arg("run").arg(fixture("checksum_chain.json")).args(["--dylib", file]);
+    let run = finish(command);
+    assert!(run.status.success(), "a relative --dylib path in the working directory failed:\n{}", run.stderr);
+}
+
+/// Copies `library` into a new directory, off the loader's search path (cargo puts target/<profile>
+/// on LD_LIBRARY_PATH), as `file`.
+fn copy_to_temp_dir<'f>(library: &Path, file: &'f str) -> (tempfile::TempDir, &'f str) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(library, dir.path().join(file)).unwrap();
+    (dir, file)
+}
+
+#[test]
+fn kernel_error_names_node_frame_and_message() {
+    let run = run_graph(&fixture("fail.json"), &["--workers", "2", "--slots", "4", "--frames", "50"]);
+    assert_error(&run, &["disk on fire", "\"breaker\"", "\"fail\"", "frame "]);
+    assert_no_summary(&run);
+}
+
+#[test]
+fn panicking_kernel_is_one_error_line() {
+    let run = run_graph(&fixture("panic.json"), &["--frames", "3"]);
+    assert_error(&run, &["\"bomb\"", "panic kernel called", "frame 0"]);
+    assert_no_summary(&run);
+}
+
+// ---- outputs ----
+
+#[test]
+fn unwritable_trace_fails_before_the_run() {
+    // The run of fail.json would fail in its first frame; naming the trace path instead shows the
+    // check came first.
+    let run = run_graph(&fixture("fail.json"), &["--trace", "/nonexistent-dir/t.csv"]);
+    let line = assert_error(&run, &["/nonexistent-dir/t.csv"]);
+    assert!(!line.contains("disk on fire"), "the run started before the path was checked: {line}");
+    assert_no_summary(&run);
+}
+
+#[test]
+fn unwritable_report_fails_before_the_run() {
+    let run = run_graph(&fixture("fail.json"), &["--report", "/nonexistent-dir/r.json"]);
+    let line = assert_error(&run, &["/nonexistent-dir/r.json"]);
+    assert!(!line.contains("disk on fire"), "the run started before the path was checked: {line}");
+    assert_no_summary(&run);
+}
+
+// ---- schedulers ----
+
+#[test]
+fn unknown_scheduler_names_it_and_the_search_path() {
+    let run = run_graph(&fixture("checksum_chain.json"), &["--scheduler", "nosuch"]);
+    assert_error(&run, &["\"nosuch\"", "libtomii_sched_nosuch.so", text(&plugin_dir())]);
+}
+
+#[test]
+fn kernel_library_as_scheduler_plugin_is_not_a_scheduler() {
+    let synthetic = synthetic_lib();
+    let run = run_graph(&fixture("checksum_chain.json"), &["--scheduler-plugin", text(&synthetic)]);
+    assert_error(&run, &[text(&synthetic), "tomii_scheduler_v1"]);
+}
+
+#[test]
+fn relative_scheduler_plugin_path_is_found_from_the_working_directory() {
+    let (dir, file) = copy_to_temp_dir(&fifo_lib(), "libcopied_scheduler.so");
+    let mut command = tomii();
+    command.current_dir(dir.path()).arg("run").arg(fixture("checksum_chain.json"));
+    command.args(["--dylib", text(&synthetic_lib()), "--scheduler-plugin", file]);
+    let run = finish(command);
+    assert!(
+        run.status.success(),
+        "a relative --scheduler-plugin path in the working directory failed:\n{}",
+        run.stderr
+    );
+}
+
+// ---- success ----
+
+#[test]
+fn help_mentions_every_run_flag() {
+    let run = run(&["--help"]);
+    assert!(run.status.success(), "tomii --help failed:\n{}", run.stderr);
+    let flags = [
+        "--dylib",
+        "--workers",
+        "--slots",
+        "--frames",
+        "--scheduler",
+        "--scheduler-plugin",
+        "--sched-opt",
+        "--trace",
+        "--report",
+        "--pop-batch",
+    ];
+    for flag in flags {
+        assert!(run.stdout.contains(flag), "--help does not mention {flag}:\n{}", run.stdout);
+    }
+}
+
+/// checksum_chain.json: (node, factor) in file order.
+const CHAIN: [(&str, u64); 3] = [("a", 4), ("b", 4), ("c", 1)];
+
+#[test]
+fn run_prints_summary_and_writes_trace_and_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let (trace, report) = (dir.path().join("trace.csv"), dir.path().join("report.json"));
+    let frames = 20u64;
+    let options =
+        ["--workers", "2", "--slots", "3", "--frames", "20", "--trace", text(&trace), "--report", text(&report)];
+    let run = run_graph(&fixture("checksum_chain.json"), &options);
+    assert!(run.status.success(), "the run failed:\n{}", run.stderr);
+    assert!(run.stdout.starts_with("fifo on checksum_chain: 20 frames (180 tasks)"), "summary: {}", run.stdout);
+    check_trace_csv(&std::fs::read_to_string(&trace).unwrap(), frames);
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    check_report(&json, frames, 2);
+}
+
+/// The header, then exactly one row per (node, instance, frame).
+fn check_trace_csv(csv: &str, frames: u64) {
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("node,instance,frame,slot,worker,ready_ns,start_ns,end_ns"));
+    let mut seen = std::collections::BTreeSet::new();
+    for line in lines {
+        let fields: Vec<&str> = line.split(',').collect();
+        assert_eq!(fields.len(), 8, "row {line:?}");
+        for number in &fields[1..] {
+            number.parse::<u64>().unwrap_or_else(|_| panic!("row {line:?}: {number:?} is not a number"));
+        }
+        assert!(
+            seen.insert((fields[0].to_owned(), fields[1].to_owned(), fields[2].to_owned())),
+            "duplicate row {line:?}"
+        );
+    }
+    let instances: u64 = CHAIN.iter().map(|(_, factor)| factor).sum();
+    assert_eq!(seen.len() as u64, frames * instances, "rows");
+    for (node, factor) in CHAIN {
+        for (instance, frame) in (0..factor).flat_map(|i| (0..frames).map(move |f| (i, f))) {
+            let key = (node.to_owned(), instance.to_string(), frame.to_string());
+            assert!(seen.contains(&key), "no row for {key:?}");
+        }
+    }
+}
+
+fn check_report(json: &serde_json::Value, frames: u64, workers: usize) {
+    let instances: u64 = CHAIN.iter().map(|(_, factor)| factor).sum();
+    assert_eq!(json["frames"].as_u64(), Some(frames), "frames in {json}");
+    assert_eq!(json["tasks"].as_u64(), Some(frames * instances), "tasks in {json}");
+    let throughput = json["throughput_frames_per_s"].as_f64().expect("throughput is a number");
+    assert!(throughput > 0.0 && throughput.is_finite(), "throughput {throughput}");
+    let latency = |p: &str| json["latency_us"][p].as_f64().unwrap_or_else(|| panic!("latency_us.{p} in {json}"));
+    let (p50, p95, p99) = (latency("p50"), latency("p95"), latency("p99"));
+    assert!(0.0 <= p50 && p50 <= p95 && p95 <= p99, "latency percentiles {p50} {p95} {p99}");
+    let per_node = json["per_node"].as_array().expect("per_node is a list");
+    assert_eq!(per_node.len(), CHAIN.len());
+    for (entry, (node, factor)) in per_node.iter().zip(CHAIN) {
+        assert_eq!(entry["name"].as_str(), Some(node));
+        assert_eq!(entry["count"].as_u64(), Some(factor * frames), "per_node count of {node}");
+    }
+    let per_worker = json["per_worker"].as_array().expect("per_worker is a list");
+    assert_eq!(per_worker.len(), workers);
+    for entry in per_worker {
+        let busy = entry["busy_fraction"].as_f64().unwrap_or_else(|| panic!("busy_fraction in {entry}"));
+        assert!((0.0..=1.0).contains(&busy), "busy_fraction {busy}");
+    }
+}
