@@ -274,3 +274,20 @@ fn two_runs_in_one_process_with_the_same_plugins() {
         assert_sink_values(&outcome, 2, 30, chain_sink);
     }
 }
+
+#[test]
+fn progress_is_reported_until_the_last_frame() {
+    use std::sync::{Arc, Mutex};
+    use tomii_core::engine::{Progress, ProgressFn};
+
+    let graph = compile("checksum_chain.json");
+    let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let config =
+        RunConfig { progress: Some(ProgressFn(Arc::new(move |p| sink.lock().unwrap().push(p)))), ..config(2, 2, 200) };
+    run_ok(&graph, config);
+    let seen = seen.lock().unwrap();
+    let last = seen.last().expect("at least one progress report");
+    assert_eq!((last.frames_done, last.frames), (200, 200));
+    assert!(seen.windows(2).all(|w| w[0].frames_done <= w[1].frames_done), "progress went backwards: {seen:?}");
+}

@@ -3,13 +3,15 @@
 //! Every failure is one line on stderr starting with `error:` and a non-zero exit status; the
 //! binary never shows a panic trace for bad input.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
-use tomii_core::engine::{self, Report, RunConfig};
+use tomii_core::engine::{self, Progress, ProgressFn, Report, RunConfig};
 use tomii_core::graph;
 use tomii_core::plugin::{KernelSet, SchedulerPlugin};
 
@@ -155,8 +157,12 @@ fn run(args: RunArgs) -> Result<()> {
         collect_outputs: false,
         stall_timeout: Duration::from_millis(args.stall_timeout_ms),
         scheduler_options: args.sched_opts,
+        progress: (!args.quiet && std::io::stderr().is_terminal()).then(progress_line),
     };
     let outcome = engine::run(&graph, &kernels, &scheduler, &config)?;
+    if config.progress.is_some() {
+        eprint!("\r\x1b[2K");
+    }
     if let Some(path) = &args.trace {
         outcome.write_trace_csv(path)?;
     }
@@ -168,6 +174,21 @@ fn run(args: RunArgs) -> Result<()> {
         println!("{}", summary(&outcome.report));
     }
     Ok(())
+}
+
+/// A progress line on stderr, rewritten in place (only when stderr is a terminal).
+fn progress_line() -> ProgressFn {
+    ProgressFn(Arc::new(|p: Progress| {
+        let rate = p.frames_done as f64 / p.elapsed.as_secs_f64().max(1e-9);
+        eprint!(
+            "\r\x1b[2Kframe {}/{} ({:.0}%), {:.1} s, {:.0} frames/s",
+            p.frames_done,
+            p.frames,
+            100.0 * p.frames_done as f64 / p.frames as f64,
+            p.elapsed.as_secs_f64(),
+            rate
+        );
+    }))
 }
 
 fn check_writable(path: &Path) -> Result<()> {

@@ -16,6 +16,7 @@ pub use report::{Latency, NodeReport, Report, SchedulerReport, WorkerReport};
 pub use trace::TraceRecord;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::graph::CompiledGraph;
@@ -40,6 +41,27 @@ pub struct RunConfig {
     pub stall_timeout: Duration,
     /// The scheduler's own `key=value` options.
     pub scheduler_options: Vec<(String, String)>,
+    /// Called from the host thread about four times a second while the run goes on, and once at
+    /// the end.
+    pub progress: Option<ProgressFn>,
+}
+
+/// How far a run has come.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Progress {
+    pub frames_done: u64,
+    pub frames: u64,
+    pub elapsed: Duration,
+}
+
+/// A progress callback (see [`RunConfig::progress`]).
+#[derive(Clone)]
+pub struct ProgressFn(pub Arc<dyn Fn(Progress) + Send + Sync>);
+
+impl std::fmt::Debug for ProgressFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgressFn")
+    }
 }
 
 impl Default for RunConfig {
@@ -54,6 +76,7 @@ impl Default for RunConfig {
             collect_outputs: false,
             stall_timeout: Duration::from_secs(2),
             scheduler_options: Vec::new(),
+            progress: None,
         }
     }
 }

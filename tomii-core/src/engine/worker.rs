@@ -72,6 +72,8 @@ pub(super) struct Engine<'a> {
     /// Per (slot, instance) cell: when the task became ready (ticks), kept only with a trace.
     ready_at: Box<[AtomicU64]>,
     trace_pool: Option<TracePool>,
+    /// The host thread, woken when the run stops so that progress reporting ends at once.
+    host: std::thread::Thread,
 }
 
 /// Ready tasks waiting to be pushed, and who pushes them.
@@ -103,7 +105,7 @@ impl<'a> Engine<'a> {
         let engine = Engine::new(graph, kernels, plugin, config)?;
         let wall = Instant::now();
         engine.start_first_frames()?;
-        let results = engine.run_workers();
+        let results = engine.run_workers(wall);
         let wall_s = wall.elapsed().as_secs_f64();
         engine.outcome(results, wall_s)
     }
@@ -164,6 +166,7 @@ impl<'a> Engine<'a> {
             costs: graph.nodes.iter().map(|_| AtomicU64::new(0)).collect(),
             ready_at: (0..cells).map(|_| AtomicU64::new(0)).collect(),
             trace_pool: config.trace.then(|| TracePool::new(tasks, config.workers)),
+            host: std::thread::current(),
         })
     }
 
@@ -178,8 +181,9 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
-    /// Runs the workers to the end of the run; returns each one's counters and trace.
-    fn run_workers(&self) -> Vec<Option<(WorkerCounters, WorkerTrace)>> {
+    /// Runs the workers to the end of the run; returns each one's counters and trace. Meanwhile the
+    /// host thread reports progress, if asked to.
+    fn run_workers(&self, wall: Instant) -> Vec<Option<(WorkerCounters, WorkerTrace)>> {
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..self.config.workers)
                 .map(|worker| {
@@ -188,6 +192,9 @@ impl<'a> Engine<'a> {
                         .spawn_scoped(scope, move || catch_unwind(AssertUnwindSafe(|| self.worker_main(worker))))
                 })
                 .collect();
+            if let Some(progress) = &self.config.progress {
+                self.report_progress(progress, wall);
+            }
             handles
                 .into_iter()
                 .map(|spawned| match spawned {
@@ -208,6 +215,19 @@ impl<'a> Engine<'a> {
                 })
                 .collect()
         })
+    }
+
+    /// Calls `progress` every quarter second until the run stops, then once more.
+    fn report_progress(&self, progress: &super::ProgressFn, wall: Instant) {
+        let frames = self.config.frames;
+        let report = || {
+            let frames_done = self.frames_done.load(Ordering::Relaxed);
+            (progress.0)(super::Progress { frames_done, frames, elapsed: wall.elapsed() });
+        };
+        while !self.stop.load(Ordering::Acquire) {
+            std::thread::park_timeout(std::time::Duration::from_millis(250));
+            report();
+        }
     }
 
     fn worker_main(&self, worker: u32) -> (WorkerCounters, WorkerTrace) {
@@ -564,8 +584,7 @@ impl<'a> Engine<'a> {
             let _ = cell.set(self.snapshot_outputs(slot));
         }
         if self.frames_done.fetch_add(1, Ordering::AcqRel) + 1 == self.config.frames {
-            self.stop.store(true, Ordering::Release);
-            self.sleep.wake_all();
+            self.stop_run();
             return Ok(());
         }
         let next = self.next_frame.fetch_add(1, Ordering::Relaxed);
@@ -596,8 +615,14 @@ impl<'a> Engine<'a> {
             *failure = Some(error);
         }
         drop(failure);
+        self.stop_run();
+    }
+
+    /// Ends the run (README.md, "Shutdown"): every worker and the host thread wake and see `stop`.
+    fn stop_run(&self) {
         self.stop.store(true, Ordering::Release);
         self.sleep.wake_all();
+        self.host.unpark();
     }
 
     #[cold]
