@@ -15,8 +15,18 @@ import json
 import subprocess
 import sys
 from pathlib import Path, PurePosixPath
+from typing import Any
 
-TYPES, CORE, SCHEDULER, PLUGIN, BINDING, LEAF = "types", "core", "scheduler", "plugin", "binding", "leaf"
+Json = dict[str, Any]
+
+TYPES, CORE, SCHEDULER, PLUGIN, BINDING, LEAF = (
+    "types",
+    "core",
+    "scheduler",
+    "plugin",
+    "binding",
+    "leaf",
+)
 
 # Role -> (roles it may depend on, or None for "any but a leaf"; the rule of ARCHITECTURE.md §2).
 ALLOWED = {
@@ -25,19 +35,32 @@ ALLOWED = {
     PLUGIN: ({TYPES}, "rule 2: a kernel plugin depends only on tomii-types"),
     CORE: (
         {TYPES},
-        "rule 3: tomii-core depends only on tomii-types, not even for tests; "
-        "it finds schedulers and plugins at run time by name or path",
+        (
+            "rule 3: tomii-core depends only on tomii-types, not even for tests; "
+            "it finds schedulers and plugins at run time by name or path"
+        ),
     ),
-    BINDING: ({CORE, TYPES}, "rule 4: the Python binding depends on tomii-core/tomii-types only"),
+    BINDING: (
+        {CORE, TYPES},
+        "rule 4: the Python binding depends on tomii-core/tomii-types only",
+    ),
     LEAF: (None, ""),  # a leaf may depend on any crate but another leaf
 }
-LEAF_RULE = "rule 5: bench/, tests/ and experiments/ are leaves: nothing depends on them"
+LEAF_RULE = (
+    "rule 5: bench/, tests/ and experiments/ are leaves: nothing depends on them"
+)
 
 
 # Where each role lives, relative to the workspace root.
 AT = {"tomii-types": TYPES, "tomii-core": CORE}  # exactly this directory
 ONE_LEVEL_UNDER = {"schedulers": SCHEDULER, "plugins": PLUGIN}  # schedulers/<name>/
-ANYWHERE_UNDER = {"tomii-py": BINDING, "tomii": BINDING, "bench": LEAF, "tests": LEAF, "experiments": LEAF}
+ANYWHERE_UNDER = {
+    "tomii-py": BINDING,
+    "tomii": BINDING,
+    "bench": LEAF,
+    "tests": LEAF,
+    "experiments": LEAF,
+}
 
 
 def role_of(rel_dir: PurePosixPath) -> str | None:
@@ -67,7 +90,7 @@ def describe(name: str, rel: PurePosixPath) -> str:
     return f"{name} ({rel}/)"
 
 
-def check(metadata: dict) -> tuple[list[str], int]:
+def check(metadata: Json) -> tuple[list[str], int]:
     """The violations in `metadata` (cargo metadata --no-deps), and the number of crates checked."""
     root = Path(metadata["workspace_root"])
     members = set(metadata["workspace_members"])
@@ -76,7 +99,7 @@ def check(metadata: dict) -> tuple[list[str], int]:
     for pkg in sorted(packages, key=lambda p: p["manifest_path"]):
         rel = relative_dir(pkg["manifest_path"], root)
         role = role_of(rel) if rel is not None else None
-        if role is None:
+        if rel is None or role is None:
             violations.append(
                 f"{describe(pkg['name'], rel or PurePosixPath(pkg['manifest_path']))} is in no directory "
                 "of ARCHITECTURE.md §2 -- move it, or give its directory a role in scripts/check_deps.py"
@@ -86,7 +109,7 @@ def check(metadata: dict) -> tuple[list[str], int]:
     return violations, len(packages)
 
 
-def check_package(pkg: dict, rel: PurePosixPath, role: str, root: Path) -> list[str]:
+def check_package(pkg: Json, rel: PurePosixPath, role: str, root: Path) -> list[str]:
     """The violations among `pkg`'s dependencies on crates of this repository."""
     allowed, rule = ALLOWED[role]
     out = []
@@ -107,25 +130,43 @@ def check_package(pkg: dict, rel: PurePosixPath, role: str, root: Path) -> list[
     return out
 
 
-def cargo_metadata(repo: Path) -> dict:
-    cmd = ["cargo", "metadata", "--format-version", "1", "--no-deps", "--manifest-path", str(repo / "Cargo.toml")]
-    result = subprocess.run(cmd, capture_output=True, text=True)
+def cargo_metadata(repo: Path) -> Json:
+    cmd = [
+        "cargo",
+        "metadata",
+        "--format-version",
+        "1",
+        "--no-deps",
+        "--manifest-path",
+        str(repo / "Cargo.toml"),
+    ]
+    result = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"check_deps: `{' '.join(cmd)}` failed:\n{result.stderr}")
-    return json.loads(result.stdout)
+    metadata: Json = json.loads(result.stdout)
+    return metadata
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--metadata", type=Path, help="read this cargo metadata JSON instead of running cargo")
+    parser.add_argument(
+        "--metadata",
+        type=Path,
+        help="read this cargo metadata JSON instead of running cargo",
+    )
     args = parser.parse_args(argv)
     repo = Path(__file__).resolve().parent.parent
-    metadata = json.loads(args.metadata.read_text()) if args.metadata else cargo_metadata(repo)
+    metadata = (
+        json.loads(args.metadata.read_text()) if args.metadata else cargo_metadata(repo)
+    )
     violations, checked = check(metadata)
     for line in violations:
         print(line)
     if violations:
-        print(f"dependency rules: {len(violations)} violation(s); see ARCHITECTURE.md §2", file=sys.stderr)
+        print(
+            f"dependency rules: {len(violations)} violation(s); see ARCHITECTURE.md §2",
+            file=sys.stderr,
+        )
         return 1
     print(f"dependency rules: ok ({checked} crates checked)")
     return 0

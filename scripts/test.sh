@@ -7,7 +7,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-ALL_STEPS=(setup build fmt clippy deps headers test)
+ALL_STEPS=(setup build fmt clippy deps headers python test)
 
 run() {
     echo "+ $*"
@@ -40,6 +40,19 @@ step_fmt() { run cargo fmt --all --check; }
 step_clippy() { run cargo clippy --workspace --all-targets -- -D warnings; }
 step_deps() { run python3 scripts/check_deps.py; }
 step_headers() { run cargo test -p tomii-types --test headers; }
+
+# Python gates (ruff, mypy) in a project-local virtualenv, with pinned tool versions.
+PY_VENV=.venv-test
+step_python() {
+    if ! "$PY_VENV/bin/python" -m pip --version >/dev/null 2>&1; then
+        rm -rf "$PY_VENV"
+        run python3 -m venv "$PY_VENV"
+    fi
+    run "$PY_VENV/bin/python" -m pip install --disable-pip-version-check --quiet -r scripts/requirements-test.txt
+    run "$PY_VENV/bin/ruff" check scripts
+    run "$PY_VENV/bin/ruff" format --check scripts
+    run "$PY_VENV/bin/mypy" --strict scripts
+}
 step_test() { run cargo test --workspace; }
 
 steps=("$@")
