@@ -1,1 +1,66 @@
+//! Benchmarks of the Tomii engine: graph generators (`graphs`), run-time plugin loading (`plugins`)
+//! and the workloads that `benches/engine.rs` (criterion) and the `engine_figures` binary share.
+//! What each benchmark measures is in README.md.
+//!
+//! A leaf crate (ARCHITECTURE.md §2): it depends on tomii-core only and must never link a
+//! scheduler or kernel plugin crate; it loads their dylibs at run time.
 
+mod graphs;
+mod plugins;
+
+pub use graphs::{Kernel, chain, chain_with, fan_out, fan_out_with, pipeline, pipeline_with};
+pub use plugins::{Plugins, plugin_dir, plugins};
+
+use tomii_core::engine::RunConfig;
+
+/// Worker threads of every benchmark run (the benchmark machines have 2 cores).
+pub const WORKERS: u32 = 2;
+/// Nodes of the `chain_10k` graph.
+pub const CHAIN_LEN: u32 = 10_000;
+/// Middle instances of the `fanout_10k` graph.
+pub const FAN_WIDTH: u32 = 10_000;
+/// Stages and width of the `pipeline_4x16` graph.
+pub const PIPELINE: (u32, u32) = (4, 16);
+/// Frames of every pipeline run.
+pub const PIPELINE_FRAMES: u64 = 1000;
+/// The slot counts `pipeline_4x16` is measured at.
+pub const PIPELINE_SLOTS: [u32; 3] = [1, 4, 16];
+/// The slot count of the `trace_cost` runs (and of the pipeline target).
+pub const TRACE_COST_SLOTS: u32 = 4;
+
+/// A run on [`WORKERS`] workers with neither trace nor task timing: what the engine costs alone.
+pub fn config(slots: u32, frames: u64) -> RunConfig {
+    RunConfig { workers: WORKERS, slots, frames, trace: false, task_timing: false, ..RunConfig::default() }
+}
+
+/// The `trace_cost` variants: (label, trace, task_timing), the baseline first.
+pub const TRACE_COST_VARIANTS: [(&str, bool, bool); 4] = [
+    ("trace=off,timing=off", false, false),
+    ("trace=off,timing=on", false, true),
+    ("trace=on,timing=off", true, false),
+    ("trace=on,timing=on", true, true),
+];
+
+/// The median of `values` (the mean of the middle two for an even count); NaN when empty.
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable_by(f64::total_cmp);
+    let n = sorted.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => sorted[n / 2],
+        _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+}

@@ -1,0 +1,185 @@
+//! Graph generators for the benchmarks: chains, fan-outs and pipelines of `noop` or `spin` nodes.
+//!
+//! Each generator writes graph JSON text and compiles it with `graph::parse_str`, the path a user's
+//! file takes, so a benchmark runs exactly what the format produces. A generator that produces a
+//! graph the compiler rejects is a bug here, so it panics.
+
+use serde_json::{Value, json};
+use tomii_core::graph::{self, CompiledGraph};
+
+/// The kernel every node of a generated graph runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// `noop`: the cost measured is the runtime's alone.
+    Noop,
+    /// `spin` for `us` microseconds, passed as the first argument (a `u64` literal).
+    Spin { us: u64 },
+}
+
+impl Kernel {
+    fn function(self) -> &'static str {
+        match self {
+            Kernel::Noop => "noop",
+            Kernel::Spin { .. } => "spin",
+        }
+    }
+
+    /// The arguments that come before a node's edges.
+    fn leading_args(self) -> Vec<Value> {
+        match self {
+            Kernel::Noop => Vec::new(),
+            Kernel::Spin { us } => vec![json!({"type": "u64", "value": us})],
+        }
+    }
+}
+
+/// `n` nodes of factor 1 in a line, `noop`: see [`chain_with`].
+pub fn chain(n: u32) -> CompiledGraph {
+    chain_with(n, Kernel::Noop)
+}
+
+/// `n` nodes `n0 … n{n-1}` of factor 1; node i has a `$dep` on node i − 1. n tasks, n − 1 edges.
+pub fn chain_with(n: u32, kernel: Kernel) -> CompiledGraph {
+    assert!(n > 0, "a chain needs at least one node");
+    let nodes = (0..n)
+        .map(|i| {
+            let edges = if i == 0 { Vec::new() } else { vec![edge("$dep", &format!("n{}", i - 1), None)] };
+            node(&format!("n{i}"), kernel, 1, edges)
+        })
+        .collect();
+    compile(&format!("chain_{n}"), nodes)
+}
+
+/// `a(1) → b(n) → c(1)`, `noop`: see [`fan_out_with`].
+pub fn fan_out(n: u32) -> CompiledGraph {
+    fan_out_with(n, Kernel::Noop)
+}
+
+/// `a(1) → b(n) → c(1)`: every `b` instance has a `$dep` on `a` (index `"all"`), and `c` a `$dep`
+/// on every `b` instance (index `"all"`). n + 2 tasks, 2n edges.
+pub fn fan_out_with(n: u32, kernel: Kernel) -> CompiledGraph {
+    assert!(n > 0, "a fan-out needs at least one middle instance");
+    let all = || Some(json!("all"));
+    let nodes = vec![
+        node("a", kernel, 1, Vec::new()),
+        node("b", kernel, n, vec![edge("$dep", "a", all())]),
+        node("c", kernel, 1, vec![edge("$dep", "b", all())]),
+    ];
+    compile(&format!("fan_out_{n}"), nodes)
+}
+
+/// `stages` nodes of factor `width`, `noop`: see [`pipeline_with`].
+pub fn pipeline(stages: u32, width: u32) -> CompiledGraph {
+    pipeline_with(stages, width, Kernel::Noop)
+}
+
+/// `stages` nodes `s0 … s{stages-1}` of factor `width`; instance i of stage s takes the result of
+/// instance i of stage s − 1 (`$res`, offset 0). stages × width tasks, (stages − 1) × width edges.
+pub fn pipeline_with(stages: u32, width: u32, kernel: Kernel) -> CompiledGraph {
+    assert!(stages > 0 && width > 0, "a pipeline needs at least one stage of width 1");
+    let nodes = (0..stages)
+        .map(|s| {
+            let edges = if s == 0 { Vec::new() } else { vec![edge("$res", &format!("s{}", s - 1), Some(json!(0)))] };
+            node(&format!("s{s}"), kernel, width, edges)
+        })
+        .collect();
+    compile(&format!("pipeline_{stages}x{width}"), nodes)
+}
+
+fn node(name: &str, kernel: Kernel, factor: u32, edges: Vec<Value>) -> Value {
+    let mut args = kernel.leading_args();
+    args.extend(edges);
+    json!({"name": name, "function": kernel.function(), "factor": factor, "args": args})
+}
+
+/// An edge argument (`$dep`, `$res`, `$barrier`) from `predecessor`, with an optional `index`.
+fn edge(kind: &str, predecessor: &str, index: Option<Value>) -> Value {
+    let mut from = json!({"name": predecessor});
+    if let Some(index) = index {
+        from["index"] = index;
+    }
+    json!({"type": kind, "predecessor": from})
+}
+
+fn compile(name: &str, nodes: Vec<Value>) -> CompiledGraph {
+    let text = json!({"name": name, "nodes": nodes}).to_string();
+    graph::parse_str(&format!("{name}.json"), &text)
+        .unwrap_or_else(|e| panic!("the generated graph {name} does not compile (a bug in tomii-bench): {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tomii_core::graph::{ArgSource, Literal};
+
+    fn edges(graph: &CompiledGraph) -> u32 {
+        graph.dep_count.iter().sum()
+    }
+
+    #[test]
+    fn chain_is_a_line() {
+        let g = chain(5);
+        assert_eq!(g.instance_count(), 5);
+        assert_eq!(g.dep_count, [0, 1, 1, 1, 1]);
+        assert_eq!(g.roots, [0]);
+        assert_eq!(edges(&g), 4);
+        assert_eq!(g.rank[0], 5);
+        assert!((1..5).all(|i| g.predecessors(i) == [i - 1]));
+        assert!(g.nodes.iter().all(|n| n.function == "noop" && n.factor == 1));
+    }
+
+    #[test]
+    fn chain_of_one_has_no_edges() {
+        let g = chain(1);
+        assert_eq!(g.instance_count(), 1);
+        assert_eq!(edges(&g), 0);
+    }
+
+    #[test]
+    fn fan_out_joins_every_middle_instance() {
+        let g = fan_out(4);
+        assert_eq!(g.instance_count(), 6);
+        assert_eq!(g.dep_count, [0, 1, 1, 1, 1, 4]);
+        assert_eq!(g.successors(0), [1, 2, 3, 4]);
+        assert_eq!(g.predecessors(5), [1, 2, 3, 4]);
+        assert_eq!(edges(&g), 8);
+        assert_eq!(g.roots, [0]);
+    }
+
+    #[test]
+    fn pipeline_links_instance_to_instance() {
+        let g = pipeline(3, 4);
+        assert_eq!(g.instance_count(), 12);
+        assert_eq!(g.dep_count, [0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1]);
+        assert_eq!(g.roots, [0, 1, 2, 3]);
+        assert_eq!(edges(&g), 8);
+        for inst in 4..12 {
+            assert_eq!(g.args_of(inst), [ArgSource::Result(inst - 4)]);
+        }
+        assert!(g.nodes.iter().all(|n| n.factor == 4));
+    }
+
+    #[test]
+    fn spin_duration_is_the_first_argument() {
+        let spin = Kernel::Spin { us: 7 };
+        for g in [chain_with(3, spin), fan_out_with(3, spin), pipeline_with(2, 3, spin)] {
+            assert!(g.nodes.iter().all(|n| n.function == "spin"), "{}", g.name);
+            for inst in 0..g.instance_count() as u32 {
+                let ArgSource::Const(first) = g.args_of(inst)[0] else {
+                    panic!("{}: instance {inst} does not start with a constant", g.name)
+                };
+                assert_eq!(g.consts[first as usize], Literal::U64(7));
+            }
+        }
+        let g = pipeline_with(2, 3, spin);
+        assert_eq!(g.args_of(4)[1], ArgSource::Result(1));
+    }
+
+    #[test]
+    fn spin_adds_no_dependencies() {
+        let spin = Kernel::Spin { us: 1 };
+        assert_eq!(chain_with(10, spin).dep_count, chain(10).dep_count);
+        assert_eq!(fan_out_with(10, spin).dep_count, fan_out(10).dep_count);
+        assert_eq!(pipeline_with(4, 16, spin).dep_count, pipeline(4, 16).dep_count);
+    }
+}

@@ -1,0 +1,73 @@
+//! Loads the fifo scheduler and the synthetic kernels at run time from the cargo target directory
+//! the running binary was built into (`target/<profile>/`, found from `current_exe`).
+//!
+//! Never link them instead: bench/ is a leaf that depends on tomii-core only (ARCHITECTURE.md §2).
+//! A missing or unloadable library panics with what to build: there is nothing to measure without.
+
+use std::path::{Path, PathBuf};
+
+use tomii_core::engine::{self, RunConfig, RunOutcome};
+use tomii_core::graph::CompiledGraph;
+use tomii_core::plugin::{KernelSet, SchedulerPlugin, scheduler_file_name};
+
+/// What to build when the libraries are missing or stale.
+const BUILD_HINT: &str = "run `cargo build --release --workspace` first";
+
+/// The kernels and the scheduler every benchmark runs with.
+pub struct Plugins {
+    /// `libtomii_synthetic.so`: `noop`, `spin`, …
+    pub kernels: KernelSet,
+    /// `libtomii_sched_fifo.so`.
+    pub scheduler: SchedulerPlugin,
+}
+
+impl Plugins {
+    /// Runs `graph` with these plugins; a failed run is a bug in the benchmark or the engine.
+    pub fn run(&self, graph: &CompiledGraph, config: &RunConfig) -> RunOutcome {
+        engine::run(graph, &self.kernels, &self.scheduler, config)
+            .unwrap_or_else(|e| panic!("running {} ({config:?}) failed: {e}", graph.name))
+    }
+}
+
+/// Loads `libtomii_synthetic.so` and `libtomii_sched_fifo.so` from [`plugin_dir`].
+pub fn plugins() -> Plugins {
+    let dir = plugin_dir();
+    let kernels = KernelSet::load(&[dir.join(synthetic_file())]).unwrap_or_else(|e| panic!("{e}; {BUILD_HINT}"));
+    let scheduler =
+        SchedulerPlugin::load(&dir.join(scheduler_file_name("fifo"))).unwrap_or_else(|e| panic!("{e}; {BUILD_HINT}"));
+    Plugins { kernels, scheduler }
+}
+
+/// The nearest directory above the running executable holding `libtomii_synthetic.so`: for
+/// `target/release/deps/engine-…` and `target/release/engine_figures` alike, `target/release`.
+pub fn plugin_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("cannot locate the running executable: {e}"));
+    find_plugin_dir(&exe)
+        .unwrap_or_else(|| panic!("no {} in any directory above {}: {BUILD_HINT}", synthetic_file(), exe.display()))
+}
+
+fn find_plugin_dir(exe: &Path) -> Option<PathBuf> {
+    exe.ancestors().skip(1).find(|dir| dir.join(synthetic_file()).is_file()).map(Path::to_path_buf)
+}
+
+/// `libtomii_synthetic.so` on Linux.
+fn synthetic_file() -> String {
+    format!("{}tomii_synthetic{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_nearest_directory_with_the_kernels() {
+        let root = tempfile::tempdir().unwrap();
+        let deps = root.path().join("release/deps");
+        std::fs::create_dir_all(&deps).unwrap();
+        let exe = deps.join("engine-0123");
+        assert_eq!(find_plugin_dir(&exe), None);
+        std::fs::write(root.path().join(synthetic_file()), b"").unwrap();
+        std::fs::write(root.path().join("release").join(synthetic_file()), b"").unwrap();
+        assert_eq!(find_plugin_dir(&exe), Some(root.path().join("release")));
+    }
+}
