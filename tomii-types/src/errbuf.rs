@@ -3,8 +3,10 @@
 //!
 //! A plugin carries its own copy of the standard library, with its own panic hook; left alone it
 //! would print a panic report on the host's stderr before the shim catches the panic. `catch_panic`
-//! installs, once per copy, a hook that stays quiet for panics inside a boundary call and records
-//! their message and location instead. Panics elsewhere still reach the previous hook.
+//! installs, once per copy, a hook that records the message and location instead of printing, for
+//! panics on the runtime's worker threads (named `tomii-worker-N`, where every hot-path call runs)
+//! and inside `catch_panic_marked` (the cold calls, on any thread). Other panics still reach the
+//! previous hook. The hot path touches no thread-local: in a dylib each access is a function call.
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -14,7 +16,7 @@ use std::sync::Once;
 use crate::abi::TomiiErrorBuf;
 
 thread_local! {
-    /// Whether this thread is inside a `catch_panic` call.
+    /// Whether this thread is inside a `catch_panic_marked` call.
     static AT_BOUNDARY: Cell<bool> = const { Cell::new(false) };
     /// The message the quiet hook recorded for the panic being unwound.
     static CAUGHT: RefCell<Option<String>> = const { RefCell::new(None) };
@@ -22,11 +24,15 @@ thread_local! {
 
 static QUIET_HOOK: Once = Once::new();
 
+/// Name prefix of the runtime's worker threads.
+pub const WORKER_PREFIX: &str = "tomii-worker-";
+
 fn install_quiet_hook() {
     QUIET_HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if AT_BOUNDARY.with(Cell::get) {
+            let worker = std::thread::current().name().is_some_and(|name| name.starts_with(WORKER_PREFIX));
+            if worker || AT_BOUNDARY.with(Cell::get) {
                 let place = info.location().map(|l| format!(" (at {}:{})", l.file(), l.line())).unwrap_or_default();
                 let text = format!("{}{place}", panic_message(info.payload()));
                 CAUGHT.with(|caught| *caught.borrow_mut() = Some(text));
@@ -37,14 +43,26 @@ fn install_quiet_hook() {
     });
 }
 
-/// Runs `body`; a panic becomes `Err(message with its location)`, printed nowhere.
+/// Runs `body` (a hot-path call, on a worker thread); a panic becomes `Err(message with its
+/// location)`, printed nowhere.
+#[inline]
 pub fn catch_panic<R>(body: impl FnOnce() -> R) -> Result<R, String> {
+    install_quiet_hook();
+    catch_unwind(AssertUnwindSafe(body)).map_err(|payload| caught_message(&*payload))
+}
+
+/// Like [`catch_panic`], for calls that may run on any thread (create, destroy, stats...).
+pub fn catch_panic_marked<R>(body: impl FnOnce() -> R) -> Result<R, String> {
     install_quiet_hook();
     let outer = AT_BOUNDARY.with(|flag| flag.replace(true));
     let result = catch_unwind(AssertUnwindSafe(body));
     AT_BOUNDARY.with(|flag| flag.set(outer));
-    result
-        .map_err(|payload| CAUGHT.with(|caught| caught.borrow_mut().take()).unwrap_or_else(|| panic_message(&*payload)))
+    result.map_err(|payload| caught_message(&*payload))
+}
+
+#[cold]
+fn caught_message(payload: &(dyn Any + Send)) -> String {
+    CAUGHT.with(|caught| caught.borrow_mut().take()).unwrap_or_else(|| panic_message(payload))
 }
 
 /// Copies `message` into `buf`, truncated at a UTF-8 boundary to fit, and NUL-terminates it.
@@ -83,10 +101,17 @@ mod tests {
 
     #[test]
     fn caught_panics_carry_message_and_location() {
-        let error = catch_panic(|| panic!("boom {}", 7)).unwrap_err();
+        let error = catch_panic_marked(|| panic!("boom {}", 7)).unwrap_err();
         assert!(error.starts_with("boom 7 (at "), "{error}");
         assert!(error.contains("errbuf.rs"), "{error}");
-        assert_eq!(catch_panic(|| 5), Ok(5));
+        assert_eq!(catch_panic_marked(|| 5), Ok(5));
+        let on_worker = std::thread::Builder::new()
+            .name(format!("{WORKER_PREFIX}0"))
+            .spawn(|| catch_panic(|| panic!("quiet")))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(on_worker.unwrap_err().starts_with("quiet (at "));
     }
 
     #[test]

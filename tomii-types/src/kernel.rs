@@ -42,7 +42,18 @@ pub struct CallCtx<'a> {
     pub frame: u64,
     pub slot: u32,
     pub instance: u32,
-    pub node: &'a str,
+    raw: &'a TomiiCallCtx,
+}
+
+impl CallCtx<'_> {
+    /// The node's name (read from the host's NUL-terminated string on demand).
+    pub fn node(&self) -> &str {
+        if self.raw.node.is_null() {
+            return "";
+        }
+        // SAFETY: the host passes a NUL-terminated node name valid for the call.
+        unsafe { CStr::from_ptr(self.raw.node) }.to_str().unwrap_or("")
+    }
 }
 
 /// A borrowed view of one argument.
@@ -432,14 +443,13 @@ pub unsafe fn call(
     }
     // SAFETY: checked non-NULL; valid for the call per the ABI.
     let (raw_ctx, args) = unsafe { (&*ctx, Args { raw: slice_of(args, nargs) }) };
-    let node = if raw_ctx.node.is_null() {
-        ""
-    } else {
-        // SAFETY: the host passes a NUL-terminated node name.
-        unsafe { CStr::from_ptr(raw_ctx.node) }.to_str().unwrap_or("")
+    let ctx = CallCtx {
+        worker: raw_ctx.worker,
+        frame: raw_ctx.frame,
+        slot: raw_ctx.slot,
+        instance: raw_ctx.instance,
+        raw: raw_ctx,
     };
-    let ctx =
-        CallCtx { worker: raw_ctx.worker, frame: raw_ctx.frame, slot: raw_ctx.slot, instance: raw_ctx.instance, node };
     match catch_panic(|| kernel(&ctx, &args)) {
         Ok(Ok(value)) => {
             // SAFETY: `out` checked non-NULL; the host takes ownership of the value.

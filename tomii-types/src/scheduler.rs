@@ -12,7 +12,7 @@ use crate::abi::{
     TOMII_ERR, TOMII_ERR_INVALID, TOMII_ERR_PANIC, TOMII_OK, TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR,
     TomiiAbiHeader, TomiiErrorBuf, TomiiKnobDesc, TomiiSchedInit, TomiiSchedulerVtable, TomiiTask,
 };
-use crate::errbuf::{catch_panic, write_error};
+use crate::errbuf::{catch_panic, catch_panic_marked, write_error};
 
 pub use crate::abi::{TOMII_NO_WORKER as NO_WORKER, TomiiTask as Task};
 
@@ -215,9 +215,20 @@ fn remember_error(message: &str) {
     LAST_ERROR.with(|slot| *slot.borrow_mut() = text);
 }
 
-/// Runs `body`, turning an error or a panic into a status code and a remembered message.
+/// Runs `body` (a hot-path call on a worker thread), turning an error or a panic into a status
+/// code and a remembered message.
+#[inline]
 fn guarded(body: impl FnOnce() -> Result<(), String>) -> i32 {
-    match catch_panic(body) {
+    status(catch_panic(body))
+}
+
+/// Like `guarded`, for calls that may run on any thread.
+fn guarded_marked(body: impl FnOnce() -> Result<(), String>) -> i32 {
+    status(catch_panic_marked(body))
+}
+
+fn status(outcome: Result<Result<(), String>, String>) -> i32 {
+    match outcome {
         Ok(Ok(())) => TOMII_OK,
         Ok(Err(message)) => {
             remember_error(&message);
@@ -263,7 +274,7 @@ unsafe extern "C" fn create<S: Scheduler>(
     if init.is_null() || state.is_null() {
         return TOMII_ERR_INVALID;
     }
-    let result = catch_panic(|| {
+    let result = catch_panic_marked(|| {
         // SAFETY: the host passes a valid init block for the duration of this call.
         let info = unsafe { InitInfo::from_raw(&*init) };
         S::create(&info)
@@ -291,7 +302,7 @@ unsafe extern "C" fn destroy<S: Scheduler>(state: *mut c_void) {
     if !state.is_null() {
         // SAFETY: `state` came from `Box::into_raw` in `create::<S>`; the host destroys it once.
         let boxed = unsafe { Box::from_raw(state.cast::<S>()) };
-        let _ = catch_panic(move || drop(boxed));
+        let _ = catch_panic_marked(move || drop(boxed));
     }
 }
 
@@ -362,7 +373,7 @@ unsafe extern "C" fn frame_started<S: Scheduler>(state: *mut c_void, frame: u64,
     if !state.is_null() {
         // SAFETY: valid state, as the ABI requires.
         let scheduler = unsafe { state_ref::<S>(state) };
-        guarded(|| {
+        guarded_marked(|| {
             scheduler.frame_started(frame, slot);
             Ok(())
         });
@@ -373,7 +384,7 @@ unsafe extern "C" fn frame_completed<S: Scheduler>(state: *mut c_void, frame: u6
     if !state.is_null() {
         // SAFETY: valid state, as the ABI requires.
         let scheduler = unsafe { state_ref::<S>(state) };
-        guarded(|| {
+        guarded_marked(|| {
             scheduler.frame_completed(frame, slot, latency_ns);
             Ok(())
         });
@@ -391,7 +402,7 @@ unsafe extern "C" fn set_knob<S: Scheduler>(
     }
     // SAFETY: valid state and NUL-terminated strings, as the ABI requires.
     let (scheduler, key, value) = unsafe { (state_ref::<S>(state), text(key), text(value)) };
-    let status = guarded(|| scheduler.set_knob(&key, &value));
+    let status = guarded_marked(|| scheduler.set_knob(&key, &value));
     if status != TOMII_OK {
         let message = LAST_ERROR.with(|slot| slot.borrow().to_string_lossy().into_owned());
         // SAFETY: the host's error buffer is valid for `cap` bytes.
@@ -414,7 +425,7 @@ unsafe extern "C" fn stats<S: Scheduler>(state: *mut c_void, buf: *mut c_char, c
     }
     // SAFETY: valid state, as the ABI requires.
     let scheduler = unsafe { state_ref::<S>(state) };
-    let Ok(text) = catch_panic(|| scheduler.stats()) else {
+    let Ok(text) = catch_panic_marked(|| scheduler.stats()) else {
         return 0;
     };
     // SAFETY: the host's buffer is valid for `cap` bytes.

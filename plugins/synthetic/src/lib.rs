@@ -87,7 +87,7 @@ fn word(value: &ValueRef<'_>) -> u64 {
 /// `mix(mix(mix(fnv1a(node), instance), frame), w)` folded over the words `w` of the arguments in
 /// order. A task that ran on another frame's data, or on the wrong inputs, gives another result.
 pub fn checksum(ctx: &CallCtx, args: &Args) -> Result<Value, KernelError> {
-    let seed = mix(mix(fnv1a(ctx.node.as_bytes()), u64::from(ctx.instance)), ctx.frame);
+    let seed = mix(mix(fnv1a(ctx.node().as_bytes()), u64::from(ctx.instance)), ctx.frame);
     Ok(Value::u64(args.iter().fold(seed, |h, arg| mix(h, word(&arg)))))
 }
 

@@ -27,7 +27,12 @@ impl Fifo {
             .iter()
             .find(|q| q.worker_lo == task.worker_lo && q.worker_hi == task.worker_hi)
             .map(|q| &q.tasks)
-            .ok_or_else(|| format!("task of node {} has worker range {}..{} that no node declared", task.node, task.worker_lo, task.worker_hi))
+            .ok_or_else(|| {
+                format!(
+                    "task of node {} has worker range {}..{} that no node declared",
+                    task.node, task.worker_lo, task.worker_hi
+                )
+            })
     }
 }
 
@@ -56,7 +61,9 @@ impl Scheduler for Fifo {
 
     fn push(&self, _worker: Option<u32>, tasks: &[Task]) -> Result<(), String> {
         for task in tasks {
-            self.queue_for(task)?.push(*task).map_err(|_| "fifo queue is full: more tasks were pushed than can be ready".to_owned())?;
+            self.queue_for(task)?
+                .push(*task)
+                .map_err(|_| "fifo queue is full: more tasks were pushed than can be ready".to_owned())?;
         }
         Ok(())
     }

@@ -188,7 +188,7 @@ impl<'a> Engine<'a> {
             let handles: Vec<_> = (0..self.config.workers)
                 .map(|worker| {
                     std::thread::Builder::new()
-                        .name(format!("tomii-worker-{worker}"))
+                        .name(format!("{}{worker}", tomii_types::WORKER_PREFIX))
                         .spawn_scoped(scope, move || catch_unwind(AssertUnwindSafe(|| self.worker_main(worker))))
                 })
                 .collect();
