@@ -31,8 +31,7 @@ fn install_quiet_hook() {
     QUIET_HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let worker = std::thread::current().name().is_some_and(|name| name.starts_with(WORKER_PREFIX));
-            if worker || AT_BOUNDARY.with(Cell::get) {
+            if AT_BOUNDARY.with(Cell::get) || on_worker_thread() {
                 let place = info.location().map(|l| format!(" (at {}:{})", l.file(), l.line())).unwrap_or_default();
                 let text = format!("{}{place}", panic_message(info.payload()));
                 CAUGHT.with(|caught| *caught.borrow_mut() = Some(text));
@@ -41,6 +40,20 @@ fn install_quiet_hook() {
             }
         }));
     });
+}
+
+/// Whether the current thread is one of the runtime's workers. Called only while panicking.
+fn on_worker_thread() -> bool {
+    if std::thread::current().name().is_some_and(|name| name.starts_with(WORKER_PREFIX)) {
+        return true;
+    }
+    // A plugin's own copy of the standard library does not know the names the host's copy gave
+    // its threads; the operating system's record of the thread name does.
+    #[cfg(target_os = "linux")]
+    if let Ok(name) = std::fs::read_to_string("/proc/thread-self/comm") {
+        return name.starts_with(WORKER_PREFIX);
+    }
+    false
 }
 
 /// Runs `body` (a hot-path call, on a worker thread); a panic becomes `Err(message with its

@@ -6,6 +6,7 @@
 //! generations, readiness, idle workers, shutdown) are described in README.md beside this file.
 
 mod clock;
+mod fence;
 mod report;
 mod sleep;
 mod slots;

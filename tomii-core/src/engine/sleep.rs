@@ -6,12 +6,13 @@
 //!
 //! # Memory ordering
 //! Parking and waking form a Dekker pair: the sleeper publishes `SLEEPING` and increments
-//! `sleepers` (SeqCst), then re-checks the scheduler; the pusher pushes, issues a SeqCst fence, then
-//! reads `sleepers`. In every interleaving either the sleeper's re-check sees the task or the pusher
-//! sees the sleeper, so no task is left behind while a worker that could run it sleeps.
+//! `sleepers`, issues the heavy fence, then re-checks the scheduler; the pusher pushes, issues the
+//! light fence, then reads `sleepers` (fence.rs explains the asymmetric pair). In every
+//! interleaving either the sleeper's re-check sees the task or the pusher sees the sleeper, so no
+//! task is left behind while a worker that could run it sleeps.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering, fence};
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use std::thread::Thread;
 use std::time::Duration;
 
@@ -27,7 +28,10 @@ pub enum Wake {
     TimedOut,
 }
 
+use super::fence::Fences;
+
 pub struct Sleep {
+    fences: Fences,
     /// Per worker: AWAKE or SLEEPING.
     state: Box<[AtomicU8]>,
     /// Per worker: its thread, registered when it starts.
@@ -43,6 +47,7 @@ pub struct Sleep {
 impl Sleep {
     pub fn new(workers: u32) -> Self {
         Sleep {
+            fences: Fences::new(),
             state: (0..workers).map(|_| AtomicU8::new(AWAKE)).collect(),
             threads: (0..workers).map(|_| OnceLock::new()).collect(),
             sleepers: AtomicU32::new(0),
@@ -69,7 +74,7 @@ impl Sleep {
     pub fn prepare(&self, worker: u32) {
         self.state[worker as usize].store(SLEEPING, Ordering::SeqCst);
         self.sleepers.fetch_add(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
+        self.fences.heavy();
     }
 
     /// The re-check found work: stop being a sleeper.
@@ -111,7 +116,7 @@ impl Sleep {
     where
         I: IntoIterator<Item = (u32, u32)>,
     {
-        fence(Ordering::SeqCst);
+        self.fences.light();
         if self.sleepers.load(Ordering::SeqCst) == 0 {
             return;
         }

@@ -345,15 +345,17 @@ impl<'a> Engine<'a> {
         let generation = state.generation.load(Ordering::Acquire);
         let frame = state.frame.load(Ordering::Relaxed);
         let deps = self.graph.dep_count[instance as usize];
-        if found.tag != generation & 0xFF || !self.table.is_ready(slot, instance, generation, deps) {
-            return Err(self.task_fault(
-                "returned a task that was never pushed (or belongs to an earlier frame)",
-                instance,
-                frame,
-            ));
+        let never_pushed = "returned a task that was never pushed (or belongs to an earlier frame)";
+        if found.tag != generation & 0xFF {
+            return Err(self.task_fault(never_pushed, instance, frame));
         }
+        // Claim first: the compare-exchange takes the counters' cache line exclusively at once,
+        // and the readiness load that follows hits it.
         if self.table.claim(slot, instance, generation).is_err() {
             return Err(self.task_fault("returned the same task twice", instance, frame));
+        }
+        if !self.table.is_ready(slot, instance, generation, deps) {
+            return Err(self.task_fault(never_pushed, instance, frame));
         }
         let template = &self.templates[instance as usize];
         if !(template.worker_lo..template.worker_hi).contains(&worker) {
