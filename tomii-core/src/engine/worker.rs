@@ -217,16 +217,20 @@ impl<'a> Engine<'a> {
         })
     }
 
-    /// Calls `progress` every quarter second until the run stops, then once more.
+    /// Calls `progress` at once, then every quarter second, and a last time once the run stopped.
     fn report_progress(&self, progress: &super::ProgressFn, wall: Instant) {
         let frames = self.config.frames;
         let report = || {
             let frames_done = self.frames_done.load(Ordering::Relaxed);
             (progress.0)(super::Progress { frames_done, frames, elapsed: wall.elapsed() });
         };
-        while !self.stop.load(Ordering::Acquire) {
-            std::thread::park_timeout(std::time::Duration::from_millis(250));
+        loop {
+            let stopped = self.stop.load(Ordering::Acquire);
             report();
+            if stopped {
+                break;
+            }
+            std::thread::park_timeout(std::time::Duration::from_millis(250));
         }
     }
 
