@@ -56,6 +56,22 @@ impl InitInfo {
         }
     }
 
+    /// Fails, naming the valid options, if an option was given that `known` does not describe.
+    /// The export shim calls it before `Scheduler::create`, with the scheduler's `KNOBS`.
+    pub fn check_knobs(&self, known: &[TomiiKnobDesc]) -> Result<(), String> {
+        // SAFETY: knob descriptions hold static NUL-terminated strings (see `knob`).
+        let names: Vec<String> = known.iter().map(|k| unsafe { text(k.name) }).collect();
+        match self.knobs.iter().find(|(key, _)| !names.contains(key)) {
+            None => Ok(()),
+            Some((key, _)) if names.is_empty() => {
+                Err(format!("scheduler {scheduler:?} has no options, but {key:?} was given"))
+            }
+            Some((key, _)) => {
+                Err(format!("scheduler {scheduler:?} has no option {key:?}; its options are: {}", names.join(", ")))
+            }
+        }
+    }
+
     /// # Safety
     /// `raw` and every pointer in it must be valid as the ABI describes.
     unsafe fn from_raw(raw: &TomiiSchedInit) -> InitInfo {
@@ -277,6 +293,7 @@ unsafe extern "C" fn create<S: Scheduler>(
     let result = catch_panic_marked(|| {
         // SAFETY: the host passes a valid init block for the duration of this call.
         let info = unsafe { InitInfo::from_raw(&*init) };
+        info.check_knobs(S::KNOBS)?;
         S::create(&info)
     });
     match result {
