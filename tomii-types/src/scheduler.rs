@@ -63,12 +63,8 @@ impl InitInfo {
         let names: Vec<String> = known.iter().map(|k| unsafe { text(k.name) }).collect();
         match self.knobs.iter().find(|(key, _)| !names.contains(key)) {
             None => Ok(()),
-            Some((key, _)) if names.is_empty() => {
-                Err(format!("scheduler {scheduler:?} has no options, but {key:?} was given"))
-            }
-            Some((key, _)) => {
-                Err(format!("scheduler {scheduler:?} has no option {key:?}; its options are: {}", names.join(", ")))
-            }
+            Some((key, _)) if names.is_empty() => Err(format!("it takes no options, but {key:?} was given")),
+            Some((key, _)) => Err(format!("unknown option {key:?}; its options are: {}", names.join(", "))),
         }
     }
 
