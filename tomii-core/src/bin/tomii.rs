@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, Parser, Subcommand};
-use tomii_core::engine::{self, Progress, ProgressFn, Report, RunConfig};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use tomii_core::engine::{self, FaultPolicy, Progress, ProgressFn, Report, RunConfig};
 use tomii_core::graph;
 use tomii_core::plugin::{KernelSet, SchedulerPlugin};
 
@@ -74,9 +74,19 @@ struct RunArgs {
     /// Stop with an error when every worker has been idle this long while frames are incomplete.
     #[arg(long, default_value_t = 2000, value_name = "MS")]
     stall_timeout_ms: u64,
+    /// When the scheduler breaks its contract: `stop` the run with an error, or `fallback`: eject it
+    /// and finish the run on the host's own FIFO (the report records the ejection).
+    #[arg(long, value_enum, default_value_t = OnFault::Stop, value_name = "POLICY")]
+    on_scheduler_fault: OnFault,
     /// Print nothing but errors.
     #[arg(long, short)]
     quiet: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OnFault {
+    Stop,
+    Fallback,
 }
 
 fn parse_key_value(text: &str) -> Result<(String, String), String> {
@@ -157,6 +167,10 @@ fn run(args: RunArgs) -> Result<()> {
         collect_outputs: false,
         stall_timeout: Duration::from_millis(args.stall_timeout_ms),
         scheduler_options: args.sched_opts,
+        on_fault: match args.on_scheduler_fault {
+            OnFault::Stop => FaultPolicy::Stop,
+            OnFault::Fallback => FaultPolicy::Fallback,
+        },
         progress: (!args.quiet && std::io::stderr().is_terminal()).then(progress_line),
     };
     let outcome = engine::run(&graph, &kernels, &scheduler, &config)?;
@@ -172,6 +186,12 @@ fn run(args: RunArgs) -> Result<()> {
     }
     if !args.quiet {
         println!("{}", summary(&outcome.report));
+    }
+    if let Some(ejection) = &outcome.report.scheduler.ejected {
+        eprintln!(
+            "warning: scheduler {:?} was ejected after {} frame(s) ({}); the run finished on the host's FIFO",
+            outcome.report.scheduler.name, ejection.frames_done, ejection.violation
+        );
     }
     Ok(())
 }

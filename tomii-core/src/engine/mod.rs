@@ -42,9 +42,33 @@ pub struct RunConfig {
     pub stall_timeout: Duration,
     /// The scheduler's own `key=value` options.
     pub scheduler_options: Vec<(String, String)>,
+    /// What to do when the scheduler breaks its contract.
+    pub on_fault: FaultPolicy,
     /// Called from the host thread about four times a second while the run goes on, and once at
     /// the end.
     pub progress: Option<ProgressFn>,
+}
+
+/// What the host does when the scheduler breaks its contract (a task popped twice or never
+/// pushed, a worker outside a task's range, an error status, a stall).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FaultPolicy {
+    /// End the run with an error naming the scheduler, the violation and the task.
+    #[default]
+    Stop,
+    /// Eject the scheduler and finish the run on the host's own FIFO; the report records it.
+    Fallback,
+}
+
+/// A scheduler ejection, as the report records it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Ejection {
+    /// The contract violation that caused it.
+    pub violation: String,
+    /// Frames completed before it.
+    pub frames_done: u64,
+    /// Ready tasks the host recovered from its counters and queued on its own FIFO.
+    pub requeued_tasks: u64,
 }
 
 /// How far a run has come.
@@ -78,6 +102,7 @@ impl Default for RunConfig {
             stall_timeout: Duration::from_secs(2),
             scheduler_options: Vec::new(),
             progress: None,
+            on_fault: FaultPolicy::Stop,
         }
     }
 }

@@ -55,6 +55,8 @@ pub struct SchedulerReport {
     pub layout_checked: bool,
     /// What the scheduler's `stats` hook reported, if anything.
     pub stats: Option<serde_json::Value>,
+    /// Set when the scheduler broke its contract and the run finished on the host's FIFO.
+    pub ejected: Option<super::Ejection>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize)]

@@ -151,14 +151,16 @@ impl SlotTable {
     /// `generation`, i.e. the instance just became ready.
     #[inline]
     pub fn arrive(&self, slot: u32, instance: u32, generation: u32, deps: u32) -> bool {
-        let before = self.cell(slot, instance).arrivals.fetch_add(1, Ordering::AcqRel);
+        // SeqCst (the same instruction as AcqRel on x86): fault containment orders arrivals against
+        // the scheduler's ejection (worker/fault.rs).
+        let before = self.cell(slot, instance).arrivals.fetch_add(1, Ordering::SeqCst);
         before + 1 == (u64::from(generation) + 1) * u64::from(deps)
     }
 
     /// Whether `instance` has all its `deps` arrivals in `generation`.
     #[inline]
     pub fn is_ready(&self, slot: u32, instance: u32, generation: u32, deps: u32) -> bool {
-        self.cell(slot, instance).arrivals.load(Ordering::Acquire) == (u64::from(generation) + 1) * u64::from(deps)
+        self.cell(slot, instance).arrivals.load(Ordering::SeqCst) == (u64::from(generation) + 1) * u64::from(deps)
     }
 
     /// Claims the task for execution in `generation`. `Err(claims)` when it was already claimed in
@@ -169,6 +171,21 @@ impl SlotTable {
             .claims
             .compare_exchange(generation, generation.wrapping_add(1), Ordering::AcqRel, Ordering::Acquire)
             .map(|_| ())
+    }
+
+    /// Whether the task has not been claimed in `generation`.
+    pub fn is_unclaimed(&self, slot: u32, instance: u32, generation: u32) -> bool {
+        self.cell(slot, instance).claims.load(Ordering::SeqCst) == generation
+    }
+
+    /// Takes back a claim made in `generation` on a task that turned out not to be ready.
+    pub fn unclaim(&self, slot: u32, instance: u32, generation: u32) {
+        let _ = self.cell(slot, instance).claims.compare_exchange(
+            generation.wrapping_add(1),
+            generation,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
     }
 
     /// Records a completed sink task; true when it completed the slot's frame.

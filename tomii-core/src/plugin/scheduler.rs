@@ -7,6 +7,7 @@
 use std::ffi::{CString, c_void};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use abi_stable::library::lib_header_from_path;
 use tomii_types::abi::{
@@ -156,6 +157,8 @@ pub struct SchedulerInstance<'p> {
     pop_fn: unsafe extern "C" fn(*mut c_void, u32, *mut TomiiTask, usize, *mut usize) -> i32,
     /// Held around every call when the scheduler declared `TOMII_SCHED_SERIAL`.
     serial: Option<Mutex<()>>,
+    /// Set when the scheduler broke its contract: its state is then never destroyed.
+    abandoned: AtomicBool,
 }
 
 // SAFETY: the ABI requires scheduler callbacks to be callable from any thread, concurrently unless
@@ -213,7 +216,7 @@ impl<'p> SchedulerInstance<'p> {
             return Err(create_error(text));
         }
         let serial = (plugin.flags() & TOMII_SCHED_SERIAL != 0).then(|| Mutex::new(()));
-        Ok(SchedulerInstance { plugin, state, push_fn, pop_fn, serial })
+        Ok(SchedulerInstance { plugin, state, push_fn, pop_fn, serial, abandoned: AtomicBool::new(false) })
     }
 
     pub fn plugin(&self) -> &SchedulerPlugin {
@@ -247,6 +250,12 @@ impl<'p> SchedulerInstance<'p> {
             return Err(format!("pop reported {count} tasks for a buffer of {}", out.len()));
         }
         Ok(count)
+    }
+
+    /// Marks the state as not to be destroyed: the scheduler broke its contract, its state may be
+    /// corrupt, and calling into it again could crash the process. The state is leaked.
+    pub fn abandon(&self) {
+        self.abandoned.store(true, Ordering::Relaxed);
     }
 
     /// The optional hooks this scheduler provides.
@@ -290,6 +299,9 @@ impl<'p> SchedulerInstance<'p> {
 
 impl Drop for SchedulerInstance<'_> {
     fn drop(&mut self) {
+        if self.abandoned.load(Ordering::Relaxed) {
+            return;
+        }
         if let Some(destroy) = self.plugin.vtable.destroy {
             // SAFETY: the state came from `create` and every other call has returned.
             unsafe { destroy(self.state) };

@@ -16,12 +16,16 @@ use tomii_types::abi::{
 };
 use tomii_types::kernel::{Value, ValueRef};
 
+mod fault;
+
+use fault::Containment;
+
 use super::clock::{Clock, Ticks};
 use super::report::{self, NodeCounters, WorkerCounters};
 use super::sleep::{Sleep, Wake};
 use super::slots::{MAX_SLOTS, SlotTable, decode_handle, encode_handle};
 use super::trace::{TracePool, TraceRecord, WorkerTrace};
-use super::{FrameOutputs, Output, Report, RunConfig, RunError, RunOutcome, SchedulerReport};
+use super::{FaultPolicy, FrameOutputs, Output, Report, RunConfig, RunError, RunOutcome, SchedulerReport};
 use crate::graph::{ArgSource, CompiledGraph};
 use crate::plugin::{KernelSet, SchedulerInstance, SchedulerPlugin, SchedulerSetup};
 
@@ -74,6 +78,7 @@ pub(super) struct Engine<'a> {
     trace_pool: Option<TracePool>,
     /// The host thread, woken when the run stops so that progress reporting ends at once.
     host: std::thread::Thread,
+    containment: Containment,
 }
 
 /// Ready tasks waiting to be pushed, and who pushes them.
@@ -167,6 +172,7 @@ impl<'a> Engine<'a> {
             ready_at: (0..cells).map(|_| AtomicU64::new(0)).collect(),
             trace_pool: config.trace.then(|| TracePool::new(tasks, config.workers)),
             host: std::thread::current(),
+            containment: Containment::new(config.on_fault),
         })
     }
 
@@ -310,12 +316,18 @@ impl<'a> Engine<'a> {
         if self.stop.load(Ordering::Acquire) {
             return None;
         }
+        if self.containment.is_ejected() {
+            return Some(self.containment.fifo().pop(local.pusher.worker, &mut local.popped));
+        }
         match self.scheduler.pop(local.pusher.worker, &mut local.popped) {
             Ok(count) => Some(count),
-            Err(violation) => {
-                self.fail(self.fault(violation));
-                None
-            }
+            Err(violation) => match self.contract_violation(violation) {
+                Ok(()) => Some(0),
+                Err(error) => {
+                    self.fail(error);
+                    None
+                }
+            },
         }
     }
 
@@ -326,57 +338,84 @@ impl<'a> Engine<'a> {
         match self.pop(local) {
             Some(0) => {
                 let incomplete = self.config.frames - self.frames_done.load(Ordering::Acquire);
-                self.fail(RunError::Stall {
+                let stall = RunError::Stall {
                     scheduler: self.scheduler.plugin().name.to_owned(),
                     timeout_ms: self.config.stall_timeout.as_millis(),
                     incomplete,
-                });
-                None
+                };
+                if self.containment.is_ejected() {
+                    // The host's own FIFO cannot lose tasks: this is an engine bug.
+                    self.fail(RunError::Internal(stall.to_string()));
+                    return None;
+                }
+                match self.containment.policy {
+                    FaultPolicy::Stop => {
+                        self.scheduler.abandon();
+                        self.fail(stall);
+                        None
+                    }
+                    FaultPolicy::Fallback => self.contract_violation(stall.to_string()).ok().map(|()| 0),
+                }
             }
             found => found,
         }
     }
 
-    /// Verifies a popped task and claims it; returns (slot, instance, generation, frame).
+    /// Verifies a popped task and claims it; returns (slot, instance, generation, frame), or
+    /// `None` for a task to skip (a violation under the fallback policy, or a task the host FIFO
+    /// holds twice after an ejection).
     #[inline]
-    fn claim(&self, worker: u32, task: &TomiiTask) -> Result<(u32, u32, u32, u64), RunError> {
+    fn claim(&self, worker: u32, task: &TomiiTask) -> Result<Option<(u32, u32, u32, u64)>, RunError> {
         let found = decode_handle(task.handle);
         if !self.table.contains(found) {
-            return Err(self.fault(format!("pop returned handle {:#x}, which the host never issued", task.handle)));
+            let violation = format!("pop returned handle {:#x}, which the host never issued", task.handle);
+            return self.rejected(violation);
         }
         let (slot, instance) = (found.slot, found.instance);
         let state = self.table.slot(slot);
         let generation = state.generation.load(Ordering::Acquire);
         let frame = state.frame.load(Ordering::Relaxed);
-        let deps = self.graph.dep_count[instance as usize];
         let never_pushed = "returned a task that was never pushed (or belongs to an earlier frame)";
         if found.tag != generation & 0xFF {
-            return Err(self.task_fault(never_pushed, instance, frame));
-        }
-        // Claim first: the compare-exchange takes the counters' cache line exclusively at once,
-        // and the readiness load that follows hits it.
-        if self.table.claim(slot, instance, generation).is_err() {
-            return Err(self.task_fault("returned the same task twice", instance, frame));
-        }
-        if !self.table.is_ready(slot, instance, generation, deps) {
-            return Err(self.task_fault(never_pushed, instance, frame));
+            return self.rejected(self.task_violation(never_pushed, instance, frame));
         }
         let template = &self.templates[instance as usize];
         if !(template.worker_lo..template.worker_hi).contains(&worker) {
-            let violation = format!(
+            let what = format!(
                 "handed a task to worker {worker}, outside its allowed workers {}..{}",
                 template.worker_lo, template.worker_hi
             );
-            return Err(self.task_fault(&violation, instance, frame));
+            return self.rejected(self.task_violation(&what, instance, frame));
         }
-        Ok((slot, instance, generation, frame))
+        // Claim before the readiness load: the compare-exchange takes the counters' cache line
+        // exclusively at once, and the load that follows hits it.
+        if self.table.claim(slot, instance, generation).is_err() {
+            return self.rejected(self.task_violation("returned the same task twice", instance, frame));
+        }
+        if !self.table.is_ready(slot, instance, generation, self.graph.dep_count[instance as usize]) {
+            self.table.unclaim(slot, instance, generation);
+            return self.rejected(self.task_violation(never_pushed, instance, frame));
+        }
+        Ok(Some((slot, instance, generation, frame)))
+    }
+
+    /// A popped task the host will not run: a violation, unless the scheduler is already ejected
+    /// (then it is a stale or duplicate entry, skipped).
+    #[cold]
+    fn rejected<T>(&self, violation: String) -> Result<Option<T>, RunError> {
+        if self.containment.is_ejected() {
+            return Ok(None);
+        }
+        self.contract_violation(violation).map(|()| None)
     }
 
     /// Runs one popped task and everything that follows its completion.
     #[inline]
     fn execute(&self, local: &mut Local, task: &TomiiTask) -> Result<(), RunError> {
         let worker = local.pusher.worker;
-        let (slot, instance, generation, frame) = self.claim(worker, task)?;
+        let Some((slot, instance, generation, frame)) = self.claim(worker, task)? else {
+            return Ok(());
+        };
         let node = self.graph.inst_node[instance as usize];
         self.gather_args(local, slot, instance);
         if let Some(started) = self.hooks.task_started {
@@ -533,6 +572,18 @@ impl<'a> Engine<'a> {
         now: Ticks,
         locality: u32,
     ) -> Result<(), RunError> {
+        let task = self.describe(instance, slot, generation, frame, now, locality);
+        if !self.ready_at.is_empty() {
+            self.ready_at[slot as usize * self.graph.instance_count() + instance as usize]
+                .store(now, Ordering::Relaxed);
+        }
+        pusher.ready.push(task);
+        if pusher.ready.len() == PUSH_CHUNK { self.flush(pusher) } else { Ok(()) }
+    }
+
+    /// The descriptor of a task that became ready at `now`.
+    #[inline]
+    fn describe(&self, instance: u32, slot: u32, generation: u32, frame: u64, now: Ticks, locality: u32) -> TomiiTask {
         let mut task = self.templates[instance as usize];
         task.handle = encode_handle(slot, instance, generation);
         task.frame = frame;
@@ -542,12 +593,7 @@ impl<'a> Engine<'a> {
             task.ready_ns = self.clock.ns_since_start(now);
             task.cost_ns = self.costs[task.node as usize].load(Ordering::Relaxed);
         }
-        if !self.ready_at.is_empty() {
-            self.ready_at[slot as usize * self.graph.instance_count() + instance as usize]
-                .store(now, Ordering::Relaxed);
-        }
-        pusher.ready.push(task);
-        if pusher.ready.len() == PUSH_CHUNK { self.flush(pusher) } else { Ok(()) }
+        task
     }
 
     /// Pushes the staged batch and wakes workers for what no awake worker will take.
@@ -556,7 +602,12 @@ impl<'a> Engine<'a> {
         if pusher.ready.is_empty() {
             return Ok(());
         }
-        self.scheduler.push(pusher.worker, &pusher.ready).map_err(|violation| self.fault(violation))?;
+        if self.containment.is_ejected() {
+            self.containment.fifo().push(&pusher.ready);
+        } else if let Err(violation) = self.scheduler.push(pusher.worker, &pusher.ready) {
+            // Under the fallback policy the ejection requeues these tasks from the counters.
+            self.contract_violation(violation)?;
+        }
         let taker = (pusher.self_take && pusher.worker != TOMII_NO_WORKER).then_some(pusher.worker);
         self.sleep.notify(taker, pusher.ready.iter().map(|t| (t.worker_lo, t.worker_hi)));
         pusher.self_take = false;
@@ -631,16 +682,19 @@ impl<'a> Engine<'a> {
         self.host.unpark();
     }
 
+    /// The error that ends a run whose scheduler broke its contract. The scheduler's state is not
+    /// destroyed afterwards: it may be corrupt, and destroying it could crash the process.
     #[cold]
     fn fault(&self, violation: String) -> RunError {
+        self.scheduler.abandon();
         RunError::SchedulerFault { scheduler: self.scheduler.plugin().name.to_owned(), violation }
     }
 
     #[cold]
-    fn task_fault(&self, what: &str, instance: u32, frame: u64) -> RunError {
+    fn task_violation(&self, what: &str, instance: u32, frame: u64) -> String {
         let node = &self.graph.nodes[self.graph.inst_node[instance as usize] as usize].name;
         let index = self.graph.inst_index[instance as usize];
-        self.fault(format!("{what}: node {node:?} instance {index}, frame {frame}"))
+        format!("{what}: node {node:?} instance {index}, frame {frame}")
     }
 
     /// Builds the outcome once every worker has returned.
@@ -667,7 +721,8 @@ impl<'a> Engine<'a> {
         let names: Vec<(String, String)> =
             self.graph.nodes.iter().map(|n| (n.name.clone(), n.function.clone())).collect();
         let plugin = self.scheduler.plugin();
-        let stats = self.scheduler.stats().filter(|s| !s.trim().is_empty() && s.trim() != "{}");
+        let stats = if self.containment.is_ejected() { None } else { self.scheduler.stats() };
+        let stats = stats.filter(|s| !s.trim().is_empty() && s.trim() != "{}");
         Report {
             tomii_version: env!("CARGO_PKG_VERSION"),
             graph: self.graph.name.clone(),
@@ -676,6 +731,7 @@ impl<'a> Engine<'a> {
                 path: plugin.path.display().to_string(),
                 layout_checked: plugin.layout_checked,
                 stats: stats.map(|text| serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))),
+                ejected: self.containment.ejection(),
             },
             workers: self.config.workers,
             slots: self.config.slots,

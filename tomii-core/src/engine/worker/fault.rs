@@ -1,0 +1,134 @@
+//! Fault containment: what the host does when the scheduler breaks its contract (README.md,
+//! "Faults"). Under `FaultPolicy::Stop` the run ends with an error naming the scheduler, the
+//! violation and the task. Under `FaultPolicy::Fallback` the scheduler is ejected: every task that
+//! is ready and unclaimed is found from the slot counters (never from the scheduler, whose state is
+//! not trusted any more) and the run finishes on the host's own FIFO.
+//!
+//! Nothing here runs on the hot path except the `ejected` check, one load per push and pop.
+//!
+//! # Memory ordering
+//! Arrivals are SeqCst read-modify-writes and the `ejected` flag is read and written SeqCst, so in
+//! the single total order either a worker's mode check (before pushing to the scheduler) sees the
+//! ejection, and it pushes to the host FIFO instead, or the ejecting thread's scan, which follows
+//! the flag's store, sees the arrivals that made those tasks ready. No ready task is lost; a task
+//! may be queued twice, and the second claim of it is skipped.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask};
+
+use super::Engine;
+use crate::engine::{Ejection, FaultPolicy, RunError};
+
+/// The containment state of one run.
+pub(super) struct Containment {
+    pub(super) policy: FaultPolicy,
+    /// Set once, when the scheduler is ejected; from then on only the host FIFO is used.
+    pub(super) ejected: AtomicBool,
+    fifo: HostFifo,
+    record: Mutex<Option<Ejection>>,
+}
+
+impl Containment {
+    pub(super) fn new(policy: FaultPolicy) -> Self {
+        Containment { policy, ejected: AtomicBool::new(false), fifo: HostFifo::default(), record: Mutex::new(None) }
+    }
+
+    #[inline]
+    pub(super) fn is_ejected(&self) -> bool {
+        self.ejected.load(Ordering::SeqCst)
+    }
+
+    pub(super) fn fifo(&self) -> &HostFifo {
+        &self.fifo
+    }
+
+    /// The ejection, if the scheduler was ejected.
+    pub(super) fn ejection(&self) -> Option<Ejection> {
+        self.record.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// The host's minimal FIFO: used only after an ejection, so a lock is acceptable.
+#[derive(Default)]
+pub(super) struct HostFifo {
+    queue: Mutex<VecDeque<TomiiTask>>,
+}
+
+impl HostFifo {
+    pub(super) fn push(&self, tasks: &[TomiiTask]) {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).extend(tasks.iter().copied());
+    }
+
+    /// Moves up to `out.len()` tasks that `worker` may run into `out`, oldest first.
+    pub(super) fn pop(&self, worker: u32, out: &mut [TomiiTask]) -> usize {
+        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let mut count = 0;
+        let mut index = 0;
+        while count < out.len() && index < queue.len() {
+            if (queue[index].worker_lo..queue[index].worker_hi).contains(&worker) {
+                out[count] = queue.remove(index).unwrap_or_default();
+                count += 1;
+            } else {
+                index += 1;
+            }
+        }
+        count
+    }
+}
+
+impl Engine<'_> {
+    /// The scheduler broke its contract: under `Stop`, the error to end the run with; under
+    /// `Fallback`, the scheduler is ejected (once) and the caller carries on.
+    #[cold]
+    pub(super) fn contract_violation(&self, violation: String) -> Result<(), RunError> {
+        match self.containment.policy {
+            FaultPolicy::Stop => Err(self.fault(violation)),
+            FaultPolicy::Fallback => {
+                self.eject(violation);
+                Ok(())
+            }
+        }
+    }
+
+    /// Ejects the scheduler: later pushes and pops go to the host FIFO, which receives every task
+    /// that is ready and not yet claimed.
+    #[cold]
+    fn eject(&self, violation: String) {
+        if self.containment.ejected.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.scheduler.abandon();
+        let requeued = self.requeue_pending();
+        let frames_done = self.frames_done.load(Ordering::Acquire);
+        *self.containment.record.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(Ejection { violation, frames_done, requeued_tasks: requeued });
+        self.sleep.wake_all();
+    }
+
+    /// Queues on the host FIFO every task of every active slot that is ready and unclaimed.
+    fn requeue_pending(&self) -> u64 {
+        let mut batch = Vec::new();
+        for slot in 0..self.config.slots {
+            let state = self.table.slot(slot);
+            let generation = state.generation.load(Ordering::SeqCst);
+            if generation == u32::MAX {
+                continue; // never used
+            }
+            let frame = state.frame.load(Ordering::Relaxed);
+            let now = self.clock.now();
+            for instance in 0..self.graph.instance_count() as u32 {
+                let deps = self.graph.dep_count[instance as usize];
+                if self.table.is_ready(slot, instance, generation, deps)
+                    && self.table.is_unclaimed(slot, instance, generation)
+                {
+                    batch.push(self.describe(instance, slot, generation, frame, now, TOMII_NO_WORKER));
+                }
+            }
+        }
+        self.containment.fifo().push(&batch);
+        batch.len() as u64
+    }
+}

@@ -1,0 +1,113 @@
+/*
+ * A kernel library written in C against tomii/tomii.h, for tests/c_plugins.rs: it proves the
+ * kernel ABI works from C through the real loader, including ownership of returned buffers.
+ *
+ *   add_u64    the sum of its arguments, each an unsigned integer (u8, u16, u32, u64, usize), as
+ *              a u64. Any other argument fails the call with a message naming its index.
+ *   make_text  the text "NODE:INSTANCE:FRAME" as a STR in memory from malloc; its release frees it
+ *              and counts the release in `tomii_test_released` (`tomii_test_made` counts the
+ *              texts made), which the test reads through the dynamic loader.
+ *
+ * Broken variants for the loader's checks:
+ *   -DKERNEL_ABI_MAJOR=N   the registry claims kernel ABI vN
+ *   -DNULL_FUNC            an extra entry "hollow" has a NULL function
+ */
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tomii/tomii.h"
+
+#ifndef KERNEL_ABI_MAJOR
+#define KERNEL_ABI_MAJOR TOMII_KERNEL_ABI_MAJOR
+#endif
+
+_Static_assert(sizeof(atomic_ulong) == 8, "the test reads the counters as 64-bit atomics");
+
+atomic_ulong tomii_test_made;
+atomic_ulong tomii_test_released;
+
+__attribute__((format(printf, 2, 3))) static int32_t fail(const TomiiCallCtx *ctx, const char *format, ...) {
+    if (ctx->err.ptr != NULL && ctx->err.cap > 0) {
+        va_list args;
+        va_start(args, format);
+        vsnprintf(ctx->err.ptr, ctx->err.cap, format, args);
+        va_end(args);
+    }
+    return TOMII_ERR;
+}
+
+static int32_t add_u64(const TomiiValue *args, size_t nargs, TomiiValue *out, const TomiiCallCtx *ctx) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < nargs; i++) {
+        switch (args[i].tag) {
+        case TOMII_TAG_U8:
+        case TOMII_TAG_U16:
+        case TOMII_TAG_U32:
+        case TOMII_TAG_U64:
+        case TOMII_TAG_USIZE:
+            if (__builtin_add_overflow(sum, args[i].payload.u, &sum)) {
+                return fail(ctx, "add_u64: the sum overflows u64 at argument %zu", i);
+            }
+            break;
+        default:
+            return fail(ctx, "add_u64: argument %zu has tag %u, not an unsigned integer", i, (unsigned)args[i].tag);
+        }
+    }
+    out->tag = TOMII_TAG_U64;
+    out->elem = 0;
+    out->payload.u = sum;
+    return TOMII_OK;
+}
+
+static void release_text(void *data, size_t len, void *ctx) {
+    (void)len;
+    (void)ctx;
+    free(data);
+    atomic_fetch_add(&tomii_test_released, 1);
+}
+
+static int32_t make_text(const TomiiValue *args, size_t nargs, TomiiValue *out, const TomiiCallCtx *ctx) {
+    (void)args;
+    (void)nargs;
+    const char *format = "%s:%u:%llu";
+    unsigned long long frame = ctx->frame;
+    int len = snprintf(NULL, 0, format, ctx->node, (unsigned)ctx->instance, frame);
+    char *text = len < 0 ? NULL : malloc((size_t)len + 1);
+    if (text == NULL) {
+        return fail(ctx, "make_text: out of memory");
+    }
+    snprintf(text, (size_t)len + 1, format, ctx->node, (unsigned)ctx->instance, frame);
+    atomic_fetch_add(&tomii_test_made, 1);
+    out->tag = TOMII_TAG_STR;
+    out->elem = 0;
+    out->payload.buf.data = text;
+    out->payload.buf.len = (size_t)len; /* not NUL-terminated as far as the ABI goes */
+    out->payload.buf.ctx = NULL;
+    out->payload.buf.release = release_text;
+    return TOMII_OK;
+}
+
+static const TomiiKernelEntry ENTRIES[] = {
+    {.name = "add_u64", .func = add_u64},
+    {.name = "make_text", .func = make_text},
+#ifdef NULL_FUNC
+    {.name = "hollow", .func = NULL},
+#endif
+};
+
+static const TomiiKernelRegistry REGISTRY = {
+    .abi_major = KERNEL_ABI_MAJOR,
+    .abi_minor = TOMII_KERNEL_ABI_MINOR,
+    .struct_size = sizeof(TomiiKernelRegistry),
+    .entry_size = sizeof(TomiiKernelEntry),
+    .library = "c-kernels",
+    .entries = ENTRIES,
+    .count = sizeof ENTRIES / sizeof ENTRIES[0],
+};
+
+const TomiiKernelRegistry *tomii_kernels_v1(void) {
+    return &REGISTRY;
+}

@@ -1,0 +1,419 @@
+//! Both plugin ABIs from C, through the real loader: a C scheduler (tests/c/fifo_sched.c) runs the
+//! checksum graph with the Rust synthetic kernels; C kernels (tests/c/kernels.c) run beside Rust
+//! ones, hand back buffers the host frees exactly once, and fail with their own message; broken
+//! C tables (tests/c/bad_sched.c, no_entry.c, kernels.c with `-D` macros) trip every loader check.
+//!
+//! The fixtures are compiled once per test binary, at first use, into a temporary directory with
+//! `$CC` (default `cc`); a missing compiler fails the tests. Every run happens on a helper thread
+//! under a watchdog, so a hang fails instead of blocking. Needs `cargo build --workspace` first
+//! (the Rust plugins).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{OnceLock, mpsc};
+use std::time::Duration;
+
+use common::{checksum, fifo_lib, graph_text, synthetic_lib};
+use tomii_core::engine::{self, Output, RunConfig, RunError, RunOutcome};
+use tomii_core::graph::{self, CompiledGraph};
+use tomii_core::plugin::{KernelSet, PluginError, SchedulerPlugin};
+use tomii_types::abi::TomiiSchedulerVtable;
+
+/// How long one run may take before the test fails as hung.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+// ---- C fixtures ----
+
+/// Every library built from tests/c: (library stem, source file, extra compiler arguments).
+const FIXTURES: &[(&str, &str, &[&str])] = &[
+    ("c_fifo", "fifo_sched.c", &[]),
+    ("bad_control", "bad_sched.c", &[]),
+    ("bad_major", "bad_sched.c", &["-DBAD_MAJOR"]),
+    ("bad_size", "bad_sched.c", &["-DBAD_SIZE=40"]),
+    ("bad_null_push", "bad_sched.c", &["-DNULL_PUSH"]),
+    ("bad_null_name", "bad_sched.c", &["-DNULL_NAME"]),
+    ("no_entry", "no_entry.c", &[]),
+    ("c_kernels", "kernels.c", &[]),
+    ("kernels_v2", "kernels.c", &["-DKERNEL_ABI_MAJOR=2"]),
+    ("kernels_null_func", "kernels.c", &["-DNULL_FUNC"]),
+];
+
+/// The directory holding the compiled fixtures, or why they could not be built. Compiled once, by
+/// the first test that needs one; `OnceLock` makes concurrent tests wait for that one build.
+static BUILT: OnceLock<Result<tempfile::TempDir, String>> = OnceLock::new();
+
+/// The path of the compiled fixture `stem` (one of `FIXTURES`).
+fn fixture(stem: &str) -> PathBuf {
+    assert!(FIXTURES.iter().any(|f| f.0 == stem), "no C fixture is called {stem:?}");
+    match BUILT.get_or_init(build_fixtures) {
+        Ok(dir) => dir.path().join(library_file(stem)),
+        Err(message) => panic!("{message}"),
+    }
+}
+
+fn library_file(stem: &str) -> String {
+    format!("{}{stem}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX)
+}
+
+/// Compiles every fixture, in parallel, into a new temporary directory.
+fn build_fixtures() -> Result<tempfile::TempDir, String> {
+    let dir = tempfile::Builder::new()
+        .prefix("tomii-c-plugins-")
+        .tempdir()
+        .map_err(|e| format!("cannot create a temporary directory for the C fixtures: {e}"))?;
+    let errors: Vec<String> = std::thread::scope(|scope| {
+        let jobs: Vec<_> = FIXTURES
+            .iter()
+            .map(|&(stem, source, extra)| {
+                let output = dir.path().join(library_file(stem));
+                scope.spawn(move || compile(source, extra, &output))
+            })
+            .collect();
+        jobs.into_iter().filter_map(|job| job.join().expect("a compiler thread panicked").err()).collect()
+    });
+    if let Some(first) = errors.first() {
+        return Err(format!("{first}\n({} of {} C fixtures failed to build)", errors.len(), FIXTURES.len()));
+    }
+    remove_at_exit(dir.path());
+    Ok(dir)
+}
+
+/// `$CC -std=c11 -O2 -Wall -Wextra -Werror -shared -fPIC -I <repo>/tomii-types/include EXTRA
+/// -o OUTPUT tests/c/SOURCE`.
+fn compile(source: &str, extra: &[&str], output: &Path) -> Result<(), String> {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let include = manifest.join("../tomii-types/include");
+    let source = manifest.join("tests/c").join(source);
+    // `$CC` may carry arguments of its own ("ccache gcc", "gcc -m64").
+    let cc = std::env::var("CC").ok().filter(|cc| !cc.trim().is_empty()).unwrap_or_else(|| "cc".to_owned());
+    let mut words = cc.split_whitespace();
+    let mut command = Command::new(words.next().expect("a non-empty compiler command"));
+    command.args(words);
+    command.args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I"]);
+    command.arg(&include).args(extra).arg("-o").arg(output).arg(&source);
+    let described = format!("{command:?}");
+    let result = command.output().map_err(|e| {
+        format!(
+            "cannot run the C compiler `{cc}` ({e}): these tests build C plugins; install a C compiler (gcc) or point $CC at one\n  command: {described}"
+        )
+    })?;
+    if !result.status.success() {
+        return Err(format!(
+            "compiling {} failed ({}):\n  command: {described}\n{}",
+            source.display(),
+            result.status,
+            String::from_utf8_lossy(&result.stderr)
+        ));
+    }
+    Ok(())
+}
+
+/// Removes the fixture directory when the test binary exits. A `static` is never dropped, so its
+/// `TempDir` would otherwise stay behind; removing the files does not affect loaded libraries.
+fn remove_at_exit(dir: &Path) {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    extern "C" fn remove() {
+        if let Some(dir) = DIR.get() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+    if DIR.set(dir.to_owned()).is_ok() {
+        // SAFETY: `remove` is a plain function that neither unwinds nor calls `exit`.
+        unsafe { libc::atexit(remove) };
+    }
+}
+
+/// A 64-bit counter exported by a loaded C library (an `atomic_ulong`). Opening the same path
+/// again returns the loader's handle, so this reads the instance the engine called.
+struct CCounter {
+    value: *const AtomicU64,
+    _library: libloading::Library,
+}
+
+impl CCounter {
+    fn open(path: &Path, symbol: &str) -> CCounter {
+        // SAFETY: the fixture's initialisers are trivial.
+        let library = unsafe { libloading::Library::new(path) }.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let name = format!("{symbol}\0");
+        // SAFETY: the symbol is an `atomic_ulong`, 8 bytes (asserted in the C source), whose layout
+        // on every supported target is that of `AtomicU64`.
+        let value = unsafe { library.get::<*const AtomicU64>(name.as_bytes()) }
+            .map(|symbol| *symbol)
+            .unwrap_or_else(|e| panic!("{}: {symbol}: {e}", path.display()));
+        CCounter { value, _library: library }
+    }
+
+    fn get(&self) -> u64 {
+        // SAFETY: the library stays loaded while `_library` lives (and the loader never unloads).
+        unsafe { &*self.value }.load(Ordering::SeqCst)
+    }
+}
+
+// ---- running ----
+
+/// Runs `body` on its own thread; fails the test if it has not returned after `TIMEOUT`.
+fn within_timeout<T: Send + 'static>(what: &str, body: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done, result) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)));
+    });
+    match result.recv_timeout(TIMEOUT) {
+        Ok(Ok(value)) => value,
+        Ok(Err(payload)) => std::panic::resume_unwind(payload),
+        Err(_) => panic!("{what} did not finish within {TIMEOUT:?}"),
+    }
+}
+
+fn compile_graph(name: &str, text: &str) -> CompiledGraph {
+    graph::parse_str(name, text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A configuration that keeps outputs and the trace.
+fn config(workers: u32, slots: u32, frames: u64) -> RunConfig {
+    RunConfig { workers, slots, frames, trace: true, collect_outputs: true, ..RunConfig::default() }
+}
+
+/// Loads `kernels` and `scheduler` and runs `graph` once; a plugin that fails to load fails the test.
+fn run(
+    graph: &CompiledGraph,
+    kernels: &[PathBuf],
+    scheduler: &Path,
+    config: RunConfig,
+) -> Result<RunOutcome, RunError> {
+    let (graph, kernels, scheduler) = (graph.clone(), kernels.to_vec(), scheduler.to_owned());
+    let what = format!("a run of {} with {} and {config:?}", graph.name, scheduler.display());
+    within_timeout(&what, move || {
+        let kernels = KernelSet::load(&kernels).unwrap_or_else(|e| panic!("{e}"));
+        let scheduler = SchedulerPlugin::load(&scheduler).unwrap_or_else(|e| panic!("{e}"));
+        engine::run(&graph, &kernels, &scheduler, &config)
+    })
+}
+
+fn run_ok(graph: &CompiledGraph, kernels: &[PathBuf], scheduler: &Path, config: RunConfig) -> RunOutcome {
+    run(graph, kernels, scheduler, config).unwrap_or_else(|e| panic!("the run failed: {e}"))
+}
+
+/// The error loading `path` as a scheduler must produce.
+fn scheduler_load_error(path: &Path) -> PluginError {
+    match SchedulerPlugin::load(path) {
+        Ok(plugin) => panic!("{} loaded as scheduler {:?} although it is broken", path.display(), plugin.name),
+        Err(error) => error,
+    }
+}
+
+/// The error loading `path` as a kernel library must produce.
+fn kernels_load_error(path: &Path) -> PluginError {
+    match KernelSet::load(&[path.to_owned()]) {
+        Ok(_) => panic!("{} loaded as a kernel library although it is broken", path.display()),
+        Err(error) => error,
+    }
+}
+
+/// checksum_chain.json's sink c[0] in `frame`, computed without the engine (as in engine.rs).
+fn chain_sink(frame: u64) -> u64 {
+    let a: Vec<u64> = (0..4).map(|i| checksum::expected("a", i, frame, &[7])).collect();
+    let b: Vec<u64> = (0..4).map(|i| checksum::expected("b", i, frame, &[a[i as usize], checksum::int(-3)])).collect();
+    let mut words = b;
+    words.push(checksum::text("tag"));
+    checksum::expected("c", 0, frame, &words)
+}
+
+// ---- the C scheduler ----
+
+#[test]
+fn c_scheduler_runs_the_checksum_chain() {
+    let graph = compile_graph("checksum_chain.json", &graph_text("checksum_chain.json"));
+    let outcome = run_ok(&graph, &[synthetic_lib()], &fixture("c_fifo"), config(2, 3, 40));
+    assert_eq!(outcome.outputs.len(), 40, "one output list per frame");
+    for (frame, outputs) in outcome.outputs.iter().enumerate() {
+        assert_eq!(outputs, &[(2, 0, Output::UInt(chain_sink(frame as u64)))], "outputs of frame {frame}");
+    }
+    let report = &outcome.report;
+    assert_eq!(report.tasks, 40 * 9);
+    assert_eq!(report.scheduler.name, "c-fifo");
+    assert!(!report.scheduler.layout_checked, "a C scheduler has no abi_stable module to check");
+    let stats = serde_json::json!({"pushed": 360, "popped": 360, "held": 0});
+    assert_eq!(report.scheduler.stats, Some(stats), "the C scheduler's own counts");
+}
+
+#[test]
+fn rust_scheduler_reports_its_layout_checked() {
+    let graph = compile_graph("diamond.json", &graph_text("diamond.json"));
+    let outcome = run_ok(&graph, &[synthetic_lib()], &fifo_lib(), config(2, 2, 5));
+    assert!(outcome.report.scheduler.layout_checked, "the Rust fifo carries an abi_stable module");
+}
+
+#[test]
+fn c_scheduler_honours_worker_ranges() {
+    // The host verifies every pop: a pinned task handed to worker 0 would fail the run.
+    let graph = compile_graph("use_workers.json", &graph_text("use_workers.json"));
+    let outcome =
+        run_ok(&graph, &[synthetic_lib()], &fixture("c_fifo"), RunConfig { pop_batch: 4, ..config(2, 2, 60) });
+    let pinned = graph.node_id("pinned").unwrap() as u32;
+    let on_pinned: Vec<u32> = outcome.trace.iter().filter(|r| r.node == pinned).map(|r| r.worker).collect();
+    assert_eq!(on_pinned.len(), 120);
+    assert!(on_pinned.iter().all(|&w| w == 1), "a pinned task ran on another worker: {on_pinned:?}");
+    assert_eq!(outcome.trace.len(), 60 * 5);
+}
+
+#[test]
+fn c_scheduler_create_failure_stops_the_run_before_any_frame() {
+    // If any frame ran, its only task would fail the run with a kernel error instead.
+    let graph = compile_graph("boom.json", r#"{"nodes": [{"name": "boom", "function": "fail", "args": ["ran"]}]}"#);
+    let config = RunConfig { scheduler_options: vec![("x".into(), "1".into())], ..config(2, 2, 5) };
+    match run(&graph, &[synthetic_lib()], &fixture("c_fifo"), config) {
+        Err(RunError::Plugin(PluginError::Create { name, path, message })) => {
+            assert_eq!((name.as_str(), message.as_str()), ("c-fifo", "bad option x"));
+            assert_eq!(path, fixture("c_fifo"));
+        }
+        Err(other) => panic!("expected PluginError::Create, got {other}"),
+        Ok(_) => panic!("the run succeeded although the scheduler's create fails"),
+    }
+}
+
+// ---- broken scheduler tables ----
+
+#[test]
+fn unbroken_control_table_loads() {
+    let plugin = SchedulerPlugin::load(&fixture("bad_control")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plugin.name, "bad");
+    assert!(!plugin.layout_checked);
+}
+
+#[test]
+fn scheduler_of_another_major_version_is_rejected() {
+    let error = scheduler_load_error(&fixture("bad_major"));
+    let text = error.to_string();
+    assert!(
+        matches!(error, PluginError::Version { abi: "scheduler", found: 2, expected: 1, .. }),
+        "expected a version error, got {text}"
+    );
+    assert!(text.contains("scheduler ABI v2") && text.contains("speaks v1"), "{text}");
+    assert!(text.contains("rebuild"), "{text}");
+}
+
+#[test]
+fn scheduler_table_smaller_than_v1_is_rejected() {
+    let error = scheduler_load_error(&fixture("bad_size"));
+    let text = error.to_string();
+    assert!(matches!(error, PluginError::Invalid { .. }), "expected an invalid-table error, got {text}");
+    let v1 = size_of::<TomiiSchedulerVtable>();
+    assert!(text.contains("40 bytes") && text.contains(&format!("{v1} bytes")), "{text}");
+}
+
+#[test]
+fn scheduler_without_push_is_rejected() {
+    let error = scheduler_load_error(&fixture("bad_null_push"));
+    let text = error.to_string();
+    assert!(matches!(error, PluginError::Invalid { .. }), "expected an invalid-table error, got {text}");
+    assert!(text.contains("`push`") && text.contains("NULL"), "{text}");
+}
+
+#[test]
+fn scheduler_without_name_is_rejected() {
+    let error = scheduler_load_error(&fixture("bad_null_name"));
+    let text = error.to_string();
+    assert!(matches!(error, PluginError::Invalid { .. }), "expected an invalid-table error, got {text}");
+    assert!(text.contains("name is NULL"), "{text}");
+}
+
+#[test]
+fn library_without_the_entry_symbol_is_rejected() {
+    let path = fixture("no_entry");
+    let error = scheduler_load_error(&path);
+    let text = error.to_string();
+    assert!(
+        matches!(error, PluginError::MissingSymbol { symbol: "tomii_scheduler_v1", .. }),
+        "expected a missing-symbol error, got {text}"
+    );
+    assert!(text.contains("tomii_scheduler_v1") && text.contains(&path.display().to_string()), "{text}");
+    let error = kernels_load_error(&path);
+    assert!(matches!(error, PluginError::MissingSymbol { symbol: "tomii_kernels_v1", .. }), "{error}");
+}
+
+// ---- C kernels ----
+
+#[test]
+fn c_kernel_results_feed_rust_kernels() {
+    let graph = compile_graph(
+        "adders.json",
+        r#"{"nodes": [
+            {"name": "pair", "function": "add_u64", "factor": 2,
+             "args": [1, {"type": "u64", "value": 2}, {"type": "u8", "value": 3}]},
+            {"name": "total", "function": "add_u64",
+             "args": [{"type": "$res", "predecessor": {"name": "pair", "index": "0-2"}}, {"type": "u32", "value": 100}]},
+            {"name": "check", "function": "checksum",
+             "args": [{"type": "$res", "predecessor": {"name": "total"}}, "end"]}
+        ]}"#,
+    );
+    let kernels = [fixture("c_kernels"), synthetic_lib()];
+    let outcome = run_ok(&graph, &kernels, &fifo_lib(), config(2, 2, 12));
+    assert_eq!(outcome.outputs.len(), 12);
+    for (frame, outputs) in outcome.outputs.iter().enumerate() {
+        let expected = checksum::expected("check", 0, frame as u64, &[112, checksum::text("end")]);
+        assert_eq!(outputs, &[(2, 0, Output::UInt(expected))], "outputs of frame {frame}");
+    }
+}
+
+#[test]
+fn c_buffers_are_released_exactly_once() {
+    // text[0] and text[1] feed a Rust checksum; text[2] and text[3] are sinks, copied as outputs.
+    let graph = compile_graph(
+        "texts.json",
+        r#"{"nodes": [
+            {"name": "text", "function": "make_text", "factor": 4},
+            {"name": "sum", "function": "checksum",
+             "args": [{"type": "$res", "predecessor": {"name": "text", "index": "0-2"}}]}
+        ]}"#,
+    );
+    let path = fixture("c_kernels");
+    let (made, released) = (CCounter::open(&path, "tomii_test_made"), CCounter::open(&path, "tomii_test_released"));
+    let before = (made.get(), released.get());
+    let outcome = run_ok(&graph, &[path.clone(), synthetic_lib()], &fifo_lib(), config(2, 2, 10));
+    for (frame, outputs) in outcome.outputs.iter().enumerate() {
+        let text = |i: u32| format!("text:{i}:{frame}");
+        let sum = checksum::expected("sum", 0, frame as u64, &[checksum::text(&text(0)), checksum::text(&text(1))]);
+        let expected = vec![(0, 2, Output::Text(text(2))), (0, 3, Output::Text(text(3))), (1, 0, Output::UInt(sum))];
+        assert_eq!(outputs, &expected, "outputs of frame {frame}");
+    }
+    drop(outcome);
+    let delta = (made.get() - before.0, released.get() - before.1);
+    assert_eq!(delta, (40, 40), "(texts made, texts released) over 10 frames of 4 texts");
+}
+
+#[test]
+fn c_kernel_error_fails_the_run_with_its_message() {
+    let graph =
+        compile_graph("bad_add.json", r#"{"nodes": [{"name": "adder", "function": "add_u64", "args": [1, "two"]}]}"#);
+    match run(&graph, &[fixture("c_kernels")], &fifo_lib(), config(2, 2, 10)) {
+        Err(RunError::Kernel { node, kernel, instance, frame, message }) => {
+            assert_eq!((node.as_str(), kernel.as_str(), instance), ("adder", "add_u64", 0));
+            assert!(frame < 2, "frame {frame}");
+            assert_eq!(message, "add_u64: argument 1 has tag 19, not an unsigned integer");
+        }
+        Err(other) => panic!("expected RunError::Kernel, got {other}"),
+        Ok(_) => panic!("the run succeeded although add_u64 was given a string"),
+    }
+}
+
+#[test]
+fn kernel_registry_of_another_major_version_is_rejected() {
+    let error = kernels_load_error(&fixture("kernels_v2"));
+    let text = error.to_string();
+    assert!(
+        matches!(error, PluginError::Version { abi: "kernel", found: 2, expected: 1, .. }),
+        "expected a version error, got {text}"
+    );
+    assert!(text.contains("kernel ABI v2") && text.contains("speaks v1") && text.contains("rebuild"), "{text}");
+}
+
+#[test]
+fn kernel_entry_without_a_function_is_rejected() {
+    let error = kernels_load_error(&fixture("kernels_null_func"));
+    let text = error.to_string();
+    assert!(matches!(error, PluginError::Invalid { .. }), "expected an invalid-registry error, got {text}");
+    assert!(text.contains("\"hollow\"") && text.contains("NULL"), "{text}");
+}
