@@ -2,8 +2,8 @@
 //! turning panics into messages without printing anything.
 //!
 //! A plugin carries its own copy of the standard library, with its own panic hook; left alone it
-//! would print a panic report on the host's stderr before the shim catches the panic. `catch_panic`
-//! installs, once per copy, a hook that records the message and location instead of printing, for
+//! would print a panic report on the host's stderr before the shim catches the panic. The entry
+//! symbol installs, once per copy, a hook that records the message and location instead of printing, for
 //! panics on the runtime's worker threads (named `tomii-worker-N`, where every hot-path call runs)
 //! and inside `catch_panic_marked` (the cold calls, on any thread). Other panics still reach the
 //! previous hook. The hot path touches no thread-local: in a dylib each access is a function call.
@@ -27,7 +27,10 @@ static QUIET_HOOK: Once = Once::new();
 /// Name prefix of the runtime's worker threads.
 pub const WORKER_PREFIX: &str = "tomii-worker-";
 
-fn install_quiet_hook() {
+/// Installs the quiet hook in this copy of the standard library (once). The export macros call it
+/// from the entry symbol, which the host calls before anything else, so the hot-path shims need
+/// not check.
+pub fn install_quiet_hook() {
     QUIET_HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
@@ -57,10 +60,9 @@ fn on_worker_thread() -> bool {
 }
 
 /// Runs `body` (a hot-path call, on a worker thread); a panic becomes `Err(message with its
-/// location)`, printed nowhere.
+/// location)`, printed nowhere once `install_quiet_hook` ran (the entry symbol runs it).
 #[inline]
 pub fn catch_panic<R>(body: impl FnOnce() -> R) -> Result<R, String> {
-    install_quiet_hook();
     catch_unwind(AssertUnwindSafe(body)).map_err(|payload| caught_message(&*payload))
 }
 

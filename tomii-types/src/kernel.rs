@@ -516,6 +516,7 @@ macro_rules! export_kernels {
         #[allow(unsafe_code)]
         #[unsafe(no_mangle)]
         pub extern "C" fn tomii_kernels_v1() -> *const $crate::abi::TomiiKernelRegistry {
+            $crate::install_quiet_hook();
             &TOMII_KERNEL_REGISTRY
         }
     };

@@ -10,7 +10,7 @@ pub mod kernel;
 pub mod scheduler;
 pub mod stable;
 
-pub use errbuf::{WORKER_PREFIX, catch_panic, catch_panic_marked, panic_message, write_error};
+pub use errbuf::{WORKER_PREFIX, catch_panic, catch_panic_marked, install_quiet_hook, panic_message, write_error};
 
 #[doc(hidden)]
 pub mod __private {

@@ -192,6 +192,7 @@ macro_rules! export_scheduler {
         #[allow(unsafe_code)]
         #[unsafe(no_mangle)]
         pub extern "C" fn tomii_scheduler_v1() -> *const $crate::abi::TomiiSchedulerVtable {
+            $crate::install_quiet_hook();
             &TOMII_SCHEDULER_VTABLE
         }
 

@@ -1,0 +1,214 @@
+/*
+ * c-fifo: first-in, first-out scheduling, written in C against the generated header tomii/tomii.h.
+ *
+ * One ring buffer of task descriptors behind one mutex. A worker takes the oldest tasks it is
+ * allowed to run; the others keep their order. Callbacks never block on anything but that mutex,
+ * never allocate after create and never longjmp. See README.md for the policy and its costs.
+ */
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <tomii/tomii.h>
+
+/* The scheduler's state: a ring of `cap` descriptors, `len` of them queued from `head` on. */
+typedef struct CFifo {
+    pthread_mutex_t lock;
+    TomiiTask *ring;
+    size_t cap;
+    size_t head;
+    size_t len;
+    uint64_t pushes; /* tasks pushed over the run */
+    uint64_t pops;   /* tasks popped over the run */
+} CFifo;
+
+/* The message of this thread's last failing push or pop, returned by `last_error`. */
+static _Thread_local char last_message[256];
+
+/* Formats a message into a caller's buffer, if it gave one (NUL-terminated, truncated to cap). */
+static void write_message(char *buf, size_t cap, const char *fmt, va_list args) {
+    if (buf != NULL && cap > 0) {
+        vsnprintf(buf, cap, fmt, args);
+    }
+}
+
+/* Writes a message into the host's error buffer of `create`. */
+static void set_create_error(TomiiErrorBuf err, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    write_message(err.ptr, err.cap, fmt, args);
+    va_end(args);
+}
+
+/* Records the message of a failing push or pop and returns `status`. */
+static int32_t fail(int32_t status, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    write_message(last_message, sizeof last_message, fmt, args);
+    va_end(args);
+    return status;
+}
+
+/* The task `i` places after the head of the queue. */
+static TomiiTask *task_at(CFifo *q, size_t i) {
+    return &q->ring[(q->head + i) % q->cap];
+}
+
+/* Whether `worker` may run `task`: worker_lo <= worker < worker_hi. */
+static bool allowed(const TomiiTask *task, uint32_t worker) {
+    return task->worker_lo <= worker && worker < task->worker_hi;
+}
+
+/* Builds the state: a ring sized for the most tasks that can be ready at once. Takes no options. */
+static int32_t c_fifo_create(const TomiiSchedInit *init, void **state, TomiiErrorBuf err) {
+    if (init == NULL || state == NULL) {
+        set_create_error(err, "c-fifo: create was given a NULL init or state pointer");
+        return TOMII_ERR_INVALID;
+    }
+    if (init->knob_count > 0) {
+        set_create_error(err, "it takes no options, but \"%s\" was given", init->knobs[0].key);
+        return TOMII_ERR;
+    }
+    if (init->max_ready > SIZE_MAX / sizeof(TomiiTask)) {
+        set_create_error(err, "c-fifo: a queue of %llu tasks does not fit in memory",
+                         (unsigned long long)init->max_ready);
+        return TOMII_ERR;
+    }
+    size_t cap = init->max_ready > 0 ? (size_t)init->max_ready : 1;
+    CFifo *q = calloc(1, sizeof *q);
+    TomiiTask *ring = malloc(cap * sizeof *ring);
+    if (q == NULL || ring == NULL) {
+        free(q);
+        free(ring);
+        set_create_error(err, "c-fifo: out of memory allocating a queue of %zu tasks", cap);
+        return TOMII_ERR;
+    }
+    if (pthread_mutex_init(&q->lock, NULL) != 0) {
+        free(q);
+        free(ring);
+        set_create_error(err, "c-fifo: pthread_mutex_init failed");
+        return TOMII_ERR;
+    }
+    q->ring = ring;
+    q->cap = cap;
+    *state = q;
+    return TOMII_OK;
+}
+
+/* Frees everything create allocated. The host calls it once, after every other call returned. */
+static void c_fifo_destroy(void *state) {
+    CFifo *q = state;
+    if (q == NULL) {
+        return;
+    }
+    pthread_mutex_destroy(&q->lock);
+    free(q->ring);
+    free(q);
+}
+
+/* Appends `n` tasks at the tail, all or none: fails if the ring cannot hold them all. */
+static int32_t c_fifo_push(void *state, uint32_t worker, const TomiiTask *tasks, size_t n) {
+    (void)worker;
+    CFifo *q = state;
+    if (q == NULL || (tasks == NULL && n > 0)) {
+        return fail(TOMII_ERR_INVALID, "c-fifo: push was given a NULL state or task pointer");
+    }
+    pthread_mutex_lock(&q->lock);
+    if (n > q->cap - q->len) {
+        size_t len = q->len;
+        pthread_mutex_unlock(&q->lock);
+        return fail(TOMII_ERR, "c-fifo queue is full: %zu tasks pushed onto %zu of capacity %zu "
+                               "(more tasks than can be ready at once)", n, len, q->cap);
+    }
+    for (size_t i = 0; i < n; i++) {
+        *task_at(q, q->len + i) = tasks[i];
+    }
+    q->len += n;
+    q->pushes += n;
+    pthread_mutex_unlock(&q->lock);
+    return TOMII_OK;
+}
+
+/*
+ * Hands `worker` the oldest tasks it may run, at most `max`. Scans from the head; the tasks it
+ * skips (other workers') are moved up behind the taken ones, in order, so only a head the worker
+ * may not run costs more than O(taken).
+ */
+static int32_t c_fifo_pop(void *state, uint32_t worker, TomiiTask *out, size_t max, size_t *n_out) {
+    CFifo *q = state;
+    if (q == NULL || n_out == NULL || (out == NULL && max > 0)) {
+        return fail(TOMII_ERR_INVALID, "c-fifo: pop was given a NULL state or output pointer");
+    }
+    pthread_mutex_lock(&q->lock);
+    size_t taken = 0;
+    size_t end = 0; /* one past the last task taken */
+    for (size_t i = 0; i < q->len && taken < max; i++) {
+        if (allowed(task_at(q, i), worker)) {
+            out[taken++] = *task_at(q, i);
+            end = i + 1;
+        }
+    }
+    /* Close the gaps: shift the skipped tasks before `end` towards the tail, keeping their order. */
+    size_t to = end;
+    for (size_t i = end; i-- > 0;) {
+        if (!allowed(task_at(q, i), worker)) {
+            *task_at(q, --to) = *task_at(q, i);
+        }
+    }
+    q->head = (q->head + taken) % q->cap;
+    q->len -= taken;
+    q->pops += taken;
+    pthread_mutex_unlock(&q->lock);
+    *n_out = taken;
+    return TOMII_OK;
+}
+
+/* No parameters: an empty (but non-NULL) static array. */
+static const TomiiKnobDesc *c_fifo_describe_knobs(size_t *n) {
+    static const TomiiKnobDesc none[1];
+    if (n != NULL) {
+        *n = 0;
+    }
+    return none;
+}
+
+/* Writes {"pushes":N,"pops":M} (tasks) and returns the length the full text needs. */
+static size_t c_fifo_stats(void *state, char *buf, size_t cap) {
+    CFifo *q = state;
+    if (q == NULL) {
+        return 0;
+    }
+    pthread_mutex_lock(&q->lock);
+    unsigned long long pushes = q->pushes, pops = q->pops;
+    pthread_mutex_unlock(&q->lock);
+    int needed = snprintf(cap > 0 ? buf : NULL, cap, "{\"pushes\":%llu,\"pops\":%llu}", pushes, pops);
+    return needed > 0 ? (size_t)needed : 0;
+}
+
+/* The message of this thread's last failing push or pop. */
+static const char *c_fifo_last_error(void *state) {
+    (void)state;
+    return last_message[0] != '\0' ? last_message : NULL;
+}
+
+static const TomiiSchedulerVtable VTABLE = {
+    .header = {TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR, sizeof(TomiiSchedulerVtable), 0, "c-fifo"},
+    .create = c_fifo_create,
+    .destroy = c_fifo_destroy,
+    .push = c_fifo_push,
+    .pop = c_fifo_pop,
+    .describe_knobs = c_fifo_describe_knobs,
+    .stats = c_fifo_stats,
+    .last_error = c_fifo_last_error,
+};
+
+/* The table, for the Rust shim (src/lib.rs) to export as tomii_scheduler_v1: a rustc cdylib does
+ * not export the symbols of the C objects it links. */
+const TomiiSchedulerVtable *tomii_c_fifo_vtable(void);
+const TomiiSchedulerVtable *tomii_c_fifo_vtable(void) {
+    return &VTABLE;
+}
