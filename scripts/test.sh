@@ -7,7 +7,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-ALL_STEPS=(setup build fmt clippy deps headers python test)
+ALL_STEPS=(setup build fmt clippy deps headers python test memcheck)
 
 run() {
     echo "+ $*"
@@ -54,6 +54,21 @@ step_python() {
     run "$PY_VENV/bin/mypy" --strict scripts
 }
 step_test() { run cargo test --workspace; }
+
+# Schedulers create and destroy their state once per run: a run under valgrind with definite leaks
+# as errors catches a scheduler (Rust or C) that leaks it, and any invalid access on the way.
+step_memcheck() {
+    if ! command -v valgrind >/dev/null; then
+        command -v apt-get >/dev/null || { echo "error: valgrind is missing and apt-get is not available" >&2; return 1; }
+        run apt-get install -y -q valgrind
+    fi
+    local scheduler
+    for scheduler in fifo c-fifo; do
+        run valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --suppressions=scripts/valgrind.supp \
+            target/debug/tomii run tomii-core/tests/graphs/diamond.json --dylib target/debug/libtomii_synthetic.so \
+            --workers 2 --slots 3 --frames 50 --scheduler "$scheduler" --quiet
+    done
+}
 
 steps=("$@")
 [[ ${#steps[@]} -gt 0 ]] || steps=("${ALL_STEPS[@]}")

@@ -3,6 +3,7 @@
 //! Libraries are leaked on purpose: tables, names and values they hand out are static data of the
 //! library, so unloading would leave dangling pointers. Never call `dlclose` here.
 
+use std::mem::ManuallyDrop;
 use std::path::Path;
 
 use libloading::Library;
@@ -15,9 +16,10 @@ pub fn absolute(path: &Path) -> std::path::PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }
 
-/// A library that is never unloaded.
+/// A library that is never unloaded: the handle is never dropped, so `dlclose` never runs, and
+/// nothing is allocated to hold it.
 pub struct OpenLibrary {
-    library: &'static Library,
+    library: ManuallyDrop<Library>,
 }
 
 impl OpenLibrary {
@@ -31,7 +33,7 @@ impl OpenLibrary {
         // user names them); what we can check, we check before calling anything else.
         let library = unsafe { Library::new(&absolute) }
             .map_err(|e| PluginError::Open { path: path.to_owned(), reason: e.to_string() })?;
-        Ok(OpenLibrary { library: Box::leak(Box::new(library)) })
+        Ok(OpenLibrary { library: ManuallyDrop::new(library) })
     }
 
     /// Calls the entry function `symbol` (NUL-terminated), which takes nothing and returns a
