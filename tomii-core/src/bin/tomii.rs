@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tomii_core::engine::{self, FaultPolicy, Progress, ProgressFn, Report, RunConfig};
 use tomii_core::graph;
-use tomii_core::plugin::{KernelSet, SchedulerPlugin};
+use tomii_core::plugin::{KernelSet, SchedulerPlugin, installed_schedulers, scheduler_search_path};
 
 /// Tomii: replay a streaming task graph over many frames with a pluggable scheduler.
 #[derive(Parser)]
@@ -27,6 +27,16 @@ struct Cli {
 enum Command {
     /// Run a graph: load its kernels and a scheduler, replay it over FRAMES frames, report.
     Run(RunArgs),
+    /// List the schedulers found by name (on $TOMII_SCHEDULER_PATH and beside this binary), with
+    /// their options.
+    Schedulers(SchedulersArgs),
+}
+
+#[derive(Args)]
+struct SchedulersArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -108,6 +118,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Run(args) => run(args),
+        Command::Schedulers(args) => list_schedulers(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -194,6 +205,60 @@ fn run(args: RunArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `tomii schedulers`: every scheduler found by name, loaded and checked, with its options.
+fn list_schedulers(args: &SchedulersArgs) -> Result<()> {
+    let mut listed = Vec::new();
+    for (name, path) in installed_schedulers() {
+        let entry = match SchedulerPlugin::load(&path) {
+            Ok(plugin) => serde_json::json!({
+                "name": name,
+                "path": plugin.path,
+                "layout_checked": plugin.layout_checked,
+                "flags": plugin.flags(),
+                "options": plugin.knobs()?,
+            }),
+            Err(error) => serde_json::json!({ "name": name, "path": path, "error": error.to_string() }),
+        };
+        listed.push(entry);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&listed)?);
+        return Ok(());
+    }
+    if listed.is_empty() {
+        bail!("no scheduler found: looked in {}", search_path_text());
+    }
+    for entry in &listed {
+        print_scheduler(entry);
+    }
+    Ok(())
+}
+
+fn search_path_text() -> String {
+    scheduler_search_path().iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+fn print_scheduler(entry: &serde_json::Value) {
+    let text = |key: &str| entry[key].as_str().unwrap_or_default().to_owned();
+    if let Some(error) = entry["error"].as_str() {
+        println!("{}  (cannot load: {error})", text("name"));
+        return;
+    }
+    let check = if entry["layout_checked"].as_bool() == Some(true) { "full layout checked" } else { "C-level checks" };
+    println!("{}  {}  ({check})", text("name"), text("path"));
+    for option in entry["options"].as_array().into_iter().flatten() {
+        let field = |key: &str| option[key].as_str().unwrap_or_default().to_owned();
+        let domain = if field("domain").is_empty() { String::new() } else { format!(" in {}", field("domain")) };
+        println!(
+            "    --sched-opt {}=<{}{domain}>  (default {}): {}",
+            field("name"),
+            field("kind"),
+            field("default"),
+            field("description")
+        );
+    }
 }
 
 /// A progress line on stderr, rewritten in place (only when stderr is a terminal).

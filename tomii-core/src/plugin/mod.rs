@@ -9,7 +9,10 @@ mod library;
 mod scheduler;
 
 pub use kernels::{KernelLibrary, KernelSet};
-pub use scheduler::{SchedulerInstance, SchedulerPlugin, SchedulerSetup, scheduler_file_name, scheduler_search_path};
+pub use scheduler::{
+    SchedulerInstance, SchedulerKnob, SchedulerPlugin, SchedulerSetup, installed_schedulers, scheduler_file_name,
+    scheduler_search_path,
+};
 
 use std::path::PathBuf;
 

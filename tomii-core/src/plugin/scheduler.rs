@@ -31,6 +31,42 @@ pub struct SchedulerPlugin {
     vtable: &'static TomiiSchedulerVtable,
 }
 
+/// One of a scheduler's own options, as its `describe_knobs` hook describes it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct SchedulerKnob {
+    pub name: &'static str,
+    /// "int", "float", "bool", "choice" or "string".
+    pub kind: &'static str,
+    pub default: &'static str,
+    /// "1..64" for numbers, "a|b|c" for choices, "" when free.
+    pub domain: &'static str,
+    pub description: &'static str,
+}
+
+/// The schedulers on the search path, by name, each from the first directory that has it.
+pub fn installed_schedulers() -> Vec<(String, PathBuf)> {
+    let prefix = format!("{}tomii_sched_", std::env::consts::DLL_PREFIX);
+    let mut found: Vec<(String, PathBuf)> = Vec::new();
+    for dir in scheduler_search_path() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let mut here: Vec<(String, PathBuf)> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let file = entry.file_name().into_string().ok()?;
+                let stem = file.strip_prefix(&prefix)?.strip_suffix(std::env::consts::DLL_SUFFIX)?;
+                Some((stem.replace('_', "-"), entry.path()))
+            })
+            .collect();
+        here.sort();
+        for (name, path) in here {
+            if !found.iter().any(|(known, _)| *known == name) {
+                found.push((name, path));
+            }
+        }
+    }
+    found
+}
+
 /// The file name a scheduler called `name` is built as: `libtomii_sched_<name>.so` on Linux.
 pub fn scheduler_file_name(name: &str) -> String {
     let stem = format!("tomii_sched_{}", name.replace('-', "_"));
@@ -112,6 +148,38 @@ impl SchedulerPlugin {
 
     pub fn flags(&self) -> u32 {
         self.vtable.header.flags
+    }
+
+    /// The scheduler's own options, from its `describe_knobs` hook (empty without one).
+    pub fn knobs(&self) -> Result<Vec<SchedulerKnob>, PluginError> {
+        let Some(describe) = self.vtable.describe_knobs else { return Ok(Vec::new()) };
+        let mut count = 0usize;
+        // SAFETY: the hook takes a count pointer and returns a static array of that many entries.
+        let table = unsafe { describe(&mut count) };
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let invalid = |what: String| PluginError::Invalid { path: self.path.clone(), what };
+        if table.is_null() {
+            return Err(invalid(format!("describe_knobs reported {count} options but returned NULL")));
+        }
+        // SAFETY: `count` static entries, per the ABI.
+        let entries = unsafe { std::slice::from_raw_parts(table, count) };
+        entries
+            .iter()
+            .enumerate()
+            .map(|(i, knob)| {
+                // SAFETY: each field is a static NUL-terminated string of the library.
+                let field = |ptr, what: &str| unsafe { static_text(ptr, &format!("option #{i}'s {what}")) };
+                Ok(SchedulerKnob {
+                    name: field(knob.name, "name").map_err(invalid)?,
+                    kind: field(knob.kind, "kind").map_err(invalid)?,
+                    default: field(knob.default_value, "default").map_err(invalid)?,
+                    domain: field(knob.domain, "domain").map_err(invalid)?,
+                    description: field(knob.description, "description").map_err(invalid)?,
+                })
+            })
+            .collect()
     }
 
     /// Whether the scheduler reads `ready_ns`/`cost_ns`, so the host must measure them.
