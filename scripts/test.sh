@@ -64,7 +64,7 @@ step_memcheck() {
     fi
     local scheduler
     for scheduler in fifo c-fifo; do
-        run valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --suppressions=scripts/valgrind.supp \
+        run valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=scripts/valgrind.supp \
             target/debug/tomii run tomii-core/tests/graphs/diamond.json --dylib target/debug/libtomii_synthetic.so \
             --workers 2 --slots 3 --frames 50 --scheduler "$scheduler" --quiet
     done

@@ -11,12 +11,12 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{OnceLock, mpsc};
 use std::time::Duration;
 
-use common::{checksum, fifo_lib, graph_text, synthetic_lib};
+use common::c_fixtures::{CFixtures, Fixture};
+use common::sinks::chain as chain_sink;
+use common::{checksum, fifo_lib, graph_text, synthetic_lib, within_timeout};
 use tomii_core::engine::{self, Output, RunConfig, RunError, RunOutcome};
 use tomii_core::graph::{self, CompiledGraph};
 use tomii_core::plugin::{KernelSet, PluginError, SchedulerPlugin};
@@ -28,7 +28,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 // ---- C fixtures ----
 
 /// Every library built from tests/c: (library stem, source file, extra compiler arguments).
-const FIXTURES: &[(&str, &str, &[&str])] = &[
+const FIXTURES: &[Fixture] = &[
     ("c_fifo", "fifo_sched.c", &[]),
     ("bad_control", "bad_sched.c", &[]),
     ("bad_major", "bad_sched.c", &["-DBAD_MAJOR"]),
@@ -41,89 +41,12 @@ const FIXTURES: &[(&str, &str, &[&str])] = &[
     ("kernels_null_func", "kernels.c", &["-DNULL_FUNC"]),
 ];
 
-/// The directory holding the compiled fixtures, or why they could not be built. Compiled once, by
-/// the first test that needs one; `OnceLock` makes concurrent tests wait for that one build.
-static BUILT: OnceLock<Result<tempfile::TempDir, String>> = OnceLock::new();
+/// The fixtures, compiled together by the first test that needs one.
+static BUILT: CFixtures = CFixtures::new(FIXTURES);
 
 /// The path of the compiled fixture `stem` (one of `FIXTURES`).
 fn fixture(stem: &str) -> PathBuf {
-    assert!(FIXTURES.iter().any(|f| f.0 == stem), "no C fixture is called {stem:?}");
-    match BUILT.get_or_init(build_fixtures) {
-        Ok(dir) => dir.path().join(library_file(stem)),
-        Err(message) => panic!("{message}"),
-    }
-}
-
-fn library_file(stem: &str) -> String {
-    format!("{}{stem}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX)
-}
-
-/// Compiles every fixture, in parallel, into a new temporary directory.
-fn build_fixtures() -> Result<tempfile::TempDir, String> {
-    let dir = tempfile::Builder::new()
-        .prefix("tomii-c-plugins-")
-        .tempdir()
-        .map_err(|e| format!("cannot create a temporary directory for the C fixtures: {e}"))?;
-    let errors: Vec<String> = std::thread::scope(|scope| {
-        let jobs: Vec<_> = FIXTURES
-            .iter()
-            .map(|&(stem, source, extra)| {
-                let output = dir.path().join(library_file(stem));
-                scope.spawn(move || compile(source, extra, &output))
-            })
-            .collect();
-        jobs.into_iter().filter_map(|job| job.join().expect("a compiler thread panicked").err()).collect()
-    });
-    if let Some(first) = errors.first() {
-        return Err(format!("{first}\n({} of {} C fixtures failed to build)", errors.len(), FIXTURES.len()));
-    }
-    remove_at_exit(dir.path());
-    Ok(dir)
-}
-
-/// `$CC -std=c11 -O2 -Wall -Wextra -Werror -shared -fPIC -I <repo>/tomii-types/include EXTRA
-/// -o OUTPUT tests/c/SOURCE`.
-fn compile(source: &str, extra: &[&str], output: &Path) -> Result<(), String> {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let include = manifest.join("../tomii-types/include");
-    let source = manifest.join("tests/c").join(source);
-    // `$CC` may carry arguments of its own ("ccache gcc", "gcc -m64").
-    let cc = std::env::var("CC").ok().filter(|cc| !cc.trim().is_empty()).unwrap_or_else(|| "cc".to_owned());
-    let mut words = cc.split_whitespace();
-    let mut command = Command::new(words.next().expect("a non-empty compiler command"));
-    command.args(words);
-    command.args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-shared", "-fPIC", "-I"]);
-    command.arg(&include).args(extra).arg("-o").arg(output).arg(&source);
-    let described = format!("{command:?}");
-    let result = command.output().map_err(|e| {
-        format!(
-            "cannot run the C compiler `{cc}` ({e}): these tests build C plugins; install a C compiler (gcc) or point $CC at one\n  command: {described}"
-        )
-    })?;
-    if !result.status.success() {
-        return Err(format!(
-            "compiling {} failed ({}):\n  command: {described}\n{}",
-            source.display(),
-            result.status,
-            String::from_utf8_lossy(&result.stderr)
-        ));
-    }
-    Ok(())
-}
-
-/// Removes the fixture directory when the test binary exits. A `static` is never dropped, so its
-/// `TempDir` would otherwise stay behind; removing the files does not affect loaded libraries.
-fn remove_at_exit(dir: &Path) {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    extern "C" fn remove() {
-        if let Some(dir) = DIR.get() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    }
-    if DIR.set(dir.to_owned()).is_ok() {
-        // SAFETY: `remove` is a plain function that neither unwinds nor calls `exit`.
-        unsafe { libc::atexit(remove) };
-    }
+    BUILT.path(stem)
 }
 
 /// A 64-bit counter exported by a loaded C library (an `atomic_ulong`). Opening the same path
@@ -154,19 +77,6 @@ impl CCounter {
 
 // ---- running ----
 
-/// Runs `body` on its own thread; fails the test if it has not returned after `TIMEOUT`.
-fn within_timeout<T: Send + 'static>(what: &str, body: impl FnOnce() -> T + Send + 'static) -> T {
-    let (done, result) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)));
-    });
-    match result.recv_timeout(TIMEOUT) {
-        Ok(Ok(value)) => value,
-        Ok(Err(payload)) => std::panic::resume_unwind(payload),
-        Err(_) => panic!("{what} did not finish within {TIMEOUT:?}"),
-    }
-}
-
 fn compile_graph(name: &str, text: &str) -> CompiledGraph {
     graph::parse_str(name, text).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -185,7 +95,7 @@ fn run(
 ) -> Result<RunOutcome, RunError> {
     let (graph, kernels, scheduler) = (graph.clone(), kernels.to_vec(), scheduler.to_owned());
     let what = format!("a run of {} with {} and {config:?}", graph.name, scheduler.display());
-    within_timeout(&what, move || {
+    within_timeout(TIMEOUT, &what, move || {
         let kernels = KernelSet::load(&kernels).unwrap_or_else(|e| panic!("{e}"));
         let scheduler = SchedulerPlugin::load(&scheduler).unwrap_or_else(|e| panic!("{e}"));
         engine::run(&graph, &kernels, &scheduler, &config)
@@ -210,15 +120,6 @@ fn kernels_load_error(path: &Path) -> PluginError {
         Ok(_) => panic!("{} loaded as a kernel library although it is broken", path.display()),
         Err(error) => error,
     }
-}
-
-/// checksum_chain.json's sink c[0] in `frame`, computed without the engine (as in engine.rs).
-fn chain_sink(frame: u64) -> u64 {
-    let a: Vec<u64> = (0..4).map(|i| checksum::expected("a", i, frame, &[7])).collect();
-    let b: Vec<u64> = (0..4).map(|i| checksum::expected("b", i, frame, &[a[i as usize], checksum::int(-3)])).collect();
-    let mut words = b;
-    words.push(checksum::text("tag"));
-    checksum::expected("c", 0, frame, &words)
 }
 
 // ---- the C scheduler ----

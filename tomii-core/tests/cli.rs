@@ -6,67 +6,10 @@
 
 mod common;
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
 
+use common::cli::{Run, assert_error, finish, tomii};
 use common::{fifo_lib, graph_path, plugin_dir, synthetic_lib};
-
-/// How long a child may run before the test kills it and fails.
-const TIMEOUT: Duration = Duration::from_secs(60);
-
-/// What a finished `tomii` child produced.
-struct Run {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-fn tomii() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tomii"));
-    // The outcome must not depend on the caller's environment.
-    for var in ["RUST_BACKTRACE", "RUST_LIB_BACKTRACE", "TOMII_SCHEDULER_PATH"] {
-        command.env_remove(var);
-    }
-    command
-}
-
-/// Runs `command` to completion with piped output; kills it and fails after `TIMEOUT`.
-fn finish(mut command: Command) -> Run {
-    let described = format!("{command:?}");
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {described}: {e}"));
-    let stdout = drain(child.stdout.take().expect("piped stdout"));
-    let stderr = drain(child.stderr.take().expect("piped stderr"));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("waiting for the child") {
-            break status;
-        }
-        if started.elapsed() > TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{described} did not finish within {TIMEOUT:?}; killed");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let text = |reader: std::thread::JoinHandle<String>| reader.join().expect("output reader");
-    Run { status, stdout: text(stdout), stderr: text(stderr) }
-}
-
-/// Reads a pipe to its end on its own thread, so a chatty child never blocks on a full pipe.
-fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = pipe.read_to_end(&mut bytes);
-        String::from_utf8_lossy(&bytes).into_owned()
-    })
-}
 
 /// `tomii ARGS...`.
 fn run(args: &[&str]) -> Run {
@@ -88,27 +31,6 @@ fn fixture(name: &str) -> PathBuf {
 
 fn text(path: &Path) -> &str {
     path.to_str().expect("UTF-8 path")
-}
-
-/// Asserts the child failed cleanly: non-zero exit (not a signal), exactly one stderr line that
-/// starts with `error:` and contains every one of `needles`, and no panic report. Returns the line.
-fn assert_error(run: &Run, needles: &[&str]) -> String {
-    let context = format!("status: {:?}\nstdout:\n{}\nstderr:\n{}", run.status, run.stdout, run.stderr);
-    match run.status.code() {
-        Some(code) => assert_ne!(code, 0, "expected a failure\n{context}"),
-        None => panic!("killed by a signal\n{context}"),
-    }
-    for panic_text in ["panicked at", "RUST_BACKTRACE", "stack backtrace"] {
-        assert!(!run.stderr.contains(panic_text), "stderr shows a panic report ({panic_text:?})\n{context}");
-    }
-    let lines: Vec<&str> = run.stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "expected exactly one line on stderr\n{context}");
-    let line = lines[0];
-    assert!(line.starts_with("error:"), "the line does not start with \"error:\"\n{context}");
-    for needle in needles {
-        assert!(line.contains(needle), "the error does not name {needle:?}\n{context}");
-    }
-    line.to_owned()
 }
 
 /// Asserts no summary line reached stdout.

@@ -26,7 +26,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a graph: load its kernels and a scheduler, replay it over FRAMES frames, report.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List the schedulers found by name (on $TOMII_SCHEDULER_PATH and beside this binary), with
     /// their options.
     Schedulers(SchedulersArgs),
@@ -117,7 +117,7 @@ fn main() -> ExitCode {
         Err(error) => return usage_error(error),
     };
     let result = match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
         Command::Schedulers(args) => list_schedulers(&args),
     };
     match result {

@@ -326,6 +326,12 @@ impl<'p> SchedulerInstance<'p> {
         self.abandoned.store(true, Ordering::Relaxed);
     }
 
+    /// Whether `abandon` was called.
+    #[inline]
+    pub fn is_abandoned(&self) -> bool {
+        self.abandoned.load(Ordering::Relaxed)
+    }
+
     /// The optional hooks this scheduler provides.
     pub fn hooks(&self) -> &'static TomiiSchedulerVtable {
         self.plugin.vtable
@@ -367,7 +373,7 @@ impl<'p> SchedulerInstance<'p> {
 
 impl Drop for SchedulerInstance<'_> {
     fn drop(&mut self) {
-        if self.abandoned.load(Ordering::Relaxed) {
+        if self.is_abandoned() {
             return;
         }
         if let Some(destroy) = self.plugin.vtable.destroy {

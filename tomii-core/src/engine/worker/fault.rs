@@ -101,8 +101,9 @@ impl Engine<'_> {
             return;
         }
         self.scheduler.abandon();
-        let requeued = self.requeue_pending();
+        // Before the requeue: afterwards other workers may already complete the recovered tasks.
         let frames_done = self.frames_done.load(Ordering::Acquire);
+        let requeued = self.requeue_pending();
         *self.containment.record.lock().unwrap_or_else(|p| p.into_inner()) =
             Some(Ejection { violation, frames_done, requeued_tasks: requeued });
         self.sleep.wake_all();

@@ -418,7 +418,7 @@ impl<'a> Engine<'a> {
         };
         let node = self.graph.inst_node[instance as usize];
         self.gather_args(local, slot, instance);
-        if let Some(started) = self.hooks.task_started {
+        if let Some(started) = self.hook(self.hooks.task_started) {
             // SAFETY: valid scheduler state and a live descriptor.
             unsafe { started(self.scheduler.state(), worker, task) };
         }
@@ -434,7 +434,7 @@ impl<'a> Engine<'a> {
             drop(unsafe { Value::from_raw(result) });
         }
         self.account(local, node, slot, instance, frame, start, end);
-        if let Some(completed) = self.hooks.task_completed {
+        if let Some(completed) = self.hook(self.hooks.task_completed) {
             // SAFETY: valid scheduler state and a live descriptor.
             unsafe { completed(self.scheduler.state(), worker, task, self.clock.ns_between(start, end)) };
         }
@@ -581,6 +581,12 @@ impl<'a> Engine<'a> {
         if pusher.ready.len() == PUSH_CHUNK { self.flush(pusher) } else { Ok(()) }
     }
 
+    /// An optional hook, unless the scheduler broke its contract: it is not called again.
+    #[inline]
+    fn hook<F>(&self, hook: Option<F>) -> Option<F> {
+        hook.filter(|_| !self.scheduler.is_abandoned())
+    }
+
     /// The descriptor of a task that became ready at `now`.
     #[inline]
     fn describe(&self, instance: u32, slot: u32, generation: u32, frame: u64, now: Ticks, locality: u32) -> TomiiTask {
@@ -619,7 +625,7 @@ impl<'a> Engine<'a> {
     fn start_frame(&self, pusher: &mut Pusher, slot: u32, frame: u64) -> Result<(), RunError> {
         let now = self.clock.now();
         let generation = self.table.begin_frame(slot, frame, now);
-        if let Some(started) = self.hooks.frame_started {
+        if let Some(started) = self.hook(self.hooks.frame_started) {
             // SAFETY: valid scheduler state.
             unsafe { started(self.scheduler.state(), frame, slot) };
         }
@@ -633,7 +639,7 @@ impl<'a> Engine<'a> {
     fn finish_frame(&self, pusher: &mut Pusher, slot: u32, frame: u64) -> Result<(), RunError> {
         let latency = self.clock.ns_between(self.table.slot(slot).started.load(Ordering::Relaxed), self.clock.now());
         self.latencies[frame as usize].store(latency, Ordering::Relaxed);
-        if let Some(completed) = self.hooks.frame_completed {
+        if let Some(completed) = self.hook(self.hooks.frame_completed) {
             // SAFETY: valid scheduler state.
             unsafe { completed(self.scheduler.state(), frame, slot, latency) };
         }

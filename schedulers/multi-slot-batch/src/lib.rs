@@ -1,0 +1,481 @@
+//! `multi-slot-batch`: ready tasks of one node, gathered across the slots in flight, go out together.
+//!
+//! Each node has its own queue, split by slot; a slot holds one frame at a time, so each part is in
+//! frame order and the node's oldest task is at the front of one of them. A pop picks, among the
+//! nodes the worker may run, the one whose oldest task has the smallest frame, and hands out up to
+//! `batch` of its tasks, oldest frame first. A pop never returns nothing while a node the worker may
+//! run has a task. See README.md for the policy and its costs.
+//!
+//! # Memory ordering
+//! Each node's queue sits behind a mutex, taken with `try_lock` and a short backoff, never by
+//! waiting in the kernel. `NodeQueue::oldest` mirrors the queue's oldest frame: written under the
+//! lock, read relaxed to choose a node, and confirmed under the lock, so a stale read costs a retry,
+//! never a wrong answer. A push's store to `oldest` is ordered before a parking worker's re-check
+//! by the host's fence pair (tomii-core/src/engine/README.md, "Idle workers"). The statistics are
+//! relaxed counters read after the run.
+
+#![deny(unsafe_code)]
+
+use std::collections::VecDeque;
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
+
+use crossbeam_utils::{Backoff, CachePadded};
+use tomii_types::abi::TomiiKnobDesc;
+use tomii_types::scheduler::{InitInfo, Scheduler, Task, knob};
+
+/// `NodeQueue::oldest` of a node with no ready task.
+const EMPTY: u64 = u64::MAX;
+/// The domain of the `batch` option.
+const BATCH_RANGE: std::ops::RangeInclusive<usize> = 1..=1024;
+
+/// One node's ready tasks, one FIFO per slot.
+struct SlotQueues {
+    by_slot: Box<[VecDeque<Task>]>,
+}
+
+impl SlotQueues {
+    /// The slot whose front task has the smallest frame, and that frame.
+    fn oldest(&self) -> Option<(usize, u64)> {
+        self.by_slot
+            .iter()
+            .enumerate()
+            .filter_map(|(slot, queue)| queue.front().map(|task| (slot, task.frame)))
+            .min_by_key(|&(slot, frame)| (frame, slot))
+    }
+
+    /// Moves tasks into `out`, oldest frame first, until `out` is full or the node has none left.
+    fn take(&mut self, out: &mut [Task]) -> usize {
+        let mut count = 0;
+        while count < out.len() {
+            let Some((slot, frame)) = self.oldest() else { break };
+            let queue = &mut self.by_slot[slot];
+            while count < out.len() && queue.front().is_some_and(|task| task.frame == frame) {
+                out[count] = queue.pop_front().unwrap_or_default();
+                count += 1;
+            }
+        }
+        count
+    }
+}
+
+struct NodeQueue {
+    worker_lo: u32,
+    worker_hi: u32,
+    /// The frame of the oldest queued task, or `EMPTY`. Written only while `tasks` is locked.
+    oldest: AtomicU64,
+    tasks: Mutex<SlotQueues>,
+}
+
+impl NodeQueue {
+    fn publish_oldest(&self, tasks: &SlotQueues) {
+        self.oldest.store(tasks.oldest().map_or(EMPTY, |(_, frame)| frame), Ordering::Relaxed);
+    }
+}
+
+/// Per-worker counters, each on its own cache line (the host's pushes use one more entry).
+#[derive(Default)]
+struct Counters {
+    batches: AtomicU64,
+    tasks: AtomicU64,
+    full_batches: AtomicU64,
+    largest_batch: AtomicU64,
+    contended: AtomicU64,
+}
+
+pub struct MultiSlotBatch {
+    batch: usize,
+    slots: u32,
+    nodes: Box<[CachePadded<NodeQueue>]>,
+    /// Per worker: the nodes it may run.
+    runnable: Vec<Box<[u32]>>,
+    /// `workers + 1` entries: one per worker, then the host's.
+    counters: Box<[CachePadded<Counters>]>,
+}
+
+/// Locks `queue`'s tasks without waiting in the kernel: spins, then yields, until it is free.
+fn lock<'a>(queue: &'a NodeQueue, counters: &Counters) -> MutexGuard<'a, SlotQueues> {
+    let backoff = Backoff::new();
+    loop {
+        match queue.tasks.try_lock() {
+            Ok(guard) => return guard,
+            Err(TryLockError::Poisoned(poisoned)) => return poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => {
+                counters.contended.fetch_add(1, Ordering::Relaxed);
+                backoff.snooze();
+            }
+        }
+    }
+}
+
+impl MultiSlotBatch {
+    /// The node `worker` may run whose oldest task has the smallest frame (the first such node).
+    fn oldest_node(&self, worker: u32) -> Option<&NodeQueue> {
+        let mut best: Option<(u64, &NodeQueue)> = None;
+        for &node in self.runnable[worker as usize].iter() {
+            let queue = &self.nodes[node as usize];
+            let frame = queue.oldest.load(Ordering::Relaxed);
+            if frame != EMPTY && best.is_none_or(|(oldest, _)| frame < oldest) {
+                best = Some((frame, queue));
+            }
+        }
+        best.map(|(_, queue)| queue)
+    }
+
+    /// The queue of `task`'s node, after checking that the task matches what the graph declared.
+    fn queue_of(&self, task: &Task) -> Result<&NodeQueue, String> {
+        let queue = self.nodes.get(task.node as usize).ok_or_else(|| format!("task of unknown node {}", task.node))?;
+        if (queue.worker_lo, queue.worker_hi) != (task.worker_lo, task.worker_hi) {
+            return Err(format!(
+                "task of node {} has worker range {}..{}, but the node declared {}..{}",
+                task.node, task.worker_lo, task.worker_hi, queue.worker_lo, queue.worker_hi
+            ));
+        }
+        if task.slot >= self.slots {
+            return Err(format!("task of node {} is in slot {} of {}", task.node, task.slot, self.slots));
+        }
+        Ok(queue)
+    }
+
+    fn record(&self, counters: &Counters, count: usize, limit: usize) {
+        counters.batches.fetch_add(1, Ordering::Relaxed);
+        counters.tasks.fetch_add(count as u64, Ordering::Relaxed);
+        counters.full_batches.fetch_add(u64::from(count == limit), Ordering::Relaxed);
+        counters.largest_batch.fetch_max(count as u64, Ordering::Relaxed);
+    }
+}
+
+impl Scheduler for MultiSlotBatch {
+    const NAME: &'static CStr = c"multi-slot-batch";
+    const KNOBS: &'static [TomiiKnobDesc] = &[knob(
+        c"batch",
+        c"int",
+        c"8",
+        c"1..1024",
+        c"Most tasks of one node handed out by one pop; the host must ask for several (--pop-batch N).",
+    )];
+
+    fn create(init: &InitInfo) -> Result<Self, String> {
+        let batch = init.knob_or("batch", 8usize)?;
+        if !BATCH_RANGE.contains(&batch) {
+            return Err(format!("scheduler option \"batch\" must be in 1..1024, not {batch}"));
+        }
+        let mut nodes = Vec::with_capacity(init.nodes.len());
+        for node in &init.nodes {
+            let (lo, hi) = (node.worker_lo, node.worker_hi);
+            if lo >= hi || hi > init.workers {
+                return Err(format!(
+                    "node {:?} allows workers {lo}..{hi}, which is empty or beyond the run's {} workers",
+                    node.name, init.workers
+                ));
+            }
+            let by_slot = (0..init.slots).map(|_| VecDeque::with_capacity(node.factor as usize)).collect();
+            nodes.push(CachePadded::new(NodeQueue {
+                worker_lo: lo,
+                worker_hi: hi,
+                oldest: AtomicU64::new(EMPTY),
+                tasks: Mutex::new(SlotQueues { by_slot }),
+            }));
+        }
+        let runnable = (0..init.workers)
+            .map(|w| {
+                (0..nodes.len() as u32)
+                    .filter(|&n| (nodes[n as usize].worker_lo..nodes[n as usize].worker_hi).contains(&w))
+                    .collect()
+            })
+            .collect();
+        let counters = (0..=init.workers).map(|_| CachePadded::default()).collect();
+        Ok(MultiSlotBatch { batch, slots: init.slots, nodes: nodes.into(), runnable, counters })
+    }
+
+    fn push(&self, worker: Option<u32>, tasks: &[Task]) -> Result<(), String> {
+        let counters = match worker {
+            None => &self.counters[self.runnable.len()],
+            Some(w) if (w as usize) < self.runnable.len() => &self.counters[w as usize],
+            Some(w) => return Err(format!("push from unknown worker {w}")),
+        };
+        for group in tasks.chunk_by(|a, b| a.node == b.node) {
+            let queue = self.queue_of(&group[0])?;
+            for task in &group[1..] {
+                self.queue_of(task)?;
+            }
+            let mut queued = lock(queue, counters);
+            for task in group {
+                queued.by_slot[task.slot as usize].push_back(*task);
+            }
+            queue.publish_oldest(&queued);
+        }
+        Ok(())
+    }
+
+    fn pop(&self, worker: u32, out: &mut [Task]) -> Result<usize, String> {
+        if worker as usize >= self.runnable.len() {
+            return Err(format!("pop by unknown worker {worker}"));
+        }
+        let counters = &self.counters[worker as usize];
+        let limit = out.len().min(self.batch);
+        if limit == 0 {
+            return Ok(0);
+        }
+        // A node chosen from a stale `oldest` may be empty by the time it is locked: choose again.
+        while let Some(queue) = self.oldest_node(worker) {
+            let mut queued = lock(queue, counters);
+            let count = queued.take(&mut out[..limit]);
+            queue.publish_oldest(&queued);
+            if count > 0 {
+                self.record(counters, count, limit);
+                return Ok(count);
+            }
+        }
+        Ok(0)
+    }
+
+    fn stats(&self) -> String {
+        let sum = |field: fn(&Counters) -> &AtomicU64| -> u64 {
+            self.counters.iter().map(|c| field(c).load(Ordering::Relaxed)).sum()
+        };
+        let largest = self.counters.iter().map(|c| c.largest_batch.load(Ordering::Relaxed)).max().unwrap_or(0);
+        format!(
+            r#"{{"batches":{},"tasks":{},"full_batches":{},"largest_batch":{largest},"contended":{},"batch":{}}}"#,
+            sum(|c| &c.batches),
+            sum(|c| &c.tasks),
+            sum(|c| &c.full_batches),
+            sum(|c| &c.contended),
+            self.batch,
+        )
+    }
+}
+
+tomii_types::export_scheduler!(MultiSlotBatch);
+
+/// The trait called directly: the concurrency harness (`exactly_once_under_concurrency`) is the same
+/// in locality, work-stealing and multi-slot-batch; the other tests check this policy.
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::time::{Duration, Instant};
+
+    use tomii_types::scheduler::NodeSummary;
+
+    use tomii_types::scheduler::NO_WORKER;
+
+    use super::*;
+
+    const ALL4: (u32, u32) = (0, 4);
+
+    fn init(workers: u32, ranges: &[(u32, u32)], knobs: &[(&str, &str)]) -> InitInfo {
+        let node = |(i, &(worker_lo, worker_hi)): (usize, &(u32, u32))| NodeSummary {
+            name: format!("n{i}"),
+            factor: 1,
+            priority: 0,
+            worker_lo,
+            worker_hi,
+        };
+        InitInfo {
+            workers,
+            slots: 4,
+            tasks_per_frame: ranges.len() as u64,
+            max_ready: 1 << 16,
+            frames: 0,
+            nodes: ranges.iter().enumerate().map(node).collect(),
+            knobs: knobs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        }
+    }
+
+    fn create(workers: u32, ranges: &[(u32, u32)], knobs: &[(&str, &str)]) -> MultiSlotBatch {
+        let init = init(workers, ranges, knobs);
+        init.check_knobs(MultiSlotBatch::KNOBS).unwrap();
+        MultiSlotBatch::create(&init).unwrap()
+    }
+
+    fn task(handle: u64, (worker_lo, worker_hi): (u32, u32), locality: u32) -> Task {
+        Task { handle, worker_lo, worker_hi, locality, ..Task::default() }
+    }
+
+    /// Pops with a buffer of `max` until the scheduler has nothing for `worker`.
+    fn pop_all(s: &MultiSlotBatch, worker: u32, max: usize) -> Vec<u64> {
+        let mut got = Vec::new();
+        let mut out = vec![Task::default(); max];
+        loop {
+            let n = s.pop(worker, &mut out).unwrap();
+            assert!(n <= max);
+            if n == 0 {
+                return got;
+            }
+            got.extend(out[..n].iter().map(|t| t.handle));
+        }
+    }
+
+    /// Worker ranges for a run of `workers`: everyone, worker 1 alone, and the upper half.
+    fn scenario_ranges(workers: u32) -> [(u32, u32); 3] {
+        [(0, workers), (1, 2), (workers / 2, workers)]
+    }
+
+    /// The `i`th task pushed by worker `t`: mostly unrestricted, every fifth restricted.
+    fn scenario_task(workers: u32, t: u32, i: u64, per: u64) -> Task {
+        let ranges = scenario_ranges(workers);
+        let node = match i % 10 {
+            0 => 1,
+            5 => 2,
+            _ => 0,
+        };
+        let locality = match i % 3 {
+            0 => NO_WORKER,
+            _ => (t + i as u32) % workers,
+        };
+        Task {
+            node,
+            frame: i / 64,
+            slot: (i / 64 % 4) as u32,
+            ..task(u64::from(t) * per + i, ranges[node as usize], locality)
+        }
+    }
+
+    /// `workers` threads push 20,000 tasks between them and pop concurrently; every task comes
+    /// out exactly once, on a worker in its range, and no pop overfills its buffer.
+    fn exactly_once_under_concurrency(workers: u32, knobs: &[(&str, &str)]) {
+        const TOTAL: u64 = 20_000;
+        let per = TOTAL / u64::from(workers);
+        let s = create(workers, &scenario_ranges(workers), knobs);
+        let popped = AtomicUsize::new(0);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let results: Vec<Vec<(u64, u32)>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..workers)
+                .map(|t| {
+                    let (s, popped) = (&s, &popped);
+                    scope.spawn(move || {
+                        let mut got = Vec::new();
+                        let mut out = vec![Task::default(); 4];
+                        let mut pop = |max: usize, got: &mut Vec<(u64, u32)>| {
+                            let n = s.pop(t, &mut out[..max]).unwrap();
+                            assert!(n <= max);
+                            got.extend(out[..n].iter().map(|task| (task.handle, t)));
+                            popped.fetch_add(n, Ordering::Relaxed);
+                        };
+                        let mut i = 0;
+                        while i < per {
+                            let chunk = ((i % 5) + 1).min(per - i);
+                            let tasks: Vec<Task> = (i..i + chunk).map(|i| scenario_task(workers, t, i, per)).collect();
+                            let pusher = if t == 0 && i % 4 == 0 { None } else { Some(t) };
+                            s.push(pusher, &tasks).unwrap();
+                            pop((i % 4) as usize + 1, &mut got);
+                            i += chunk;
+                        }
+                        while popped.load(Ordering::Relaxed) < (per * u64::from(workers)) as usize {
+                            assert!(Instant::now() < deadline, "tasks were lost");
+                            pop(4, &mut got);
+                        }
+                        got
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        let mut seen = vec![0u32; (per * u64::from(workers)) as usize];
+        for (handle, worker) in results.into_iter().flatten() {
+            seen[handle as usize] += 1;
+            let expected = scenario_task(workers, (handle / per) as u32, handle % per, per);
+            assert!((expected.worker_lo..expected.worker_hi).contains(&worker), "task {handle} ran on {worker}");
+        }
+        assert!(seen.iter().all(|&n| n == 1), "a task was popped twice or never");
+    }
+
+    #[test]
+    fn every_task_once_two_workers() {
+        exactly_once_under_concurrency(2, &[]);
+    }
+
+    #[test]
+    fn every_task_once_four_workers() {
+        exactly_once_under_concurrency(4, &[]);
+    }
+
+    #[test]
+    fn every_task_once_four_workers_batch_of_one() {
+        exactly_once_under_concurrency(4, &[("batch", "1")]);
+    }
+
+    /// A task of `node` (all of a 2-worker run) in `frame`, which occupies slot `frame % 4`.
+    fn framed(handle: u64, node: u32, frame: u64) -> Task {
+        Task { node, frame, slot: (frame % 4) as u32, ..task(handle, (0, 2), NO_WORKER) }
+    }
+
+    /// Pops once for `worker` with a buffer of `max`.
+    fn pop_once(s: &MultiSlotBatch, worker: u32, max: usize) -> Vec<u64> {
+        let mut out = vec![Task::default(); max];
+        let n = s.pop(worker, &mut out).unwrap();
+        out[..n].iter().map(|t| t.handle).collect()
+    }
+
+    #[test]
+    fn a_pop_hands_out_one_node_across_slots_oldest_frame_first() {
+        let s = create(2, &[(0, 2), (0, 2)], &[]);
+        s.push(Some(0), &[framed(21, 0, 2), framed(22, 0, 2), framed(10, 1, 1), framed(11, 0, 1)]).unwrap();
+        s.push(None, &[framed(30, 1, 3), framed(12, 1, 1), framed(23, 1, 2), framed(13, 0, 1)]).unwrap();
+        s.push(Some(1), &[framed(0, 1, 0)]).unwrap();
+        assert_eq!(pop_once(&s, 0, 8), [0, 10, 12, 23, 30]);
+        assert_eq!(pop_once(&s, 1, 8), [11, 13, 21, 22]);
+        assert!(pop_once(&s, 0, 8).is_empty());
+        let stats: serde_json::Value = serde_json::from_str(&s.stats()).unwrap();
+        assert_eq!((stats["batches"].as_u64(), stats["tasks"].as_u64()), (Some(2), Some(9)));
+        assert_eq!(stats["largest_batch"].as_u64(), Some(5));
+    }
+
+    #[test]
+    fn equal_frames_go_to_the_first_node() {
+        let s = create(2, &[(0, 2), (0, 2)], &[]);
+        s.push(Some(0), &[framed(1, 1, 0), framed(0, 0, 0)]).unwrap();
+        assert_eq!(pop_once(&s, 1, 8), [0]);
+        assert_eq!(pop_once(&s, 1, 8), [1]);
+    }
+
+    #[test]
+    fn a_batch_is_capped_by_the_option_and_the_buffer() {
+        let s = create(2, &[(0, 2)], &[("batch", "3")]);
+        s.push(None, &(0..10).map(|h| framed(h, 0, h / 4)).collect::<Vec<_>>()).unwrap();
+        assert!(pop_once(&s, 0, 0).is_empty());
+        assert_eq!(pop_once(&s, 0, 8), [0, 1, 2]);
+        assert_eq!(pop_once(&s, 1, 2), [3, 4]);
+        assert_eq!(pop_once(&s, 1, 1), [5]);
+        assert_eq!(pop_all(&s, 0, 8), [6, 7, 8, 9]);
+        let stats: serde_json::Value = serde_json::from_str(&s.stats()).unwrap();
+        assert_eq!((stats["full_batches"].as_u64(), stats["batch"].as_u64()), (Some(4), Some(3)));
+    }
+
+    #[test]
+    fn worker_ranges_are_honoured() {
+        let s = create(4, &[ALL4, (1, 2), (2, 4)], &[]);
+        let pinned = |handle, node, range, frame| Task { node, frame, ..task(handle, range, 0) };
+        s.push(Some(0), &[pinned(0, 1, (1, 2), 0), pinned(1, 0, ALL4, 5), pinned(2, 2, (2, 4), 1)]).unwrap();
+        assert_eq!(pop_all(&s, 0, 8), [1]);
+        assert_eq!(pop_all(&s, 1, 8), [0]);
+        s.push(Some(0), &[pinned(3, 1, (1, 2), 0), pinned(4, 0, ALL4, 5)]).unwrap();
+        assert_eq!(pop_all(&s, 3, 8), [2, 4]);
+        assert_eq!(pop_all(&s, 1, 8), [3]);
+    }
+
+    #[test]
+    fn an_idle_worker_gets_what_another_pushed() {
+        let s = create(4, &[ALL4], &[]);
+        s.push(Some(3), &(0..5).map(|h| task(h, ALL4, 3)).collect::<Vec<_>>()).unwrap();
+        assert_eq!(pop_all(&s, 0, 2), [0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn bad_options_and_tasks_are_reported() {
+        for value in ["0", "1025", "many"] {
+            let bad = MultiSlotBatch::create(&init(2, &[(0, 2)], &[("batch", value)])).err().unwrap();
+            assert!(bad.contains("batch") && bad.contains(value), "{bad}");
+        }
+        let unknown = init(2, &[(0, 2)], &[("size", "4")]).check_knobs(MultiSlotBatch::KNOBS).unwrap_err();
+        assert!(unknown.contains("batch"), "{unknown}");
+        assert!(MultiSlotBatch::create(&init(2, &[(0, 3)], &[])).err().unwrap().contains("beyond"));
+        let s = create(2, &[(0, 2)], &[]);
+        assert!(s.push(Some(0), &[task(0, (1, 2), 0)]).unwrap_err().contains("1..2"));
+        assert!(s.push(Some(0), &[Task { node: 1, ..task(0, (0, 2), 0) }]).unwrap_err().contains("unknown node"));
+        assert!(s.push(Some(0), &[Task { slot: 4, ..task(0, (0, 2), 0) }]).unwrap_err().contains("slot 4"));
+        assert!(s.pop(2, &mut [Task::default()]).is_err());
+        assert!(s.push(Some(2), &[]).is_err());
+    }
+}

@@ -1,0 +1,307 @@
+//! The scheduler conformance suite: the same test bodies run against every shipped scheduler,
+//! Rust and C, through the real loader. A new scheduler joins by adding one line to
+//! `conformance!` below; `every_built_scheduler_is_in_the_suite` fails until it does.
+//!
+//! Two levels: the contract itself, driven directly through `SchedulerInstance` (push and pop from
+//! one or many threads, batch limits, worker ranges, create/destroy), and whole runs through the
+//! engine, checked against the reference checksums and the trace invariants.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use common::{plugin, plugin_dir, sinks, synthetic_lib, within_timeout};
+use tomii_core::engine::{self, Output, RunConfig};
+use tomii_core::graph;
+use tomii_core::plugin::{KernelSet, SchedulerInstance, SchedulerPlugin, SchedulerSetup, scheduler_file_name};
+use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+const WORKERS: u32 = 4;
+
+/// One module of tests per scheduler: `module => "name"`.
+macro_rules! conformance {
+    ($($module:ident => $name:literal),+ $(,)?) => {
+        const SUITE: &[&str] = &[$($name),+];
+        $(mod $module {
+            #[test]
+            fn every_pushed_task_is_popped_exactly_once() {
+                super::every_pushed_task_is_popped_exactly_once($name);
+            }
+            #[test]
+            fn batched_pop_respects_its_maximum() {
+                super::batched_pop_respects_its_maximum($name);
+            }
+            #[test]
+            fn worker_ranges_are_honoured() {
+                super::worker_ranges_are_honoured($name);
+            }
+            #[test]
+            fn concurrent_push_and_pop_lose_nothing() {
+                super::concurrent_push_and_pop_lose_nothing($name);
+            }
+            #[test]
+            fn create_and_destroy_repeatedly() {
+                super::create_and_destroy_repeatedly($name);
+            }
+            #[test]
+            fn runs_graphs_to_the_reference_values() {
+                super::runs_graphs_to_the_reference_values($name);
+            }
+        })+
+    };
+}
+
+conformance! {
+    fifo => "fifo",
+    c_fifo => "c-fifo",
+    random => "random",
+    priority => "priority",
+    critical_path => "critical-path",
+    locality => "locality",
+    work_stealing => "work-stealing",
+    multi_slot_batch => "multi-slot-batch",
+}
+
+#[test]
+fn every_built_scheduler_is_in_the_suite() {
+    let prefix = format!("{}tomii_sched_", std::env::consts::DLL_PREFIX);
+    let missing: Vec<String> = std::fs::read_dir(plugin_dir())
+        .expect("the plugin directory")
+        .flatten()
+        .filter_map(|entry| {
+            let file = entry.file_name().into_string().ok()?;
+            let stem = file.strip_prefix(&prefix)?.strip_suffix(std::env::consts::DLL_SUFFIX)?;
+            Some(stem.replace('_', "-"))
+        })
+        .filter(|name| !SUITE.contains(&name.as_str()))
+        .collect();
+    assert!(missing.is_empty(), "schedulers built but not in the conformance suite: {missing:?}");
+}
+
+// ---- the contract, through SchedulerInstance ----
+
+fn load(name: &str) -> SchedulerPlugin {
+    let path: PathBuf = plugin(&scheduler_file_name(name));
+    SchedulerPlugin::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Nodes of the synthetic task set: (name, factor, priority, worker range).
+const NODES: [(&str, u32, i32, (u32, u32)); 3] =
+    [("any", 64, 0, (0, WORKERS)), ("first", 8, 1, (0, 1)), ("upper", 8, -1, (2, WORKERS))];
+const SLOTS: u32 = 4;
+
+/// What the scheduler is told at create time: room for `slots` slots of the task set.
+fn setup_for(slots: u32) -> SchedulerSetup<'static> {
+    SchedulerSetup {
+        workers: WORKERS,
+        slots,
+        frames: 0,
+        tasks_per_frame: NODES.iter().map(|n| u64::from(n.1)).sum(),
+        nodes: NODES.iter().map(|&(name, factor, priority, (lo, hi))| (name, factor, priority, lo, hi)).collect(),
+        knobs: &[],
+    }
+}
+
+fn setup() -> SchedulerSetup<'static> {
+    setup_for(SLOTS)
+}
+
+/// Every task of the set in every slot, with distinct handles (the scheduler must treat them as
+/// opaque), in frame order.
+fn tasks() -> Vec<TomiiTask> {
+    let mut tasks = Vec::new();
+    for slot in 0..SLOTS {
+        for (node, &(_, factor, priority, (lo, hi))) in NODES.iter().enumerate() {
+            for instance in 0..factor {
+                tasks.push(TomiiTask {
+                    handle: 0xA000_0000_0000 + tasks.len() as u64,
+                    frame: u64::from(slot),
+                    ready_ns: tasks.len() as u64,
+                    cost_ns: 100 + u64::from(instance),
+                    rank: u64::from(3 - node as u32),
+                    node: node as u32,
+                    instance,
+                    slot,
+                    priority,
+                    worker_lo: lo,
+                    worker_hi: hi,
+                    locality: if instance % 2 == 0 { instance % WORKERS } else { TOMII_NO_WORKER },
+                    reserved: 0,
+                });
+            }
+        }
+    }
+    tasks
+}
+
+/// Pops from every worker, round after round, until a whole round yields nothing; returns what
+/// each worker got, checking ranges and the batch limit on the way.
+fn drain(scheduler: &SchedulerInstance<'_>, max: usize) -> Vec<(u32, TomiiTask)> {
+    let mut got = Vec::new();
+    let mut out = vec![TomiiTask::default(); max];
+    loop {
+        let mut round = 0;
+        for worker in 0..WORKERS {
+            let count = scheduler.pop(worker, &mut out).unwrap_or_else(|e| panic!("pop failed: {e}"));
+            assert!(count <= max, "pop returned {count} tasks for a buffer of {max}");
+            got.extend(out[..count].iter().map(|&task| (worker, task)));
+            round += count;
+        }
+        if round == 0 {
+            return got;
+        }
+    }
+}
+
+/// Asserts that `got` holds each of `pushed` exactly once, each on an allowed worker.
+fn assert_exactly_once(name: &str, pushed: &[TomiiTask], got: &[(u32, TomiiTask)]) {
+    let mut seen: HashMap<u64, u32> = HashMap::new();
+    for &(worker, task) in got {
+        assert!(
+            (task.worker_lo..task.worker_hi).contains(&worker),
+            "{name}: task {:#x} allowed on {}..{} went to worker {worker}",
+            task.handle,
+            task.worker_lo,
+            task.worker_hi
+        );
+        *seen.entry(task.handle).or_default() += 1;
+    }
+    for task in pushed {
+        assert_eq!(seen.remove(&task.handle), Some(1), "{name}: task {:#x} popped this many times", task.handle);
+    }
+    assert!(seen.is_empty(), "{name}: popped handles never pushed: {:?}", seen.keys().collect::<Vec<_>>());
+}
+
+fn every_pushed_task_is_popped_exactly_once(name: &str) {
+    let plugin = load(name);
+    let scheduler = SchedulerInstance::create(&plugin, &setup()).unwrap_or_else(|e| panic!("{e}"));
+    let pushed = tasks();
+    for (i, batch) in pushed.chunks(7).enumerate() {
+        let worker = if i % 3 == 0 { TOMII_NO_WORKER } else { i as u32 % WORKERS };
+        scheduler.push(worker, batch).unwrap_or_else(|e| panic!("push failed: {e}"));
+    }
+    assert_exactly_once(name, &pushed, &drain(&scheduler, 1));
+}
+
+fn batched_pop_respects_its_maximum(name: &str) {
+    let plugin = load(name);
+    let scheduler = SchedulerInstance::create(&plugin, &setup()).unwrap_or_else(|e| panic!("{e}"));
+    let pushed = tasks();
+    for max in [3, 8] {
+        scheduler.push(TOMII_NO_WORKER, &pushed).unwrap_or_else(|e| panic!("push failed: {e}"));
+        assert_exactly_once(name, &pushed, &drain(&scheduler, max));
+    }
+}
+
+fn worker_ranges_are_honoured(name: &str) {
+    let plugin = load(name);
+    let scheduler = SchedulerInstance::create(&plugin, &setup()).unwrap_or_else(|e| panic!("{e}"));
+    // Only restricted tasks: a worker outside every range must get nothing, and those inside get all.
+    let pushed: Vec<TomiiTask> = tasks().into_iter().filter(|t| t.worker_hi - t.worker_lo < WORKERS).collect();
+    scheduler.push(0, &pushed).unwrap_or_else(|e| panic!("push failed: {e}"));
+    let mut out = vec![TomiiTask::default(); 4];
+    assert_eq!(scheduler.pop(1, &mut out).unwrap(), 0, "{name}: worker 1 may run none of these tasks");
+    assert_exactly_once(name, &pushed, &drain(&scheduler, 2));
+}
+
+fn concurrent_push_and_pop_lose_nothing(name: &str) {
+    const ROUNDS: usize = 40;
+    let plugin = load(name);
+    // Sized for everything the threads push, as if each round of each thread were a slot.
+    let setup = setup_for(WORKERS * ROUNDS as u32);
+    let scheduler = SchedulerInstance::create(&plugin, &setup).unwrap_or_else(|e| panic!("{e}"));
+    let template = tasks();
+    // Each thread pushes its own copies (distinct handles), one slot's worth at a time, and pops
+    // concurrently with the others.
+    let got: Vec<Vec<(u32, TomiiTask)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..WORKERS)
+            .map(|worker| {
+                let (scheduler, template) = (&scheduler, &template);
+                scope.spawn(move || {
+                    let mut got = Vec::new();
+                    let mut out = vec![TomiiTask::default(); 2];
+                    let per_slot = template.len() / SLOTS as usize;
+                    for round in 0..ROUNDS {
+                        let mut batch: Vec<TomiiTask> = template[..per_slot].to_vec();
+                        for task in &mut batch {
+                            task.handle = (u64::from(worker) << 40) | ((round as u64) << 20) | (task.handle & 0xFFFFF);
+                        }
+                        scheduler.push(worker, &batch).unwrap_or_else(|e| panic!("push failed: {e}"));
+                        for _ in 0..per_slot / WORKERS as usize {
+                            let count = scheduler.pop(worker, &mut out).unwrap_or_else(|e| panic!("pop failed: {e}"));
+                            got.extend(out[..count].iter().map(|&task| (worker, task)));
+                        }
+                    }
+                    got
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a pushing thread")).collect()
+    });
+    let mut all: Vec<(u32, TomiiTask)> = got.into_iter().flatten().collect();
+    all.extend(drain(&scheduler, 4));
+    let per_slot = template.len() / SLOTS as usize;
+    let pushed: Vec<TomiiTask> = (0..WORKERS)
+        .flat_map(|worker| {
+            let template = &template;
+            (0..ROUNDS).flat_map(move |round| {
+                template[..per_slot].iter().map(move |task| TomiiTask {
+                    handle: (u64::from(worker) << 40) | ((round as u64) << 20) | (task.handle & 0xFFFFF),
+                    ..*task
+                })
+            })
+        })
+        .collect();
+    assert_exactly_once(name, &pushed, &all);
+}
+
+fn create_and_destroy_repeatedly(name: &str) {
+    let plugin = load(name);
+    let pushed = tasks();
+    for _ in 0..50 {
+        let scheduler = SchedulerInstance::create(&plugin, &setup()).unwrap_or_else(|e| panic!("{e}"));
+        // Destroy with tasks still inside: the state must free them too (valgrind checks in CI).
+        scheduler.push(TOMII_NO_WORKER, &pushed[..20]).unwrap_or_else(|e| panic!("push failed: {e}"));
+    }
+}
+
+// ---- whole runs, through the engine ----
+
+/// A fixture graph, the reference value of its sink in a frame, and the pop batch to run it with.
+type Case = (&'static str, fn(u64) -> u64, u32);
+
+fn runs_graphs_to_the_reference_values(name: &str) {
+    let name = name.to_owned();
+    within_timeout(TIMEOUT, &format!("runs of {name}"), move || {
+        let kernels = KernelSet::load(&[synthetic_lib()]).unwrap_or_else(|e| panic!("{e}"));
+        let plugin = load(&name);
+        let cases: [Case; 3] = [
+            ("checksum_chain.json", sinks::chain, 1),
+            ("diamond.json", sinks::diamond, 4),
+            ("pinned_checksum.json", sinks::pinned, 2),
+        ];
+        for (file, reference, pop_batch) in cases {
+            let graph = graph::parse_str(file, &common::graph_text(file)).unwrap_or_else(|e| panic!("{e}"));
+            let sink = graph.nodes.len() as u32 - 1;
+            let config = RunConfig {
+                workers: 2,
+                slots: 3,
+                frames: 40,
+                pop_batch,
+                trace: true,
+                collect_outputs: true,
+                ..RunConfig::default()
+            };
+            let outcome = engine::run(&graph, &kernels, &plugin, &config)
+                .unwrap_or_else(|e| panic!("{name} on {file} failed: {e}"));
+            common::trace::check(&graph, &config, &outcome.trace);
+            for (frame, outputs) in outcome.outputs.iter().enumerate() {
+                let value = outputs.iter().find(|(node, _, _)| *node == sink).map(|(_, _, v)| v.clone());
+                assert_eq!(value, Some(Output::UInt(reference(frame as u64))), "{name} on {file}, frame {frame}");
+            }
+        }
+    });
+}
