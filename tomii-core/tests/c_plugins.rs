@@ -35,6 +35,7 @@ const FIXTURES: &[Fixture] = &[
     ("bad_size", "bad_sched.c", &["-DBAD_SIZE=40"]),
     ("bad_null_push", "bad_sched.c", &["-DNULL_PUSH"]),
     ("bad_null_name", "bad_sched.c", &["-DNULL_NAME"]),
+    ("newer_minor", "bad_sched.c", &["-DNEWER_MINOR"]),
     ("no_entry", "no_entry.c", &[]),
     ("c_kernels", "kernels.c", &[]),
     ("kernels_v2", "kernels.c", &["-DKERNEL_ABI_MAJOR=2"]),
@@ -182,6 +183,15 @@ fn unbroken_control_table_loads() {
     let plugin = SchedulerPlugin::load(&fixture("bad_control")).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(plugin.name, "bad");
     assert!(!plugin.layout_checked);
+}
+
+/// Versioning rules (PLUGIN_SCHEDULER_API.md): the control is a v1.0 table (minor 0, the v1.0
+/// size), so it stands for a plugin of an older minor version once the minor is raised; a table
+/// of a later minor, larger and with a higher minor, must load too, its extra fields ignored.
+#[test]
+fn scheduler_of_a_newer_minor_version_loads() {
+    let plugin = SchedulerPlugin::load(&fixture("newer_minor")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plugin.name, "bad");
 }
 
 #[test]

@@ -5,6 +5,9 @@
  *   -DBAD_SIZE=N     struct_size is N (smaller than the v1 table)
  *   -DNULL_PUSH      push is NULL
  *   -DNULL_NAME      the name is NULL
+ *   -DNEWER_MINOR    a valid table from a later minor version: abi_minor 3 above this header's,
+ *                    and two fields appended after the v1.0 table (the loader must accept it and
+ *                    ignore what it does not know)
  *
  * Without a macro the table is valid, a control that loads. The callbacks are stubs: no test runs
  * a frame with this scheduler.
@@ -67,6 +70,30 @@ static int32_t stub_pop(void *state, uint32_t worker, TomiiTask *out, size_t max
     return TOMII_OK;
 }
 
+#ifdef NEWER_MINOR
+/* The table as a later minor version would lay it out: the v1.0 table, then appended fields. */
+typedef struct {
+    TomiiSchedulerVtable v1;
+    void (*appended_hook)(void *state);
+    uint64_t appended_flags;
+} LaterVtable;
+
+static const LaterVtable LATER = {
+    .v1 = {
+        .header = {ABI_MAJOR, TOMII_SCHED_ABI_MINOR + 3, sizeof(LaterVtable), 0, NAME},
+        .create = stub_create,
+        .destroy = stub_destroy,
+        .push = PUSH,
+        .pop = stub_pop,
+    },
+    .appended_hook = NULL,
+    .appended_flags = 0,
+};
+
+const TomiiSchedulerVtable *tomii_scheduler_v1(void) {
+    return &LATER.v1;
+}
+#else
 static const TomiiSchedulerVtable VTABLE = {
     .header = {ABI_MAJOR, TOMII_SCHED_ABI_MINOR, STRUCT_SIZE, 0, NAME},
     .create = stub_create,
@@ -78,3 +105,4 @@ static const TomiiSchedulerVtable VTABLE = {
 const TomiiSchedulerVtable *tomii_scheduler_v1(void) {
     return &VTABLE;
 }
+#endif
