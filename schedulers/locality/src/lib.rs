@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use crossbeam_queue::SegQueue;
 use crossbeam_utils::CachePadded;
 use tomii_types::abi::TomiiKnobDesc;
-use tomii_types::scheduler::{InitInfo, NO_WORKER, Scheduler, Task, knob};
+use tomii_types::scheduler::{InitInfo, NO_WORKER, RangeClasses, Scheduler, Task, fill, knob};
 
 /// Which victims an idle worker tries, and in what order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,9 +70,10 @@ struct Counters {
 }
 
 pub struct Locality {
+    workers: u32,
+    /// The distinct worker ranges of the graph's nodes; `classes[c]` holds the tasks of range `c`.
+    ranges: RangeClasses,
     classes: Vec<Class>,
-    /// Per worker: the classes it belongs to, in order of first appearance in the graph.
-    member_of: Vec<Vec<usize>>,
     order: StealOrder,
     /// Source of random start victims for `steal_order=random`.
     seed: AtomicU64,
@@ -82,12 +83,7 @@ pub struct Locality {
 
 impl Locality {
     fn class_of(&self, task: &Task) -> Result<&Class, String> {
-        self.classes.iter().find(|c| (c.lo, c.hi) == (task.worker_lo, task.worker_hi)).ok_or_else(|| {
-            format!(
-                "task of node {} has worker range {}..{} that no node declared",
-                task.node, task.worker_lo, task.worker_hi
-            )
-        })
+        Ok(&self.classes[self.ranges.class_of(task)?])
     }
 
     /// The worker whose queue receives `task` (pushed by the host when `from_host`), counted by why.
@@ -120,7 +116,7 @@ impl Locality {
     fn take(&self, worker: u32, classes: &[usize], out: &mut [Task]) -> (usize, usize) {
         let mut own = 0;
         for class in classes.iter().map(|&c| &self.classes[c]) {
-            own += drain(class.queue(worker), &mut out[own..]);
+            own += fill(&mut out[own..], || class.queue(worker).pop());
         }
         let mut count = own;
         for class in classes.iter().map(|&c| &self.classes[c]) {
@@ -128,22 +124,11 @@ impl Locality {
                 if count == out.len() {
                     return (own, count - own);
                 }
-                count += drain(class.queue(victim), &mut out[count..]);
+                count += fill(&mut out[count..], || class.queue(victim).pop());
             }
         }
         (own, count - own)
     }
-}
-
-/// Moves tasks from the front of `queue` into `out` until either runs out.
-fn drain(queue: &SegQueue<Task>, out: &mut [Task]) -> usize {
-    let mut count = 0;
-    while count < out.len() {
-        let Some(task) = queue.pop() else { break };
-        out[count] = task;
-        count += 1;
-    }
-    count
 }
 
 /// A well-mixed pseudo-random number (splitmix64 over a shared counter); no lock, no allocation.
@@ -152,23 +137,6 @@ fn random(seed: &AtomicU64, worker: u32) -> u32 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     (z ^ (z >> 31)) as u32
-}
-
-/// The distinct worker ranges of the graph's nodes, in order of first appearance, checked.
-fn ranges(init: &InitInfo) -> Result<Vec<(u32, u32)>, String> {
-    let mut ranges = Vec::new();
-    for node in &init.nodes {
-        if node.worker_lo >= node.worker_hi || node.worker_hi > init.workers {
-            return Err(format!(
-                "node {:?} allows workers {}..{}, which is empty or beyond the run's {} workers",
-                node.name, node.worker_lo, node.worker_hi, init.workers
-            ));
-        }
-        if !ranges.contains(&(node.worker_lo, node.worker_hi)) {
-            ranges.push((node.worker_lo, node.worker_hi));
-        }
-    }
-    Ok(ranges)
 }
 
 impl Scheduler for Locality {
@@ -183,26 +151,22 @@ impl Scheduler for Locality {
 
     fn create(init: &InitInfo) -> Result<Self, String> {
         let order = init.knob_or("steal_order", StealOrder::Nearest)?;
-        let classes: Vec<Class> = ranges(init)?
-            .into_iter()
-            .map(|(lo, hi)| Class {
-                lo,
-                hi,
-                queues: (lo..hi).map(|_| SegQueue::new()).collect(),
-                next_home: AtomicU32::new(0),
+        init.check_worker_ranges()?;
+        let ranges = RangeClasses::new(init);
+        let classes = (0..ranges.len())
+            .map(|class| {
+                let (lo, hi) = ranges.range(class);
+                Class { lo, hi, queues: (lo..hi).map(|_| SegQueue::new()).collect(), next_home: AtomicU32::new(0) }
             })
             .collect();
-        let member_of = (0..init.workers)
-            .map(|w| classes.iter().enumerate().filter(|(_, c)| (c.lo..c.hi).contains(&w)).map(|(i, _)| i).collect())
-            .collect();
         let counters = (0..=init.workers).map(|_| CachePadded::default()).collect();
-        Ok(Locality { classes, member_of, order, seed: AtomicU64::new(0), counters })
+        Ok(Locality { workers: init.workers, ranges, classes, order, seed: AtomicU64::new(0), counters })
     }
 
     fn push(&self, worker: Option<u32>, tasks: &[Task]) -> Result<(), String> {
         let counters = match worker {
-            None => &self.counters[self.member_of.len()],
-            Some(w) if (w as usize) < self.member_of.len() => &self.counters[w as usize],
+            None => &self.counters[self.workers as usize],
+            Some(w) if w < self.workers => &self.counters[w as usize],
             Some(w) => return Err(format!("push from unknown worker {w}")),
         };
         for task in tasks {
@@ -213,8 +177,10 @@ impl Scheduler for Locality {
     }
 
     fn pop(&self, worker: u32, out: &mut [Task]) -> Result<usize, String> {
-        let classes = self.member_of.get(worker as usize).ok_or_else(|| format!("pop by unknown worker {worker}"))?;
-        let (own, stolen) = self.take(worker, classes, out);
+        if worker >= self.workers {
+            return Err(format!("pop by unknown worker {worker}"));
+        }
+        let (own, stolen) = self.take(worker, self.ranges.classes_of(worker), out);
         let counters = &self.counters[worker as usize];
         counters.own_pops.fetch_add(own as u64, Ordering::Relaxed);
         counters.stolen.fetch_add(stolen as u64, Ordering::Relaxed);
@@ -242,172 +208,46 @@ impl Scheduler for Locality {
 
 tomii_types::export_scheduler!(Locality);
 
-/// The trait called directly: the concurrency harness (`exactly_once_under_concurrency`) is the same
-/// in locality, work-stealing and multi-slot-batch; the other tests check this policy.
+/// The trait called directly; the harnesses shared with the other schedulers come from
+/// `tomii_types::scheduler::testing`, the other tests check this policy.
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicUsize;
-    use std::time::{Duration, Instant};
-
-    use tomii_types::scheduler::NodeSummary;
+    use tomii_types::scheduler::testing::{
+        assert_exactly_once_under_concurrency, assert_options_are_checked, create, init, pop_all, task, task_from,
+    };
 
     use super::*;
 
     const ALL4: (u32, u32) = (0, 4);
 
-    fn init(workers: u32, ranges: &[(u32, u32)], knobs: &[(&str, &str)]) -> InitInfo {
-        let node = |(i, &(worker_lo, worker_hi)): (usize, &(u32, u32))| NodeSummary {
-            name: format!("n{i}"),
-            factor: 1,
-            priority: 0,
-            worker_lo,
-            worker_hi,
-        };
-        InitInfo {
-            workers,
-            slots: 4,
-            tasks_per_frame: ranges.len() as u64,
-            max_ready: 1 << 16,
-            frames: 0,
-            nodes: ranges.iter().enumerate().map(node).collect(),
-            knobs: knobs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-        }
-    }
-
-    fn create(workers: u32, ranges: &[(u32, u32)], knobs: &[(&str, &str)]) -> Locality {
-        let init = init(workers, ranges, knobs);
-        init.check_knobs(Locality::KNOBS).unwrap();
-        Locality::create(&init).unwrap()
-    }
-
-    fn task(handle: u64, (worker_lo, worker_hi): (u32, u32), locality: u32) -> Task {
-        Task { handle, worker_lo, worker_hi, locality, ..Task::default() }
-    }
-
-    /// Pops with a buffer of `max` until the scheduler has nothing for `worker`.
-    fn pop_all(s: &Locality, worker: u32, max: usize) -> Vec<u64> {
-        let mut got = Vec::new();
-        let mut out = vec![Task::default(); max];
-        loop {
-            let n = s.pop(worker, &mut out).unwrap();
-            assert!(n <= max);
-            if n == 0 {
-                return got;
-            }
-            got.extend(out[..n].iter().map(|t| t.handle));
-        }
-    }
-
-    /// Worker ranges for a run of `workers`: everyone, worker 1 alone, and the upper half.
-    fn scenario_ranges(workers: u32) -> [(u32, u32); 3] {
-        [(0, workers), (1, 2), (workers / 2, workers)]
-    }
-
-    /// The `i`th task pushed by worker `t`: mostly unrestricted, every fifth restricted.
-    fn scenario_task(workers: u32, t: u32, i: u64, per: u64) -> Task {
-        let ranges = scenario_ranges(workers);
-        let node = match i % 10 {
-            0 => 1,
-            5 => 2,
-            _ => 0,
-        };
-        let locality = match i % 3 {
-            0 => NO_WORKER,
-            _ => (t + i as u32) % workers,
-        };
-        Task {
-            node,
-            frame: i / 64,
-            slot: (i / 64 % 4) as u32,
-            ..task(u64::from(t) * per + i, ranges[node as usize], locality)
-        }
-    }
-
-    /// `workers` threads push 20,000 tasks between them and pop concurrently; every task comes
-    /// out exactly once, on a worker in its range, and no pop overfills its buffer.
-    fn exactly_once_under_concurrency(workers: u32, knobs: &[(&str, &str)]) {
-        const TOTAL: u64 = 20_000;
-        let per = TOTAL / u64::from(workers);
-        let s = create(workers, &scenario_ranges(workers), knobs);
-        let popped = AtomicUsize::new(0);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let results: Vec<Vec<(u64, u32)>> = std::thread::scope(|scope| {
-            let threads: Vec<_> = (0..workers)
-                .map(|t| {
-                    let (s, popped) = (&s, &popped);
-                    scope.spawn(move || {
-                        let mut got = Vec::new();
-                        let mut out = vec![Task::default(); 4];
-                        let mut pop = |max: usize, got: &mut Vec<(u64, u32)>| {
-                            let n = s.pop(t, &mut out[..max]).unwrap();
-                            assert!(n <= max);
-                            got.extend(out[..n].iter().map(|task| (task.handle, t)));
-                            popped.fetch_add(n, Ordering::Relaxed);
-                        };
-                        let mut i = 0;
-                        while i < per {
-                            let chunk = ((i % 5) + 1).min(per - i);
-                            let tasks: Vec<Task> = (i..i + chunk).map(|i| scenario_task(workers, t, i, per)).collect();
-                            let pusher = if t == 0 && i % 4 == 0 { None } else { Some(t) };
-                            s.push(pusher, &tasks).unwrap();
-                            pop((i % 4) as usize + 1, &mut got);
-                            i += chunk;
-                        }
-                        while popped.load(Ordering::Relaxed) < (per * u64::from(workers)) as usize {
-                            assert!(Instant::now() < deadline, "tasks were lost");
-                            pop(4, &mut got);
-                        }
-                        got
-                    })
-                })
-                .collect();
-            threads.into_iter().map(|t| t.join().unwrap()).collect()
-        });
-        let mut seen = vec![0u32; (per * u64::from(workers)) as usize];
-        for (handle, worker) in results.into_iter().flatten() {
-            seen[handle as usize] += 1;
-            let expected = scenario_task(workers, (handle / per) as u32, handle % per, per);
-            assert!((expected.worker_lo..expected.worker_hi).contains(&worker), "task {handle} ran on {worker}");
-        }
-        assert!(seen.iter().all(|&n| n == 1), "a task was popped twice or never");
-    }
-
     #[test]
-    fn every_task_once_two_workers() {
-        exactly_once_under_concurrency(2, &[]);
-    }
-
-    #[test]
-    fn every_task_once_four_workers() {
-        exactly_once_under_concurrency(4, &[]);
-    }
-
-    #[test]
-    fn every_task_once_four_workers_random_victims() {
-        exactly_once_under_concurrency(4, &[("steal_order", "random")]);
+    fn every_task_once_under_concurrency_with_either_steal_order() {
+        for (workers, steal_order) in [(2, "nearest"), (4, "nearest"), (4, "random")] {
+            assert_exactly_once_under_concurrency::<Locality>(workers, 20_000, &[("steal_order", steal_order)]);
+        }
     }
 
     #[test]
     fn a_worker_runs_its_own_tasks_first_then_steals_oldest_first() {
-        let s = create(2, &[(0, 2)], &[]);
-        s.push(Some(0), &[task(0, (0, 2), 0), task(1, (0, 2), 0), task(2, (0, 2), 0)]).unwrap();
-        s.push(Some(1), &[task(10, (0, 2), 1), task(11, (0, 2), 1), task(12, (0, 2), 1)]).unwrap();
+        let s: Locality = create(2, &[(0, 2)], &[]);
+        s.push(Some(0), &[task_from(0, (0, 2), 0), task_from(1, (0, 2), 0), task_from(2, (0, 2), 0)]).unwrap();
+        s.push(Some(1), &[task_from(10, (0, 2), 1), task_from(11, (0, 2), 1), task_from(12, (0, 2), 1)]).unwrap();
         assert_eq!(pop_all(&s, 1, 8), [10, 11, 12, 0, 1, 2]);
     }
 
     #[test]
     fn nearest_victims_are_tried_in_ring_order() {
-        let s = create(4, &[ALL4], &[]);
+        let s: Locality = create(4, &[ALL4], &[]);
         for w in 0..4 {
-            s.push(Some(w), &[task(u64::from(w), ALL4, w)]).unwrap();
+            s.push(Some(w), &[task_from(u64::from(w), ALL4, w)]).unwrap();
         }
         assert_eq!(pop_all(&s, 2, 1), [2, 3, 0, 1]);
     }
 
     #[test]
     fn tasks_without_a_producer_are_spread_round_robin() {
-        let s = create(3, &[(0, 3)], &[]);
-        let tasks: Vec<Task> = (0..6).map(|h| task(h, (0, 3), NO_WORKER)).collect();
+        let s: Locality = create(3, &[(0, 3)], &[]);
+        let tasks: Vec<Task> = (0..6).map(|h| task(h, (0, 3))).collect();
         s.push(None, &tasks).unwrap();
         let mut out = [Task::default(); 2];
         for w in 0..3 {
@@ -418,8 +258,8 @@ mod tests {
 
     #[test]
     fn a_producer_outside_the_range_sends_the_task_to_the_first_allowed_worker() {
-        let s = create(3, &[(0, 3), (1, 3)], &[]);
-        s.push(Some(0), &[task(7, (1, 3), 0)]).unwrap();
+        let s: Locality = create(3, &[(0, 3), (1, 3)], &[]);
+        s.push(Some(0), &[task_from(7, (1, 3), 0)]).unwrap();
         let mut out = [Task::default(); 4];
         assert_eq!(s.pop(0, &mut out).unwrap(), 0);
         assert_eq!(s.pop(1, &mut out).unwrap(), 1);
@@ -429,8 +269,8 @@ mod tests {
 
     #[test]
     fn worker_ranges_are_honoured() {
-        let s = create(4, &[ALL4, (1, 2), (2, 4)], &[]);
-        let tasks = [task(0, (1, 2), 0), task(1, ALL4, 0), task(2, (2, 4), 0), task(3, (1, 2), 3)];
+        let s: Locality = create(4, &[ALL4, (1, 2), (2, 4)], &[]);
+        let tasks = [task_from(0, (1, 2), 0), task_from(1, ALL4, 0), task_from(2, (2, 4), 0), task_from(3, (1, 2), 3)];
         s.push(Some(0), &tasks).unwrap();
         assert_eq!(pop_all(&s, 0, 8), [1]);
         assert_eq!(pop_all(&s, 3, 8), [2]);
@@ -439,8 +279,8 @@ mod tests {
 
     #[test]
     fn pops_respect_the_buffer_length() {
-        let s = create(2, &[(0, 2)], &[]);
-        s.push(Some(0), &(0..10).map(|h| task(h, (0, 2), 0)).collect::<Vec<_>>()).unwrap();
+        let s: Locality = create(2, &[(0, 2)], &[]);
+        s.push(Some(0), &(0..10).map(|h| task_from(h, (0, 2), 0)).collect::<Vec<_>>()).unwrap();
         assert_eq!(s.pop(0, &mut []).unwrap(), 0);
         assert_eq!(s.pop(1, &mut [Task::default(); 3]).unwrap(), 3);
         assert_eq!(s.pop(0, &mut [Task::default(); 4]).unwrap(), 4);
@@ -449,8 +289,8 @@ mod tests {
 
     #[test]
     fn an_idle_worker_steals_what_another_pushed() {
-        let s = create(4, &[ALL4], &[("steal_order", "random")]);
-        s.push(Some(3), &(0..5).map(|h| task(h, ALL4, 3)).collect::<Vec<_>>()).unwrap();
+        let s: Locality = create(4, &[ALL4], &[("steal_order", "random")]);
+        s.push(Some(3), &(0..5).map(|h| task_from(h, ALL4, 3)).collect::<Vec<_>>()).unwrap();
         assert_eq!(pop_all(&s, 0, 2), [0, 1, 2, 3, 4]);
         let stats: serde_json::Value = serde_json::from_str(&s.stats()).unwrap();
         assert_eq!((stats["stolen"].as_u64(), stats["steal_order"].as_str()), (Some(5), Some("random")));
@@ -458,13 +298,10 @@ mod tests {
 
     #[test]
     fn bad_options_and_unknown_ranges_are_reported() {
-        let bad = Locality::create(&init(2, &[(0, 2)], &[("steal_order", "far")])).err().unwrap();
-        assert!(bad.contains("steal_order"), "{bad}");
-        let unknown = init(2, &[(0, 2)], &[("steal", "false")]).check_knobs(Locality::KNOBS).unwrap_err();
-        assert!(unknown.contains("steal_order"), "{unknown}");
+        assert_options_are_checked::<Locality>(&[("steal_order", "far")], "steal");
         assert!(Locality::create(&init(2, &[(0, 3)], &[])).err().unwrap().contains("beyond"));
-        let s = create(2, &[(0, 2)], &[]);
-        assert!(s.push(Some(0), &[task(0, (1, 2), 0)]).unwrap_err().contains("1..2"));
+        let s: Locality = create(2, &[(0, 2)], &[]);
+        assert!(s.push(Some(0), &[task_from(0, (1, 2), 0)]).unwrap_err().contains("1..2"));
         assert!(s.pop(2, &mut [Task::default()]).is_err());
         assert!(s.push(Some(2), &[]).is_err());
     }

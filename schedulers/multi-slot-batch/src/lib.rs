@@ -161,19 +161,13 @@ impl Scheduler for MultiSlotBatch {
         if !BATCH_RANGE.contains(&batch) {
             return Err(format!("scheduler option \"batch\" must be in 1..1024, not {batch}"));
         }
+        init.check_worker_ranges()?;
         let mut nodes = Vec::with_capacity(init.nodes.len());
         for node in &init.nodes {
-            let (lo, hi) = (node.worker_lo, node.worker_hi);
-            if lo >= hi || hi > init.workers {
-                return Err(format!(
-                    "node {:?} allows workers {lo}..{hi}, which is empty or beyond the run's {} workers",
-                    node.name, init.workers
-                ));
-            }
             let by_slot = (0..init.slots).map(|_| VecDeque::with_capacity(node.factor as usize)).collect();
             nodes.push(CachePadded::new(NodeQueue {
-                worker_lo: lo,
-                worker_hi: hi,
+                worker_lo: node.worker_lo,
+                worker_hi: node.worker_hi,
                 oldest: AtomicU64::new(EMPTY),
                 tasks: Mutex::new(SlotQueues { by_slot }),
             }));
@@ -249,168 +243,34 @@ impl Scheduler for MultiSlotBatch {
 
 tomii_types::export_scheduler!(MultiSlotBatch);
 
-/// The trait called directly: the concurrency harness (`exactly_once_under_concurrency`) is the same
-/// in locality, work-stealing and multi-slot-batch; the other tests check this policy.
+/// The trait called directly; the harnesses shared with the other schedulers come from
+/// `tomii_types::scheduler::testing`, the other tests check this policy.
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicUsize;
-    use std::time::{Duration, Instant};
-
-    use tomii_types::scheduler::NodeSummary;
-
-    use tomii_types::scheduler::NO_WORKER;
+    use tomii_types::scheduler::testing::{
+        assert_exactly_once_under_concurrency, assert_options_are_checked, create, init, pop_all, pop_once, task,
+        task_from,
+    };
 
     use super::*;
 
     const ALL4: (u32, u32) = (0, 4);
 
-    fn init(workers: u32, ranges: &[(u32, u32)], knobs: &[(&str, &str)]) -> InitInfo {
-        let node = |(i, &(worker_lo, worker_hi)): (usize, &(u32, u32))| NodeSummary {
-            name: format!("n{i}"),
-            factor: 1,
-            priority: 0,
-            worker_lo,
-            worker_hi,
-        };
-        InitInfo {
-            workers,
-            slots: 4,
-            tasks_per_frame: ranges.len() as u64,
-            max_ready: 1 << 16,
-            frames: 0,
-            nodes: ranges.iter().enumerate().map(node).collect(),
-            knobs: knobs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-        }
-    }
-
-    fn create(workers: u32, ranges: &[(u32, u32)], knobs: &[(&str, &str)]) -> MultiSlotBatch {
-        let init = init(workers, ranges, knobs);
-        init.check_knobs(MultiSlotBatch::KNOBS).unwrap();
-        MultiSlotBatch::create(&init).unwrap()
-    }
-
-    fn task(handle: u64, (worker_lo, worker_hi): (u32, u32), locality: u32) -> Task {
-        Task { handle, worker_lo, worker_hi, locality, ..Task::default() }
-    }
-
-    /// Pops with a buffer of `max` until the scheduler has nothing for `worker`.
-    fn pop_all(s: &MultiSlotBatch, worker: u32, max: usize) -> Vec<u64> {
-        let mut got = Vec::new();
-        let mut out = vec![Task::default(); max];
-        loop {
-            let n = s.pop(worker, &mut out).unwrap();
-            assert!(n <= max);
-            if n == 0 {
-                return got;
-            }
-            got.extend(out[..n].iter().map(|t| t.handle));
-        }
-    }
-
-    /// Worker ranges for a run of `workers`: everyone, worker 1 alone, and the upper half.
-    fn scenario_ranges(workers: u32) -> [(u32, u32); 3] {
-        [(0, workers), (1, 2), (workers / 2, workers)]
-    }
-
-    /// The `i`th task pushed by worker `t`: mostly unrestricted, every fifth restricted.
-    fn scenario_task(workers: u32, t: u32, i: u64, per: u64) -> Task {
-        let ranges = scenario_ranges(workers);
-        let node = match i % 10 {
-            0 => 1,
-            5 => 2,
-            _ => 0,
-        };
-        let locality = match i % 3 {
-            0 => NO_WORKER,
-            _ => (t + i as u32) % workers,
-        };
-        Task {
-            node,
-            frame: i / 64,
-            slot: (i / 64 % 4) as u32,
-            ..task(u64::from(t) * per + i, ranges[node as usize], locality)
-        }
-    }
-
-    /// `workers` threads push 20,000 tasks between them and pop concurrently; every task comes
-    /// out exactly once, on a worker in its range, and no pop overfills its buffer.
-    fn exactly_once_under_concurrency(workers: u32, knobs: &[(&str, &str)]) {
-        const TOTAL: u64 = 20_000;
-        let per = TOTAL / u64::from(workers);
-        let s = create(workers, &scenario_ranges(workers), knobs);
-        let popped = AtomicUsize::new(0);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let results: Vec<Vec<(u64, u32)>> = std::thread::scope(|scope| {
-            let threads: Vec<_> = (0..workers)
-                .map(|t| {
-                    let (s, popped) = (&s, &popped);
-                    scope.spawn(move || {
-                        let mut got = Vec::new();
-                        let mut out = vec![Task::default(); 4];
-                        let mut pop = |max: usize, got: &mut Vec<(u64, u32)>| {
-                            let n = s.pop(t, &mut out[..max]).unwrap();
-                            assert!(n <= max);
-                            got.extend(out[..n].iter().map(|task| (task.handle, t)));
-                            popped.fetch_add(n, Ordering::Relaxed);
-                        };
-                        let mut i = 0;
-                        while i < per {
-                            let chunk = ((i % 5) + 1).min(per - i);
-                            let tasks: Vec<Task> = (i..i + chunk).map(|i| scenario_task(workers, t, i, per)).collect();
-                            let pusher = if t == 0 && i % 4 == 0 { None } else { Some(t) };
-                            s.push(pusher, &tasks).unwrap();
-                            pop((i % 4) as usize + 1, &mut got);
-                            i += chunk;
-                        }
-                        while popped.load(Ordering::Relaxed) < (per * u64::from(workers)) as usize {
-                            assert!(Instant::now() < deadline, "tasks were lost");
-                            pop(4, &mut got);
-                        }
-                        got
-                    })
-                })
-                .collect();
-            threads.into_iter().map(|t| t.join().unwrap()).collect()
-        });
-        let mut seen = vec![0u32; (per * u64::from(workers)) as usize];
-        for (handle, worker) in results.into_iter().flatten() {
-            seen[handle as usize] += 1;
-            let expected = scenario_task(workers, (handle / per) as u32, handle % per, per);
-            assert!((expected.worker_lo..expected.worker_hi).contains(&worker), "task {handle} ran on {worker}");
-        }
-        assert!(seen.iter().all(|&n| n == 1), "a task was popped twice or never");
-    }
-
     #[test]
-    fn every_task_once_two_workers() {
-        exactly_once_under_concurrency(2, &[]);
-    }
-
-    #[test]
-    fn every_task_once_four_workers() {
-        exactly_once_under_concurrency(4, &[]);
-    }
-
-    #[test]
-    fn every_task_once_four_workers_batch_of_one() {
-        exactly_once_under_concurrency(4, &[("batch", "1")]);
+    fn every_task_once_under_concurrency_batched_or_not() {
+        for (workers, batch) in [(2, "8"), (4, "8"), (4, "1")] {
+            assert_exactly_once_under_concurrency::<MultiSlotBatch>(workers, 20_000, &[("batch", batch)]);
+        }
     }
 
     /// A task of `node` (all of a 2-worker run) in `frame`, which occupies slot `frame % 4`.
     fn framed(handle: u64, node: u32, frame: u64) -> Task {
-        Task { node, frame, slot: (frame % 4) as u32, ..task(handle, (0, 2), NO_WORKER) }
-    }
-
-    /// Pops once for `worker` with a buffer of `max`.
-    fn pop_once(s: &MultiSlotBatch, worker: u32, max: usize) -> Vec<u64> {
-        let mut out = vec![Task::default(); max];
-        let n = s.pop(worker, &mut out).unwrap();
-        out[..n].iter().map(|t| t.handle).collect()
+        Task { node, frame, slot: (frame % 4) as u32, ..task(handle, (0, 2)) }
     }
 
     #[test]
     fn a_pop_hands_out_one_node_across_slots_oldest_frame_first() {
-        let s = create(2, &[(0, 2), (0, 2)], &[]);
+        let s: MultiSlotBatch = create(2, &[(0, 2), (0, 2)], &[]);
         s.push(Some(0), &[framed(21, 0, 2), framed(22, 0, 2), framed(10, 1, 1), framed(11, 0, 1)]).unwrap();
         s.push(None, &[framed(30, 1, 3), framed(12, 1, 1), framed(23, 1, 2), framed(13, 0, 1)]).unwrap();
         s.push(Some(1), &[framed(0, 1, 0)]).unwrap();
@@ -424,7 +284,7 @@ mod tests {
 
     #[test]
     fn equal_frames_go_to_the_first_node() {
-        let s = create(2, &[(0, 2), (0, 2)], &[]);
+        let s: MultiSlotBatch = create(2, &[(0, 2), (0, 2)], &[]);
         s.push(Some(0), &[framed(1, 1, 0), framed(0, 0, 0)]).unwrap();
         assert_eq!(pop_once(&s, 1, 8), [0]);
         assert_eq!(pop_once(&s, 1, 8), [1]);
@@ -432,7 +292,7 @@ mod tests {
 
     #[test]
     fn a_batch_is_capped_by_the_option_and_the_buffer() {
-        let s = create(2, &[(0, 2)], &[("batch", "3")]);
+        let s: MultiSlotBatch = create(2, &[(0, 2)], &[("batch", "3")]);
         s.push(None, &(0..10).map(|h| framed(h, 0, h / 4)).collect::<Vec<_>>()).unwrap();
         assert!(pop_once(&s, 0, 0).is_empty());
         assert_eq!(pop_once(&s, 0, 8), [0, 1, 2]);
@@ -445,8 +305,8 @@ mod tests {
 
     #[test]
     fn worker_ranges_are_honoured() {
-        let s = create(4, &[ALL4, (1, 2), (2, 4)], &[]);
-        let pinned = |handle, node, range, frame| Task { node, frame, ..task(handle, range, 0) };
+        let s: MultiSlotBatch = create(4, &[ALL4, (1, 2), (2, 4)], &[]);
+        let pinned = |handle, node, range, frame| Task { node, frame, ..task_from(handle, range, 0) };
         s.push(Some(0), &[pinned(0, 1, (1, 2), 0), pinned(1, 0, ALL4, 5), pinned(2, 2, (2, 4), 1)]).unwrap();
         assert_eq!(pop_all(&s, 0, 8), [1]);
         assert_eq!(pop_all(&s, 1, 8), [0]);
@@ -457,24 +317,19 @@ mod tests {
 
     #[test]
     fn an_idle_worker_gets_what_another_pushed() {
-        let s = create(4, &[ALL4], &[]);
-        s.push(Some(3), &(0..5).map(|h| task(h, ALL4, 3)).collect::<Vec<_>>()).unwrap();
+        let s: MultiSlotBatch = create(4, &[ALL4], &[]);
+        s.push(Some(3), &(0..5).map(|h| task_from(h, ALL4, 3)).collect::<Vec<_>>()).unwrap();
         assert_eq!(pop_all(&s, 0, 2), [0, 1, 2, 3, 4]);
     }
 
     #[test]
     fn bad_options_and_tasks_are_reported() {
-        for value in ["0", "1025", "many"] {
-            let bad = MultiSlotBatch::create(&init(2, &[(0, 2)], &[("batch", value)])).err().unwrap();
-            assert!(bad.contains("batch") && bad.contains(value), "{bad}");
-        }
-        let unknown = init(2, &[(0, 2)], &[("size", "4")]).check_knobs(MultiSlotBatch::KNOBS).unwrap_err();
-        assert!(unknown.contains("batch"), "{unknown}");
+        assert_options_are_checked::<MultiSlotBatch>(&[("batch", "0"), ("batch", "1025"), ("batch", "many")], "size");
         assert!(MultiSlotBatch::create(&init(2, &[(0, 3)], &[])).err().unwrap().contains("beyond"));
-        let s = create(2, &[(0, 2)], &[]);
-        assert!(s.push(Some(0), &[task(0, (1, 2), 0)]).unwrap_err().contains("1..2"));
-        assert!(s.push(Some(0), &[Task { node: 1, ..task(0, (0, 2), 0) }]).unwrap_err().contains("unknown node"));
-        assert!(s.push(Some(0), &[Task { slot: 4, ..task(0, (0, 2), 0) }]).unwrap_err().contains("slot 4"));
+        let s: MultiSlotBatch = create(2, &[(0, 2)], &[]);
+        assert!(s.push(Some(0), &[task_from(0, (1, 2), 0)]).unwrap_err().contains("1..2"));
+        assert!(s.push(Some(0), &[Task { node: 1, ..task_from(0, (0, 2), 0) }]).unwrap_err().contains("unknown node"));
+        assert!(s.push(Some(0), &[Task { slot: 4, ..task_from(0, (0, 2), 0) }]).unwrap_err().contains("slot 4"));
         assert!(s.pop(2, &mut [Task::default()]).is_err());
         assert!(s.push(Some(2), &[]).is_err());
     }

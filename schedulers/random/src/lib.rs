@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard};
 
 use tomii_types::abi::TomiiKnobDesc;
-use tomii_types::scheduler::{InitInfo, Scheduler, Task, knob};
+use tomii_types::scheduler::{InitInfo, RangeClasses, Scheduler, Task, fill, knob};
 
 /// SplitMix64 (Steele, Lea and Flood, 2014): tiny, fast and good enough to pick tasks.
 #[derive(Debug)]
@@ -36,7 +36,7 @@ impl SplitMix64 {
     }
 }
 
-/// Everything behind the lock: the ready tasks, one bucket per worker range, and the generator.
+/// Everything behind the lock: the ready tasks, one bucket per worker-range class, and the generator.
 #[derive(Debug)]
 struct Queues {
     buckets: Vec<Vec<Task>>,
@@ -65,10 +65,8 @@ impl Queues {
 
 #[derive(Debug)]
 pub struct Random {
-    /// The worker range of each bucket: the distinct ranges of the graph's nodes.
-    ranges: Vec<(u32, u32)>,
-    /// For each worker, the buckets whose range contains it.
-    buckets_of: Vec<Vec<usize>>,
+    /// The distinct worker ranges of the graph's nodes: bucket `c` holds the tasks of class `c`.
+    classes: RangeClasses,
     queues: Mutex<Queues>,
     pushes: AtomicU64,
     pops: AtomicU64,
@@ -76,39 +74,9 @@ pub struct Random {
 }
 
 impl Random {
-    /// The bucket holding tasks of `task`'s worker range.
-    fn bucket_of(&self, task: &Task) -> Result<usize, String> {
-        self.ranges.iter().position(|&range| range == (task.worker_lo, task.worker_hi)).ok_or_else(|| {
-            format!(
-                "task of node {} has worker range {}..{} that no node declared",
-                task.node, task.worker_lo, task.worker_hi
-            )
-        })
-    }
-
     fn lock(&self) -> Result<MutexGuard<'_, Queues>, String> {
         self.queues.lock().map_err(|_| "random: the queue lock was poisoned by an earlier panic".to_owned())
     }
-}
-
-/// The distinct worker ranges of the graph's nodes, in order of first appearance, each with the
-/// most tasks of that range that can be ready at once.
-fn worker_ranges(init: &InitInfo) -> Vec<((u32, u32), usize)> {
-    let mut ranges: Vec<((u32, u32), usize)> = Vec::new();
-    for node in &init.nodes {
-        let tasks = node.factor as usize * init.slots as usize;
-        match ranges.iter_mut().find(|(range, _)| *range == (node.worker_lo, node.worker_hi)) {
-            Some((_, capacity)) => *capacity += tasks,
-            None => ranges.push(((node.worker_lo, node.worker_hi), tasks)),
-        }
-    }
-    ranges
-}
-
-/// For each of `workers`, the indices of the `ranges` that contain it.
-fn buckets_by_worker(workers: u32, ranges: &[(u32, u32)]) -> Vec<Vec<usize>> {
-    let contains = |b: usize, w: u32| (ranges[b].0..ranges[b].1).contains(&w);
-    (0..workers).map(|w| (0..ranges.len()).filter(|&b| contains(b, w)).collect()).collect()
 }
 
 fn parse_seed(text: &str) -> Result<u64, String> {
@@ -127,12 +95,10 @@ impl Scheduler for Random {
 
     fn create(init: &InitInfo) -> Result<Self, String> {
         let seed = init.knob_or("seed", 0u64)?;
-        let ranges = worker_ranges(init);
-        let buckets = ranges.iter().map(|&(_, capacity)| Vec::with_capacity(capacity)).collect();
-        let ranges: Vec<(u32, u32)> = ranges.into_iter().map(|(range, _)| range).collect();
+        let classes = RangeClasses::new(init);
+        let buckets = (0..classes.len()).map(|class| Vec::with_capacity(classes.capacity(class))).collect();
         Ok(Random {
-            buckets_of: buckets_by_worker(init.workers, &ranges),
-            ranges,
+            classes,
             queues: Mutex::new(Queues { buckets, rng: SplitMix64(seed) }),
             pushes: AtomicU64::new(0),
             pops: AtomicU64::new(0),
@@ -143,7 +109,7 @@ impl Scheduler for Random {
     fn push(&self, _worker: Option<u32>, tasks: &[Task]) -> Result<(), String> {
         let mut queues = self.lock()?;
         for task in tasks {
-            queues.buckets[self.bucket_of(task)?].push(*task);
+            queues.buckets[self.classes.class_of(task)?].push(*task);
         }
         drop(queues);
         self.pushes.fetch_add(tasks.len() as u64, Relaxed);
@@ -151,14 +117,9 @@ impl Scheduler for Random {
     }
 
     fn pop(&self, worker: u32, out: &mut [Task]) -> Result<usize, String> {
-        let mine = self.buckets_of.get(worker as usize).map_or(&[][..], Vec::as_slice);
+        let mine = self.classes.classes_of(worker);
         let mut queues = self.lock()?;
-        let mut count = 0;
-        while count < out.len() {
-            let Some(task) = queues.take_random(mine) else { break };
-            out[count] = task;
-            count += 1;
-        }
+        let count = fill(out, || queues.take_random(mine));
         drop(queues);
         self.pops.fetch_add(count as u64, Relaxed);
         if count == 0 {
@@ -192,54 +153,16 @@ tomii_types::export_scheduler!(Random);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tomii_types::scheduler::{NO_WORKER, NodeSummary};
+    use tomii_types::scheduler::testing::{
+        assert_exactly_once_under_concurrency, assert_options_are_checked, assert_pop_respects_the_buffer_length,
+        assert_ranges_honoured_and_nothing_held_back, create, pop_all, task,
+    };
 
     const ALL: (u32, u32) = (0, 2);
 
-    /// A graph of one node per range, on `workers` workers, with 64 slots.
-    fn init(workers: u32, ranges: &[(u32, u32)], knobs: &[(&str, &str)]) -> InitInfo {
-        let nodes: Vec<NodeSummary> = ranges
-            .iter()
-            .enumerate()
-            .map(|(i, &(worker_lo, worker_hi))| NodeSummary {
-                name: format!("n{i}"),
-                factor: 1,
-                priority: 0,
-                worker_lo,
-                worker_hi,
-            })
-            .collect();
-        InitInfo {
-            workers,
-            slots: 64,
-            tasks_per_frame: nodes.len() as u64,
-            max_ready: 64 * nodes.len() as u64,
-            frames: 0,
-            nodes,
-            knobs: knobs.iter().map(|&(k, v)| (k.to_owned(), v.to_owned())).collect(),
-        }
-    }
-
-    fn task(handle: u64, (worker_lo, worker_hi): (u32, u32)) -> Task {
-        Task { handle, worker_lo, worker_hi, locality: NO_WORKER, ..Task::default() }
-    }
-
-    /// Pops for `worker`, `batch` at a time, until it gets nothing.
-    fn drain(s: &Random, worker: u32, batch: usize) -> Vec<u64> {
-        let mut out = vec![Task::default(); batch];
-        let mut handles = Vec::new();
-        loop {
-            let n = s.pop(worker, &mut out).unwrap();
-            if n == 0 {
-                return handles;
-            }
-            handles.extend(out[..n].iter().map(|t| t.handle));
-        }
-    }
-
     /// Pushes 100 tasks in batches of 10 and drains them through workers 0 and 1 alternately.
     fn run(knobs: &[(&str, &str)]) -> Vec<u64> {
-        let s = Random::create(&init(2, &[ALL], knobs)).unwrap();
+        let s: Random = create(2, &[ALL], knobs);
         let tasks: Vec<Task> = (0..100).map(|h| task(h, ALL)).collect();
         let mut order = Vec::new();
         let mut out = [Task::default(); 3];
@@ -248,7 +171,7 @@ mod tests {
             let n = s.pop(i as u32 % 2, &mut out).unwrap();
             order.extend(out[..n].iter().map(|t| t.handle));
         }
-        order.extend(drain(&s, 0, 4));
+        order.extend(pop_all(&s, 0, 4));
         order
     }
 
@@ -270,37 +193,25 @@ mod tests {
 
     #[test]
     fn set_knob_reseeds() {
-        let s = Random::create(&init(1, &[(0, 1)], &[("seed", "3")])).unwrap();
-        let t = Random::create(&init(1, &[(0, 1)], &[])).unwrap();
+        let s: Random = create(1, &[(0, 1)], &[("seed", "3")]);
+        let t: Random = create(1, &[(0, 1)], &[]);
         t.set_knob("seed", "3").unwrap();
         let tasks: Vec<Task> = (0..50).map(|h| task(h, (0, 1))).collect();
         s.push(None, &tasks).unwrap();
         t.push(None, &tasks).unwrap();
-        assert_eq!(drain(&s, 0, 1), drain(&t, 0, 1));
+        assert_eq!(pop_all(&s, 0, 1), pop_all(&t, 0, 1));
         assert!(t.set_knob("seed", "-1").is_err());
         assert!(t.set_knob("bogus", "1").unwrap_err().contains("seed"));
     }
 
     #[test]
     fn bad_options_are_rejected() {
-        assert!(Random::create(&init(1, &[ALL], &[("seed", "x")])).unwrap_err().contains("seed"));
-        let unknown = init(1, &[ALL], &[("bogus", "1")]).check_knobs(Random::KNOBS).unwrap_err();
-        assert!(unknown.contains("bogus") && unknown.contains("seed"), "{unknown}");
+        assert_options_are_checked::<Random>(&[("seed", "x")], "bogus");
     }
 
     #[test]
     fn worker_ranges_are_honoured_and_nothing_is_held_back() {
-        let ranges = [(0, 1), (1, 2), ALL];
-        let s = Random::create(&init(2, &ranges, &[])).unwrap();
-        let tasks: Vec<Task> = (0..30).map(|h| task(h, ranges[h as usize % 3])).collect();
-        s.push(Some(0), &tasks).unwrap();
-        let zero = drain(&s, 0, 2);
-        assert_eq!(zero.len(), 20, "worker 0 may run the 10 tasks of 0..1 and the 10 of 0..2");
-        assert!(zero.iter().all(|&h| h % 3 != 1));
-        let one = drain(&s, 1, 2);
-        assert_eq!(one.len(), 10);
-        assert!(one.iter().all(|&h| h % 3 == 1));
-        assert!(drain(&s, 7, 2).is_empty(), "a worker outside every range gets nothing");
+        assert_ranges_honoured_and_nothing_held_back::<Random>();
     }
 
     #[test]
@@ -308,9 +219,9 @@ mod tests {
         // One task in each of two buckets: over several seeds, both come out first sometimes.
         let firsts: Vec<u64> = (0..32)
             .map(|seed| {
-                let s = Random::create(&init(2, &[(0, 1), ALL], &[("seed", &seed.to_string())])).unwrap();
+                let s: Random = create(2, &[(0, 1), ALL], &[("seed", &seed.to_string())]);
                 s.push(None, &[task(0, (0, 1)), task(1, ALL)]).unwrap();
-                drain(&s, 0, 1)[0]
+                pop_all(&s, 0, 1)[0]
             })
             .collect();
         assert!(firsts.contains(&0) && firsts.contains(&1), "{firsts:?}");
@@ -318,41 +229,12 @@ mod tests {
 
     #[test]
     fn pop_respects_the_buffer_length() {
-        let s = Random::create(&init(1, &[(0, 1)], &[])).unwrap();
-        s.push(None, &(0..10).map(|h| task(h, (0, 1))).collect::<Vec<_>>()).unwrap();
-        assert_eq!(s.pop(0, &mut []).unwrap(), 0);
-        assert_eq!(s.pop(0, &mut [Task::default(); 3]).unwrap(), 3);
-        assert_eq!(s.pop(0, &mut [Task::default(); 20]).unwrap(), 7);
+        assert_pop_respects_the_buffer_length::<Random>();
     }
 
     #[test]
     fn concurrent_push_and_pop_hand_out_each_task_once() {
-        const PER_THREAD: u64 = 5_000;
-        let s = Random::create(&init(2, &[ALL], &[])).unwrap();
-        let popped: Vec<Vec<u64>> = std::thread::scope(|scope| {
-            let threads: Vec<_> = (0..2u32)
-                .map(|w| {
-                    let s = &s;
-                    scope.spawn(move || {
-                        let mut mine = Vec::new();
-                        let mut out = [Task::default(); 3];
-                        for i in 0..PER_THREAD {
-                            s.push(Some(w), &[task(u64::from(w) * PER_THREAD + i, ALL)]).unwrap();
-                            if i % 2 == 0 {
-                                let n = s.pop(w, &mut out).unwrap();
-                                mine.extend(out[..n].iter().map(|t| t.handle));
-                            }
-                        }
-                        mine
-                    })
-                })
-                .collect();
-            threads.into_iter().map(|t| t.join().unwrap()).collect()
-        });
-        let mut all = popped.concat();
-        all.extend(drain(&s, 1, 5));
-        all.sort_unstable();
-        assert_eq!(all, (0..2 * PER_THREAD).collect::<Vec<_>>());
+        let s = assert_exactly_once_under_concurrency::<Random>(2, 10_000, &[]);
         let stats = s.stats();
         assert!(stats.contains(r#""pushes":10000"#) && stats.contains(r#""pops":10000"#), "{stats}");
     }

@@ -22,7 +22,7 @@ use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_queue::SegQueue;
 use crossbeam_utils::CachePadded;
 use tomii_types::abi::TomiiKnobDesc;
-use tomii_types::scheduler::{InitInfo, Scheduler, Task, knob};
+use tomii_types::scheduler::{InitInfo, RangeClasses, Scheduler, Task, fill, knob};
 
 /// One worker's deque: the owner's end and the thieves' end.
 struct Deque {
@@ -30,13 +30,6 @@ struct Deque {
     stealer: Stealer<Task>,
     /// Where this worker's next round of stealing starts.
     next_victim: AtomicU32,
-}
-
-/// Restricted tasks allowed on workers `lo .. hi`, oldest first.
-struct RangeQueue {
-    lo: u32,
-    hi: u32,
-    tasks: SegQueue<Task>,
 }
 
 /// Per-worker counters, each on its own cache line (the host's pushes use one more entry).
@@ -56,9 +49,11 @@ pub struct WorkStealing {
     lifo: bool,
     deques: Box<[CachePadded<Deque>]>,
     injector: Injector<Task>,
-    restricted: Vec<RangeQueue>,
-    /// Per worker: the indices of the restricted queues it serves.
-    serves: Vec<Vec<usize>>,
+    /// The distinct worker ranges of the graph's nodes.
+    classes: RangeClasses,
+    /// Per class: the queue of its tasks, oldest first, when its range is restricted; `None` for
+    /// the class of every worker, whose tasks go to the deques and the injector.
+    restricted: Box<[Option<SegQueue<Task>>]>,
     /// `workers + 1` entries: one per worker, then the host's.
     counters: Box<[CachePadded<Counters>]>,
 }
@@ -83,28 +78,6 @@ fn steal_definite(mut attempt: impl FnMut() -> Steal<Task>) -> Option<Task> {
     }
 }
 
-/// Moves tasks from `deque` into `out` until either runs out.
-fn drain_deque(deque: &Worker<Task>, out: &mut [Task]) -> usize {
-    let mut count = 0;
-    while count < out.len() {
-        let Some(task) = deque.pop() else { break };
-        out[count] = task;
-        count += 1;
-    }
-    count
-}
-
-/// Moves tasks from the front of `queue` into `out` until either runs out.
-fn drain_queue(queue: &SegQueue<Task>, out: &mut [Task]) -> usize {
-    let mut count = 0;
-    while count < out.len() {
-        let Some(task) = queue.pop() else { break };
-        out[count] = task;
-        count += 1;
-    }
-    count
-}
-
 /// Takes up to `out.len()` tasks from a shared source: one steal hands a task back and moves up to
 /// `out.len() - 1` more into the caller's own deque, from which they are then popped.
 fn take_batch(
@@ -120,7 +93,7 @@ fn take_batch(
         None => 0,
         Some(task) => {
             out[0] = task;
-            1 + drain_deque(own, &mut out[1..])
+            1 + fill(&mut out[1..], || own.pop())
         }
     }
 }
@@ -131,14 +104,8 @@ impl WorkStealing {
     }
 
     fn push_restricted(&self, task: &Task) -> Result<(), String> {
-        let queue =
-            self.restricted.iter().find(|q| (q.lo, q.hi) == (task.worker_lo, task.worker_hi)).ok_or_else(|| {
-                format!(
-                    "task of node {} has worker range {}..{} that no node declared",
-                    task.node, task.worker_lo, task.worker_hi
-                )
-            })?;
-        queue.tasks.push(*task);
+        let queue = self.restricted[self.classes.class_of(task)?].as_ref();
+        queue.expect("a restricted task's class has a queue").push(*task);
         Ok(())
     }
 
@@ -172,10 +139,10 @@ impl WorkStealing {
         let deque = &self.deques[worker as usize];
         let guard = try_own(deque);
         let own = guard.as_deref();
-        let mut count = own.map_or(0, |own| drain_deque(own, out));
+        let mut count = own.map_or(0, |own| fill(out, || own.pop()));
         counters.local_pops.fetch_add(count as u64, Ordering::Relaxed);
-        for &q in &self.serves[worker as usize] {
-            let n = drain_queue(&self.restricted[q].tasks, &mut out[count..]);
+        for queue in self.classes.classes_of(worker).iter().filter_map(|&c| self.restricted[c].as_ref()) {
+            let n = fill(&mut out[count..], || queue.pop());
             counters.restricted_pops.fetch_add(n as u64, Ordering::Relaxed);
             count += n;
         }
@@ -212,22 +179,9 @@ impl Scheduler for WorkStealing {
     fn create(init: &InitInfo) -> Result<Self, String> {
         let lifo = init.knob_or("lifo", true)?;
         let workers = init.workers;
-        let mut restricted: Vec<RangeQueue> = Vec::new();
-        for node in &init.nodes {
-            let (lo, hi) = (node.worker_lo, node.worker_hi);
-            if lo >= hi || hi > workers {
-                return Err(format!(
-                    "node {:?} allows workers {lo}..{hi}, which is empty or beyond the run's {workers} workers",
-                    node.name
-                ));
-            }
-            if (lo != 0 || hi < workers) && !restricted.iter().any(|q| (q.lo, q.hi) == (lo, hi)) {
-                restricted.push(RangeQueue { lo, hi, tasks: SegQueue::new() });
-            }
-        }
-        let serves = (0..workers)
-            .map(|w| (0..restricted.len()).filter(|&q| (restricted[q].lo..restricted[q].hi).contains(&w)).collect())
-            .collect();
+        init.check_worker_ranges()?;
+        let classes = RangeClasses::new(init);
+        let restricted = (0..classes.len()).map(|c| (classes.range(c) != (0, workers)).then(SegQueue::new)).collect();
         let deques = (0..workers)
             .map(|_| {
                 let owner = if lifo { Worker::new_lifo() } else { Worker::new_fifo() };
@@ -236,7 +190,7 @@ impl Scheduler for WorkStealing {
             })
             .collect();
         let counters = (0..=workers).map(|_| CachePadded::default()).collect();
-        Ok(WorkStealing { workers, lifo, deques, injector: Injector::new(), restricted, serves, counters })
+        Ok(WorkStealing { workers, lifo, deques, injector: Injector::new(), classes, restricted, counters })
     }
 
     fn push(&self, worker: Option<u32>, tasks: &[Task]) -> Result<(), String> {
@@ -290,170 +244,42 @@ impl Scheduler for WorkStealing {
 
 tomii_types::export_scheduler!(WorkStealing);
 
-/// The trait called directly: the concurrency harness (`exactly_once_under_concurrency`) is the same
-/// in locality, work-stealing and multi-slot-batch; the other tests check this policy.
+/// The trait called directly; the harnesses shared with the other schedulers come from
+/// `tomii_types::scheduler::testing`, the other tests check this policy.
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicUsize;
-    use std::time::{Duration, Instant};
-
-    use tomii_types::scheduler::NodeSummary;
-
-    use tomii_types::scheduler::NO_WORKER;
+    use tomii_types::scheduler::testing::{
+        assert_exactly_once_under_concurrency, assert_options_are_checked, create, init, pop_all, task, task_from,
+    };
 
     use super::*;
 
     const ALL4: (u32, u32) = (0, 4);
 
-    fn init(workers: u32, ranges: &[(u32, u32)], knobs: &[(&str, &str)]) -> InitInfo {
-        let node = |(i, &(worker_lo, worker_hi)): (usize, &(u32, u32))| NodeSummary {
-            name: format!("n{i}"),
-            factor: 1,
-            priority: 0,
-            worker_lo,
-            worker_hi,
-        };
-        InitInfo {
-            workers,
-            slots: 4,
-            tasks_per_frame: ranges.len() as u64,
-            max_ready: 1 << 16,
-            frames: 0,
-            nodes: ranges.iter().enumerate().map(node).collect(),
-            knobs: knobs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
-        }
-    }
-
-    fn create(workers: u32, ranges: &[(u32, u32)], knobs: &[(&str, &str)]) -> WorkStealing {
-        let init = init(workers, ranges, knobs);
-        init.check_knobs(WorkStealing::KNOBS).unwrap();
-        WorkStealing::create(&init).unwrap()
-    }
-
-    fn task(handle: u64, (worker_lo, worker_hi): (u32, u32), locality: u32) -> Task {
-        Task { handle, worker_lo, worker_hi, locality, ..Task::default() }
-    }
-
-    /// Pops with a buffer of `max` until the scheduler has nothing for `worker`.
-    fn pop_all(s: &WorkStealing, worker: u32, max: usize) -> Vec<u64> {
-        let mut got = Vec::new();
-        let mut out = vec![Task::default(); max];
-        loop {
-            let n = s.pop(worker, &mut out).unwrap();
-            assert!(n <= max);
-            if n == 0 {
-                return got;
-            }
-            got.extend(out[..n].iter().map(|t| t.handle));
-        }
-    }
-
-    /// Worker ranges for a run of `workers`: everyone, worker 1 alone, and the upper half.
-    fn scenario_ranges(workers: u32) -> [(u32, u32); 3] {
-        [(0, workers), (1, 2), (workers / 2, workers)]
-    }
-
-    /// The `i`th task pushed by worker `t`: mostly unrestricted, every fifth restricted.
-    fn scenario_task(workers: u32, t: u32, i: u64, per: u64) -> Task {
-        let ranges = scenario_ranges(workers);
-        let node = match i % 10 {
-            0 => 1,
-            5 => 2,
-            _ => 0,
-        };
-        let locality = match i % 3 {
-            0 => NO_WORKER,
-            _ => (t + i as u32) % workers,
-        };
-        Task {
-            node,
-            frame: i / 64,
-            slot: (i / 64 % 4) as u32,
-            ..task(u64::from(t) * per + i, ranges[node as usize], locality)
-        }
-    }
-
-    /// `workers` threads push 20,000 tasks between them and pop concurrently; every task comes
-    /// out exactly once, on a worker in its range, and no pop overfills its buffer.
-    fn exactly_once_under_concurrency(workers: u32, knobs: &[(&str, &str)]) {
-        const TOTAL: u64 = 20_000;
-        let per = TOTAL / u64::from(workers);
-        let s = create(workers, &scenario_ranges(workers), knobs);
-        let popped = AtomicUsize::new(0);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let results: Vec<Vec<(u64, u32)>> = std::thread::scope(|scope| {
-            let threads: Vec<_> = (0..workers)
-                .map(|t| {
-                    let (s, popped) = (&s, &popped);
-                    scope.spawn(move || {
-                        let mut got = Vec::new();
-                        let mut out = vec![Task::default(); 4];
-                        let mut pop = |max: usize, got: &mut Vec<(u64, u32)>| {
-                            let n = s.pop(t, &mut out[..max]).unwrap();
-                            assert!(n <= max);
-                            got.extend(out[..n].iter().map(|task| (task.handle, t)));
-                            popped.fetch_add(n, Ordering::Relaxed);
-                        };
-                        let mut i = 0;
-                        while i < per {
-                            let chunk = ((i % 5) + 1).min(per - i);
-                            let tasks: Vec<Task> = (i..i + chunk).map(|i| scenario_task(workers, t, i, per)).collect();
-                            let pusher = if t == 0 && i % 4 == 0 { None } else { Some(t) };
-                            s.push(pusher, &tasks).unwrap();
-                            pop((i % 4) as usize + 1, &mut got);
-                            i += chunk;
-                        }
-                        while popped.load(Ordering::Relaxed) < (per * u64::from(workers)) as usize {
-                            assert!(Instant::now() < deadline, "tasks were lost");
-                            pop(4, &mut got);
-                        }
-                        got
-                    })
-                })
-                .collect();
-            threads.into_iter().map(|t| t.join().unwrap()).collect()
-        });
-        let mut seen = vec![0u32; (per * u64::from(workers)) as usize];
-        for (handle, worker) in results.into_iter().flatten() {
-            seen[handle as usize] += 1;
-            let expected = scenario_task(workers, (handle / per) as u32, handle % per, per);
-            assert!((expected.worker_lo..expected.worker_hi).contains(&worker), "task {handle} ran on {worker}");
-        }
-        assert!(seen.iter().all(|&n| n == 1), "a task was popped twice or never");
-    }
-
     #[test]
-    fn every_task_once_two_workers() {
-        exactly_once_under_concurrency(2, &[]);
-    }
-
-    #[test]
-    fn every_task_once_four_workers() {
-        exactly_once_under_concurrency(4, &[]);
-    }
-
-    #[test]
-    fn every_task_once_four_workers_fifo_deques() {
-        exactly_once_under_concurrency(4, &[("lifo", "false")]);
+    fn every_task_once_under_concurrency_with_lifo_and_fifo_deques() {
+        for (workers, lifo) in [(2, "true"), (4, "true"), (4, "false")] {
+            assert_exactly_once_under_concurrency::<WorkStealing>(workers, 20_000, &[("lifo", lifo)]);
+        }
     }
 
     #[test]
     fn a_worker_runs_its_newest_task_first_unless_lifo_is_off() {
-        let s = create(2, &[(0, 2)], &[]);
-        s.push(Some(0), &(0..3).map(|h| task(h, (0, 2), 0)).collect::<Vec<_>>()).unwrap();
+        let s: WorkStealing = create(2, &[(0, 2)], &[]);
+        s.push(Some(0), &(0..3).map(|h| task_from(h, (0, 2), 0)).collect::<Vec<_>>()).unwrap();
         assert_eq!(pop_all(&s, 0, 8), [2, 1, 0]);
-        let s = create(2, &[(0, 2)], &[("lifo", "false")]);
-        s.push(Some(0), &(0..3).map(|h| task(h, (0, 2), 0)).collect::<Vec<_>>()).unwrap();
+        let s: WorkStealing = create(2, &[(0, 2)], &[("lifo", "false")]);
+        s.push(Some(0), &(0..3).map(|h| task_from(h, (0, 2), 0)).collect::<Vec<_>>()).unwrap();
         assert_eq!(pop_all(&s, 0, 8), [0, 1, 2]);
     }
 
     #[test]
     fn an_idle_worker_steals_the_oldest_task_of_another() {
-        let s = create(4, &[ALL4], &[]);
-        s.push(Some(2), &(0..6).map(|h| task(h, ALL4, 2)).collect::<Vec<_>>()).unwrap();
+        let s: WorkStealing = create(4, &[ALL4], &[]);
+        s.push(Some(2), &(0..6).map(|h| task_from(h, ALL4, 2)).collect::<Vec<_>>()).unwrap();
         assert_eq!(pop_all(&s, 0, 1)[0], 0);
-        let s = create(4, &[ALL4], &[]);
-        s.push(Some(2), &(0..6).map(|h| task(h, ALL4, 2)).collect::<Vec<_>>()).unwrap();
+        let s: WorkStealing = create(4, &[ALL4], &[]);
+        s.push(Some(2), &(0..6).map(|h| task_from(h, ALL4, 2)).collect::<Vec<_>>()).unwrap();
         let mut stolen = pop_all(&s, 3, 4);
         stolen.sort();
         assert_eq!(stolen, [0, 1, 2, 3, 4, 5]);
@@ -463,8 +289,8 @@ mod tests {
 
     #[test]
     fn host_pushes_go_through_the_injector_oldest_first() {
-        let s = create(2, &[(0, 2)], &[]);
-        s.push(None, &(0..5).map(|h| task(h, (0, 2), NO_WORKER)).collect::<Vec<_>>()).unwrap();
+        let s: WorkStealing = create(2, &[(0, 2)], &[]);
+        s.push(None, &(0..5).map(|h| task(h, (0, 2))).collect::<Vec<_>>()).unwrap();
         assert_eq!(pop_all(&s, 1, 3), [0, 1, 2, 3, 4]);
         let stats: serde_json::Value = serde_json::from_str(&s.stats()).unwrap();
         assert_eq!((stats["injector_pops"].as_u64(), stats["pushed_injector"].as_u64()), (Some(5), Some(5)));
@@ -472,8 +298,8 @@ mod tests {
 
     #[test]
     fn worker_ranges_are_honoured() {
-        let s = create(4, &[ALL4, (1, 2), (2, 4)], &[]);
-        let tasks = [task(0, (1, 2), 0), task(1, ALL4, 0), task(2, (2, 4), 0), task(3, (1, 2), 3)];
+        let s: WorkStealing = create(4, &[ALL4, (1, 2), (2, 4)], &[]);
+        let tasks = [task_from(0, (1, 2), 0), task_from(1, ALL4, 0), task_from(2, (2, 4), 0), task_from(3, (1, 2), 3)];
         s.push(Some(0), &tasks).unwrap();
         assert_eq!(pop_all(&s, 3, 8), [2, 1]);
         assert!(pop_all(&s, 0, 8).is_empty());
@@ -482,9 +308,9 @@ mod tests {
 
     #[test]
     fn pops_respect_the_buffer_length() {
-        let s = create(2, &[(0, 2)], &[]);
-        s.push(Some(0), &(0..10).map(|h| task(h, (0, 2), 0)).collect::<Vec<_>>()).unwrap();
-        s.push(None, &(10..20).map(|h| task(h, (0, 2), 0)).collect::<Vec<_>>()).unwrap();
+        let s: WorkStealing = create(2, &[(0, 2)], &[]);
+        s.push(Some(0), &(0..10).map(|h| task_from(h, (0, 2), 0)).collect::<Vec<_>>()).unwrap();
+        s.push(None, &(10..20).map(|h| task_from(h, (0, 2), 0)).collect::<Vec<_>>()).unwrap();
         assert_eq!(s.pop(0, &mut []).unwrap(), 0);
         assert_eq!(s.pop(1, &mut [Task::default(); 3]).unwrap(), 3);
         assert_eq!(s.pop(0, &mut [Task::default(); 4]).unwrap(), 4);
@@ -493,13 +319,10 @@ mod tests {
 
     #[test]
     fn bad_options_and_unknown_ranges_are_reported() {
-        let bad = WorkStealing::create(&init(2, &[(0, 2)], &[("lifo", "yes")])).err().unwrap();
-        assert!(bad.contains("lifo"), "{bad}");
-        let unknown = init(2, &[(0, 2)], &[("steal", "false")]).check_knobs(WorkStealing::KNOBS).unwrap_err();
-        assert!(unknown.contains("lifo"), "{unknown}");
+        assert_options_are_checked::<WorkStealing>(&[("lifo", "yes")], "steal");
         assert!(WorkStealing::create(&init(2, &[(1, 1)], &[])).err().unwrap().contains("empty"));
-        let s = create(2, &[(0, 2)], &[]);
-        assert!(s.push(Some(0), &[task(0, (1, 2), 0)]).unwrap_err().contains("1..2"));
+        let s: WorkStealing = create(2, &[(0, 2)], &[]);
+        assert!(s.push(Some(0), &[task_from(0, (1, 2), 0)]).unwrap_err().contains("1..2"));
         assert!(s.pop(2, &mut [Task::default()]).is_err());
         assert!(s.push(Some(2), &[]).is_err());
     }

@@ -1,110 +1,22 @@
-//! The `tomii` command: `tomii run GRAPH --dylib KERNELS.so ...` replays a graph and reports.
+//! The `tomii` command: `tomii run GRAPH --dylib KERNELS.so ...` replays a graph and reports;
+//! `tomii schedulers`, `tomii knobs` and `tomii schema` describe what a run accepts. The command
+//! line itself is defined in `tomii_core::cli`.
 //!
 //! Every failure is one line on stderr starting with `error:` and a non-zero exit status; the
 //! binary never shows a panic trace for bad input.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::Parser;
+use tomii_core::cli::{Cli, Command, KnobsArgs, OnFault, RunArgs, SchedulersArgs};
 use tomii_core::engine::{self, FaultPolicy, Progress, ProgressFn, Report, RunConfig};
-use tomii_core::graph;
 use tomii_core::plugin::{KernelSet, SchedulerPlugin, installed_schedulers, scheduler_search_path};
-
-/// Tomii: replay a streaming task graph over many frames with a pluggable scheduler.
-#[derive(Parser)]
-#[command(name = "tomii", version, flatten_help = true)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Run a graph: load its kernels and a scheduler, replay it over FRAMES frames, report.
-    Run(Box<RunArgs>),
-    /// List the schedulers found by name (on $TOMII_SCHEDULER_PATH and beside this binary), with
-    /// their options.
-    Schedulers(SchedulersArgs),
-}
-
-#[derive(Args)]
-struct SchedulersArgs {
-    /// Print JSON instead of text.
-    #[arg(long)]
-    json: bool,
-}
-
-#[derive(Args)]
-struct RunArgs {
-    /// The graph JSON file.
-    #[arg(value_name = "GRAPH", required_unless_present = "json", conflicts_with = "json")]
-    graph: Option<PathBuf>,
-    /// The graph JSON file (alternative spelling of GRAPH).
-    #[arg(long, value_name = "GRAPH", hide_short_help = true)]
-    json: Option<PathBuf>,
-    /// A kernel library (.so) whose kernels the graph's nodes call; repeat for several.
-    #[arg(long = "dylib", value_name = "PATH")]
-    dylibs: Vec<PathBuf>,
-    /// Worker threads.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    workers: u32,
-    /// Frames in flight at once.
-    #[arg(long, default_value_t = 1, value_name = "S")]
-    slots: u32,
-    /// Frames to run.
-    #[arg(long, alias = "max-frames", default_value_t = 1, value_name = "F")]
-    frames: u64,
-    /// Scheduler by name: loads libtomii_sched_NAME.so from $TOMII_SCHEDULER_PATH or beside this
-    /// binary.
-    #[arg(long, value_name = "NAME", default_value = "fifo", conflicts_with = "scheduler_plugin")]
-    scheduler: String,
-    /// Scheduler by path to its .so (Rust or C).
-    #[arg(long, value_name = "PATH")]
-    scheduler_plugin: Option<PathBuf>,
-    /// An option of the scheduler, KEY=VALUE; repeat for several.
-    #[arg(long = "sched-opt", value_name = "KEY=VALUE", value_parser = parse_key_value)]
-    sched_opts: Vec<(String, String)>,
-    /// Write the trace (one row per task execution) to this CSV file.
-    #[arg(long, value_name = "FILE")]
-    trace: Option<PathBuf>,
-    /// Write the report (throughput, latency percentiles, per-node and per-worker figures) as JSON.
-    #[arg(long, value_name = "FILE")]
-    report: Option<PathBuf>,
-    /// The most tasks a worker takes from the scheduler at once.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pop_batch: u32,
-    /// Do not time each kernel (per-node times and busy fractions are then absent).
-    #[arg(long)]
-    no_task_timing: bool,
-    /// Stop with an error when every worker has been idle this long while frames are incomplete.
-    #[arg(long, default_value_t = 2000, value_name = "MS")]
-    stall_timeout_ms: u64,
-    /// When the scheduler breaks its contract: `stop` the run with an error, or `fallback`: eject it
-    /// and finish the run on the host's own FIFO (the report records the ejection).
-    #[arg(long, value_enum, default_value_t = OnFault::Stop, value_name = "POLICY")]
-    on_scheduler_fault: OnFault,
-    /// Print nothing but errors.
-    #[arg(long, short)]
-    quiet: bool,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum OnFault {
-    Stop,
-    Fallback,
-}
-
-fn parse_key_value(text: &str) -> Result<(String, String), String> {
-    match text.split_once('=') {
-        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
-        _ => Err(format!("expected KEY=VALUE, got {text:?}")),
-    }
-}
+use tomii_core::{graph, knobs};
 
 fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
@@ -119,6 +31,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(*args),
         Command::Schedulers(args) => list_schedulers(&args),
+        Command::Knobs(args) => list_knobs(&args),
+        Command::Schema => print_schema(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -233,6 +147,22 @@ fn list_schedulers(args: &SchedulersArgs) -> Result<()> {
     for entry in &listed {
         print_scheduler(entry);
     }
+    Ok(())
+}
+
+/// `tomii knobs`: the knob catalog, as a table or as JSON.
+fn list_knobs(args: &KnobsArgs) -> Result<()> {
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&knobs::LISTING)?);
+    } else {
+        print!("{}", knobs::to_table());
+    }
+    Ok(())
+}
+
+/// `tomii schema`: the JSON Schema of the graph format.
+fn print_schema() -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(&graph::schema())?);
     Ok(())
 }
 

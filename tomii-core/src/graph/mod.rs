@@ -2,8 +2,8 @@
 //! per-instance arrays for the engine. The format is described in `README.md` beside this file.
 //!
 //! Pipeline: `spec` (JSON shape) → `resolve` (names) → `compile` (instances, CSR) → `order`
-//! (cycles, ranks). No input may make it panic; every error is one line naming the source, the
-//! node, argument or field, and what to do.
+//! (cycles, ranks); `schema` is the format as a JSON Schema (`tomii schema`). No input may make it
+//! panic; every error is one line naming the source, the node, argument or field, and what to do.
 
 mod compile;
 mod compiled;
@@ -11,6 +11,7 @@ mod error;
 mod literal;
 mod order;
 mod resolve;
+mod schema;
 mod select;
 mod spec;
 mod typed;
@@ -23,6 +24,7 @@ use std::path::Path;
 pub use compiled::{ArgSource, CompiledGraph, CompiledNode};
 pub use error::GraphError;
 pub use literal::{Literal, LiteralType};
+pub use schema::schema;
 
 /// Reads and compiles the graph file at `path`; errors name the file.
 pub fn load_file(path: &Path) -> Result<CompiledGraph, GraphError> {

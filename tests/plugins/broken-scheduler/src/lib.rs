@@ -176,68 +176,54 @@ tomii_types::export_scheduler!(Broken);
 
 #[cfg(test)]
 mod tests {
+    use tomii_types::scheduler::testing::{create, init, pop_once, task};
+
     use super::*;
 
-    fn init(knobs: &[(&str, &str)]) -> InitInfo {
-        InitInfo {
-            workers: 2,
-            slots: 1,
-            tasks_per_frame: 4,
-            max_ready: 4,
-            frames: 1,
-            nodes: Vec::new(),
-            knobs: knobs.iter().map(|&(k, v)| (k.to_owned(), v.to_owned())).collect(),
-        }
-    }
-
-    fn task(handle: u64, rank: u64, worker_lo: u32, worker_hi: u32) -> Task {
-        Task { handle, rank, worker_lo, worker_hi, ..Task::default() }
-    }
-
-    fn pop_one(s: &Broken, worker: u32) -> Option<Task> {
-        let mut out = [Task::default()];
-        (s.pop(worker, &mut out).unwrap() == 1).then_some(out[0])
+    /// A task allowed on workers `range` with `rank` tasks on its longest path (itself included).
+    fn ranked(handle: u64, rank: u64, range: (u32, u32)) -> Task {
+        Task { rank, ..task(handle, range) }
     }
 
     #[test]
     fn bogus_fault_names_the_choices() {
-        let error = Broken::create(&init(&[("fault", "bogus")])).err().unwrap();
+        let error = Broken::create(&init(2, &[], &[("fault", "bogus")])).err().unwrap();
         assert!(error.contains("\"bogus\"") && error.contains("wrong-worker"), "{error}");
     }
 
     #[test]
     fn duplicate_hands_out_a_task_twice_after_the_correct_ones() {
-        let s = Broken::create(&init(&[("fault", "duplicate"), ("after", "1")])).unwrap();
-        s.push(None, &[task(1, 2, 0, 2), task(2, 2, 0, 2), task(3, 1, 0, 2)]).unwrap();
-        let handles: Vec<u64> = (0..4).filter_map(|_| pop_one(&s, 0)).map(|t| t.handle).collect();
+        let s: Broken = create(2, &[], &[("fault", "duplicate"), ("after", "1")]);
+        s.push(None, &[ranked(1, 2, (0, 2)), ranked(2, 2, (0, 2)), ranked(3, 1, (0, 2))]).unwrap();
+        let handles: Vec<u64> = (0..4).flat_map(|_| pop_once(&s, 0, 1)).collect();
         assert_eq!(handles, [1, 2, 2, 3]);
     }
 
     #[test]
     fn drop_loses_one_pushed_task() {
-        let s = Broken::create(&init(&[("fault", "drop"), ("after", "0")])).unwrap();
-        s.push(None, &[task(1, 1, 0, 2), task(2, 1, 0, 2)]).unwrap();
-        s.push(None, &[task(3, 1, 0, 2)]).unwrap();
-        let handles: Vec<u64> = (0..3).filter_map(|_| pop_one(&s, 0)).map(|t| t.handle).collect();
+        let s: Broken = create(2, &[], &[("fault", "drop"), ("after", "0")]);
+        s.push(None, &[ranked(1, 1, (0, 2)), ranked(2, 1, (0, 2))]).unwrap();
+        s.push(None, &[ranked(3, 1, (0, 2))]).unwrap();
+        let handles: Vec<u64> = (0..3).flat_map(|_| pop_once(&s, 0, 1)).collect();
         assert_eq!(handles, [2, 3]);
     }
 
     #[test]
     fn wrong_worker_prefers_tasks_outside_the_range() {
-        let s = Broken::create(&init(&[("fault", "wrong-worker"), ("after", "0")])).unwrap();
-        s.push(None, &[task(1, 1, 0, 2), task(2, 1, 1, 2)]).unwrap();
-        assert_eq!(pop_one(&s, 0).map(|t| t.handle), Some(2));
+        let s: Broken = create(2, &[], &[("fault", "wrong-worker"), ("after", "0")]);
+        s.push(None, &[ranked(1, 1, (0, 2)), ranked(2, 1, (1, 2))]).unwrap();
+        assert_eq!(pop_once(&s, 0, 1), [2]);
     }
 
     #[test]
     fn garbage_error_and_panic_happen_after_the_correct_pops() {
-        let s = Broken::create(&init(&[("fault", "garbage"), ("after", "1")])).unwrap();
-        s.push(None, &[task(1, 1, 0, 2), task(2, 1, 0, 2)]).unwrap();
-        assert_eq!(pop_one(&s, 0).map(|t| t.handle), Some(1));
-        assert_eq!(pop_one(&s, 0).map(|t| t.handle), Some(GARBAGE_HANDLE));
-        let s = Broken::create(&init(&[("fault", "error"), ("after", "0")])).unwrap();
-        assert_eq!(s.push(None, &[task(1, 1, 0, 2)]), Err("injected error".to_owned()));
-        let s = Broken::create(&init(&[("fault", "panic"), ("after", "0")])).unwrap();
-        assert!(std::panic::catch_unwind(|| pop_one(&s, 0)).is_err());
+        let s: Broken = create(2, &[], &[("fault", "garbage"), ("after", "1")]);
+        s.push(None, &[ranked(1, 1, (0, 2)), ranked(2, 1, (0, 2))]).unwrap();
+        assert_eq!(pop_once(&s, 0, 1), [1]);
+        assert_eq!(pop_once(&s, 0, 1), [GARBAGE_HANDLE]);
+        let s: Broken = create(2, &[], &[("fault", "error"), ("after", "0")]);
+        assert_eq!(s.push(None, &[ranked(1, 1, (0, 2))]), Err("injected error".to_owned()));
+        let s: Broken = create(2, &[], &[("fault", "panic"), ("after", "0")]);
+        assert!(std::panic::catch_unwind(|| pop_once(&s, 0, 1)).is_err());
     }
 }

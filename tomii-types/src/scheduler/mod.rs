@@ -3,7 +3,9 @@
 //!
 //! The shims here are the only code between the host and a Rust scheduler. Each one checks its
 //! pointers, catches panics and turns results into status codes; none allocates on the push/pop
-//! path unless the scheduler reports an error.
+//! path unless the scheduler reports an error. The submodules hold safe building blocks that
+//! several schedulers share: [`RangeClasses`], [`ClassHeaps`], [`fill`] and, behind the cargo
+//! feature `testing`, the `testing` harness. They never touch the ABI.
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_void};
@@ -15,6 +17,17 @@ use crate::abi::{
 use crate::errbuf::{catch_panic, catch_panic_marked, write_error};
 
 pub use crate::abi::{TOMII_NO_WORKER as NO_WORKER, TomiiTask as Task};
+pub use fill::fill;
+pub use heaps::ClassHeaps;
+pub use ranges::RangeClasses;
+
+mod fill;
+mod heaps;
+mod ranges;
+// Test helpers for scheduler crates, behind the cargo feature `testing`: enable it in the
+// `[dev-dependencies]` entry of `tomii-types`. Never part of a plugin.
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 /// One node of the graph, as the scheduler sees it at create time.
 #[derive(Clone, Debug)]

@@ -1,0 +1,117 @@
+//! The command line of the `tomii` binary, as clap derive structs. It lives in the library so that
+//! tests can walk it ([`command`]) and check it against the knob catalog (`knobs.rs`).
+//!
+//! Only the shape of the command line is here: no I/O, no run. Every `tomii run` flag has an entry
+//! in `knobs::CATALOG` with the same default and choices; `tests/knobs.rs` fails when they drift.
+
+use std::path::PathBuf;
+
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+
+/// Tomii: replay a streaming task graph over many frames with a pluggable scheduler.
+#[derive(Parser)]
+#[command(name = "tomii", version, flatten_help = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run a graph: load its kernels and a scheduler, replay it over FRAMES frames, report.
+    Run(Box<RunArgs>),
+    /// List the schedulers found by name (on $TOMII_SCHEDULER_PATH and beside this binary), with
+    /// their options.
+    Schedulers(SchedulersArgs),
+    /// List every option of `tomii run` (the knob catalog): type, default, domain, role and search
+    /// hint.
+    Knobs(KnobsArgs),
+    /// Print the JSON Schema of the graph format.
+    Schema,
+}
+
+#[derive(Args)]
+pub struct SchedulersArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct KnobsArgs {
+    /// Print JSON ({"version": 1, "knobs": [...]}) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The graph JSON file.
+    #[arg(value_name = "GRAPH", required_unless_present = "json", conflicts_with = "json")]
+    pub graph: Option<PathBuf>,
+    /// The graph JSON file (alternative spelling of GRAPH).
+    #[arg(long, value_name = "GRAPH", hide_short_help = true)]
+    pub json: Option<PathBuf>,
+    /// A kernel library (.so) whose kernels the graph's nodes call; repeat for several.
+    #[arg(long = "dylib", value_name = "PATH")]
+    pub dylibs: Vec<PathBuf>,
+    /// Worker threads.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub workers: u32,
+    /// Frames in flight at once.
+    #[arg(long, default_value_t = 1, value_name = "S")]
+    pub slots: u32,
+    /// Frames to run.
+    #[arg(long, alias = "max-frames", default_value_t = 1, value_name = "F")]
+    pub frames: u64,
+    /// Scheduler by name: loads libtomii_sched_NAME.so from $TOMII_SCHEDULER_PATH or beside this
+    /// binary.
+    #[arg(long, value_name = "NAME", default_value = "fifo", conflicts_with = "scheduler_plugin")]
+    pub scheduler: String,
+    /// Scheduler by path to its .so (Rust or C).
+    #[arg(long, value_name = "PATH")]
+    pub scheduler_plugin: Option<PathBuf>,
+    /// An option of the scheduler, KEY=VALUE; repeat for several.
+    #[arg(long = "sched-opt", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub sched_opts: Vec<(String, String)>,
+    /// Write the trace (one row per task execution) to this CSV file.
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Write the report (throughput, latency percentiles, per-node and per-worker figures) as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// The most tasks a worker takes from the scheduler at once.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub pop_batch: u32,
+    /// Do not time each kernel (per-node times and busy fractions are then absent).
+    #[arg(long)]
+    pub no_task_timing: bool,
+    /// Stop with an error when every worker has been idle this long while frames are incomplete.
+    #[arg(long, default_value_t = 2000, value_name = "MS")]
+    pub stall_timeout_ms: u64,
+    /// When the scheduler breaks its contract: `stop` the run with an error, or `fallback`: eject it
+    /// and finish the run on the host's own FIFO (the report records the ejection).
+    #[arg(long, value_enum, default_value_t = OnFault::Stop, value_name = "POLICY")]
+    pub on_scheduler_fault: OnFault,
+    /// Print nothing but errors.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OnFault {
+    Stop,
+    Fallback,
+}
+
+/// The whole command line as a clap `Command`, for tests and tools that walk it.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+fn parse_key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("expected KEY=VALUE, got {text:?}")),
+    }
+}

@@ -1,0 +1,295 @@
+//! The JSON Schema (draft 2020-12) of the graph format described in `README.md` beside this file;
+//! `tomii schema` prints it, so editors and graph builders can check a graph without the runtime.
+//!
+//! The schema describes the format, the parser is the final word: it also rejects what a schema
+//! cannot express (unknown or duplicate names, cycles, selections outside a predecessor, an empty
+//! range, an integer like `3.0`). Fields and argument types of the full Tomii 1.2 format that this
+//! runtime does not implement yet (`post_nodes`, `network_config`, computed initializations,
+//! `loop`, `loop_args`, `condition`, `group_size`, `group_by`, `$network`) are in the schema with
+//! their full-format shape; the parser reports them as not supported. Must never drift from
+//! `spec.rs`: `tests/schema.rs` validates every graph in the repository against it.
+
+use serde_json::{Value as Json, json};
+
+use super::literal::LiteralType;
+
+/// The JSON Schema of a graph file.
+pub fn schema() -> Json {
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "Tomii graph",
+        "description": "A task graph replayed over many frames by the Tomii runtime (tomii-core/src/graph/README.md). \
+            Fields marked 'not supported yet' belong to the full format; this runtime rejects them when non-empty.",
+        "type": "object",
+        "required": ["nodes"],
+        "additionalProperties": false,
+        "properties": {
+            "name": {
+                "type": ["string", "null"],
+                "description": "The graph's name; default: the file stem of the source."
+            },
+            "initializations": {
+                "type": ["array", "null"],
+                "items": {"$ref": "#/$defs/initialization"},
+                "description": "Named constants, usable as arguments ($ref), factors and index bounds."
+            },
+            "nodes": {
+                "type": "array",
+                "minItems": 1,
+                "items": {"$ref": "#/$defs/node"},
+                "description": "The nodes; a node's id is its position in this list."
+            },
+            "post_nodes": {
+                "type": ["array", "null"],
+                "items": {"$ref": "#/$defs/node"},
+                "description": "Not supported yet: cleanup nodes run after each frame."
+            },
+            "network_config": {"$ref": "#/$defs/network_config"}
+        },
+        "$defs": defs()
+    })
+}
+
+/// Every named part of the format.
+fn defs() -> Json {
+    json!({
+        "initialization": initialization(),
+        "node": node(),
+        "factor": {
+            "description": "Instances: a positive integer, or the name of an initialization holding one.",
+            "anyOf": [
+                {"type": "integer", "minimum": 1},
+                {"type": "string", "minLength": 1},
+                {"type": "null"}
+            ]
+        },
+        "arg": {
+            "description": "A kernel argument: a literal, a reference to an initialization, or an edge from a predecessor.",
+            "anyOf": [
+                {"$ref": "#/$defs/plain_literal"},
+                {"$ref": "#/$defs/typed_literal"},
+                {"$ref": "#/$defs/ref_arg"},
+                {"$ref": "#/$defs/edge_arg"},
+                {"$ref": "#/$defs/network_arg"}
+            ]
+        },
+        "literal": {
+            "anyOf": [{"$ref": "#/$defs/plain_literal"}, {"$ref": "#/$defs/typed_literal"}]
+        },
+        "plain_literal": {
+            "description": "A plain value: non-negative integer = usize, negative integer = i64, \
+                other number = f64, bool, string = String.",
+            "type": ["number", "boolean", "string"]
+        },
+        "typed_literal": typed_literal(),
+        "ref_arg": {
+            "description": "The value of an initialization, as one argument.",
+            "type": "object",
+            "required": ["type", "name"],
+            "additionalProperties": false,
+            "properties": {
+                "type": {"const": "$ref"},
+                "name": {"type": "string", "minLength": 1}
+            }
+        },
+        "edge_arg": edge_arg(),
+        "selection": {
+            "description": "Predecessor instances relative to the successor's instance i: an offset, a list \
+                of offsets, \"k\", \"VAR\", \"a-b\" (half-open) or \"all\"; absent or null: offset 0 \
+                ($barrier: every instance).",
+            "anyOf": [
+                {"type": "integer"},
+                {"type": "array", "minItems": 1, "items": {"type": "integer"}},
+                {"type": "string"},
+                {"type": "null"}
+            ]
+        },
+        "network_arg": {
+            "description": "Not supported yet: a network source of the full format.",
+            "type": "object",
+            "required": ["type"],
+            "properties": {"type": {"const": "$network"}}
+        },
+        "network_config": network_config()
+    })
+}
+
+fn initialization() -> Json {
+    json!({
+        "description": "A named constant {\"name\", \"value\"}; computed initializations \
+            (function, args, factor) are not supported yet.",
+        "type": "object",
+        "required": ["name"],
+        "additionalProperties": false,
+        "properties": {
+            "name": {"type": "string", "minLength": 1},
+            "value": {"$ref": "#/$defs/literal"},
+            "function": {"type": ["string", "null"], "description": "Not supported yet."},
+            "func": {"type": ["string", "null"], "description": "Not supported yet."},
+            "args": {"type": ["array", "null"], "description": "Not supported yet."},
+            "factor": {"$ref": "#/$defs/factor", "description": "Not supported yet."}
+        },
+        "anyOf": [{"required": ["value"]}, {"required": ["function"]}, {"required": ["func"]}]
+    })
+}
+
+fn node() -> Json {
+    json!({
+        "type": "object",
+        "required": ["name", "function"],
+        "additionalProperties": false,
+        "properties": {
+            "name": {"type": "string", "minLength": 1, "description": "Unique among the nodes."},
+            "function": {"type": "string", "minLength": 1, "description": "The kernel this node runs."},
+            "factor": {"$ref": "#/$defs/factor"},
+            "args": {"type": ["array", "null"], "items": {"$ref": "#/$defs/arg"}},
+            "priority": {
+                "description": "\"high\" = 1, \"normal\" = 0, \"low\" = -1, or any i32.",
+                "anyOf": [
+                    {"enum": ["high", "normal", "low"]},
+                    {"type": "integer", "minimum": i32::MIN, "maximum": i32::MAX},
+                    {"type": "null"}
+                ]
+            },
+            "use_workers": {
+                "description": "Workers allowed to run this node: \"lo-hi\" (inclusive) or one worker \"k\" or k.",
+                "anyOf": [
+                    {"type": "string", "pattern": r"^\s*[0-9]+\s*(-\s*[0-9]+\s*)?$"},
+                    {"type": "integer", "minimum": 0, "maximum": u32::MAX - 1},
+                    {"type": "null"}
+                ]
+            },
+            "loop": {
+                "description": "Not supported yet: run the node repeatedly.",
+                "type": ["object", "null"],
+                "required": ["name"],
+                "properties": {"name": {"type": "string"}, "factor": {"$ref": "#/$defs/factor"}}
+            },
+            "loop_args": {
+                "description": "Not supported yet: arguments of each loop iteration.",
+                "type": ["array", "null"],
+                "items": {"$ref": "#/$defs/arg"}
+            },
+            "condition": {
+                "description": "Not supported yet: run the node only when a check function's result compares as given.",
+                "type": ["object", "null"],
+                "properties": {
+                    "operation": {"type": "string"},
+                    "value": true,
+                    "value_type": {"type": "string"},
+                    "function": {"type": "string"},
+                    "args": {"type": "array", "items": {"$ref": "#/$defs/arg"}}
+                }
+            },
+            "group_size": {"$ref": "#/$defs/factor", "description": "Not supported yet."}
+        }
+    })
+}
+
+fn edge_arg() -> Json {
+    json!({
+        "description": "An edge from a predecessor: $res passes the selected instances' results as \
+            arguments; $dep and $barrier only order.",
+        "type": "object",
+        "required": ["type", "predecessor"],
+        "additionalProperties": false,
+        "properties": {
+            "type": {"enum": ["$res", "$dep", "$barrier"]},
+            "predecessor": {
+                "type": "object",
+                "required": ["name"],
+                "additionalProperties": false,
+                "properties": {
+                    "name": {"type": "string", "minLength": 1},
+                    "index": {"$ref": "#/$defs/selection"},
+                    "group_by": {"$ref": "#/$defs/factor", "description": "Not supported yet."}
+                }
+            }
+        }
+    })
+}
+
+fn network_config() -> Json {
+    let factor = json!({"$ref": "#/$defs/factor"});
+    let text = json!({"type": "string"});
+    json!({
+        "description": "Not supported yet: packet-driven dispatch from UDP/TCP sockets.",
+        "type": ["object", "null"],
+        "properties": {
+            "socket_type": text,
+            "num_sockets": factor,
+            "packet_length": factor,
+            "frame_packets": factor,
+            "stream_packets": factor,
+            "buffer_depth": {"type": "integer", "minimum": 1},
+            "address": text,
+            "start_port": factor,
+            "extract_packet_func": text,
+            "id_function": text,
+            "index_function": {
+                "type": "object",
+                "properties": {"function": text, "args": {"type": "array", "items": {"$ref": "#/$defs/arg"}}}
+            }
+        }
+    })
+}
+
+/// `{"type": T, "value": V}`: the type names come from [`LiteralType::ALL`] (as the parser reads
+/// them), each with the shape of its value.
+fn typed_literal() -> Json {
+    let mut names = Vec::new();
+    let mut cases = Vec::new();
+    for ty in LiteralType::ALL {
+        let vec_name = format!("Vec<{}>", ty.name());
+        cases.push(case(ty.name(), value_schema(ty)));
+        cases.push(case(&vec_name, json!({"type": "array", "items": value_schema(ty)})));
+        names.push(json!(ty.name()));
+        names.push(json!(vec_name));
+    }
+    json!({
+        "description": "A typed value; Vec<T> is a list of values of the scalar type T (no nesting).",
+        "type": "object",
+        "required": ["type", "value"],
+        "additionalProperties": false,
+        "properties": {"type": {"enum": names}, "value": true},
+        "allOf": cases
+    })
+}
+
+/// The value shape for type `name`, applied when `"type"` is `name`.
+fn case(name: &str, value: Json) -> Json {
+    json!({"if": {"properties": {"type": {"const": name}}}, "then": {"properties": {"value": value}}})
+}
+
+/// The JSON shape of a value of the scalar type `ty`.
+fn value_schema(ty: LiteralType) -> Json {
+    match ty {
+        LiteralType::I8 => int_range(i8::MIN, i8::MAX),
+        LiteralType::I16 => int_range(i16::MIN, i16::MAX),
+        LiteralType::I32 => int_range(i32::MIN, i32::MAX),
+        LiteralType::I64 | LiteralType::Isize => int_range(i64::MIN, i64::MAX),
+        LiteralType::U8 => int_range(0, u8::MAX),
+        LiteralType::U16 => int_range(0, u16::MAX),
+        LiteralType::U32 => int_range(0, u32::MAX),
+        LiteralType::U64 | LiteralType::Usize => int_range(0, u64::MAX),
+        // Beyond 64 bits, a decimal string.
+        LiteralType::I128 => json!({"anyOf": [int_range(i64::MIN, u64::MAX), decimal(r"[+-]?")]}),
+        LiteralType::U128 => json!({"anyOf": [int_range(0, u64::MAX), decimal(r"\+?")]}),
+        LiteralType::F32 | LiteralType::F64 => json!({"type": "number"}),
+        LiteralType::Bool => json!({"type": "boolean"}),
+        LiteralType::Char => json!({"type": "string", "minLength": 1, "maxLength": 1}),
+        LiteralType::Str => json!({"type": "string"}),
+        LiteralType::C32 | LiteralType::C64 => {
+            json!({"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "description": "[re, im]"})
+        }
+    }
+}
+
+fn int_range(min: impl Into<Json>, max: impl Into<Json>) -> Json {
+    json!({"type": "integer", "minimum": min.into(), "maximum": max.into()})
+}
+
+/// A decimal integer as a string, with the given sign prefix.
+fn decimal(sign: &str) -> Json {
+    json!({"type": "string", "pattern": format!(r"^\s*{sign}[0-9]+\s*$")})
+}

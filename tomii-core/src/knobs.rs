@@ -1,0 +1,418 @@
+//! The knob catalog: every option of `tomii run`, with its type, default, domain, role, description
+//! and search hint. `tomii knobs` prints it; the Python binding reads the same table, so an option
+//! has one name, one default and one domain everywhere.
+//!
+//! Pure data and its rendering: no clap, no I/O, no engine. `tests/knobs.rs` checks it against the
+//! clap definition in `cli.rs` (every long flag, default and choice), so the two cannot drift.
+
+use serde::ser::{Serialize, SerializeMap, SerializeStruct, Serializer};
+
+/// The version of the JSON shape `tomii knobs --json` prints; bumped when a field changes meaning.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One option of a run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Knob {
+    /// The option's name in Python (`run(workers=4)`) and in JSON: snake_case.
+    pub name: &'static str,
+    /// The `tomii run` flag. A bool knob's flag flips it from its default: `--quiet` sets `quiet`
+    /// (default false), `--no-task-timing` clears `task_timing` (default true).
+    pub cli: &'static str,
+    pub kind: Kind,
+    pub default: Preset,
+    pub domain: Domain,
+    pub role: Role,
+    pub description: &'static str,
+    /// How to search the knob, for a tuner (a person, a script or an agent).
+    pub search_hint: &'static str,
+}
+
+/// The type of a knob's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Int,
+    Bool,
+    String,
+    Path,
+    /// Several paths; on the CLI, the flag once per path.
+    PathList,
+    /// `KEY=VALUE` pairs; on the CLI, the flag once per pair.
+    KeyValueList,
+}
+
+impl Kind {
+    /// The name in the catalog's `type` field.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Int => "int",
+            Kind::Bool => "bool",
+            Kind::String => "string",
+            Kind::Path => "path",
+            Kind::PathList => "list<path>",
+            Kind::KeyValueList => "list<key=value>",
+        }
+    }
+}
+
+/// A knob's default value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preset {
+    /// Unset (JSON `null`): the option is off unless given.
+    Unset,
+    /// No items (JSON `[]`), for list knobs.
+    Empty,
+    Int(u64),
+    Bool(bool),
+    Text(&'static str),
+}
+
+impl Serialize for Preset {
+    fn serialize<S: Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Preset::Unset => out.serialize_none(),
+            Preset::Empty => out.collect_seq(std::iter::empty::<u8>()),
+            Preset::Int(value) => out.serialize_u64(value),
+            Preset::Bool(value) => out.serialize_bool(value),
+            Preset::Text(value) => out.serialize_str(value),
+        }
+    }
+}
+
+impl Preset {
+    /// The default as the CLI would print it; `-` when unset or empty.
+    pub fn to_text(self) -> String {
+        match self {
+            Preset::Unset | Preset::Empty => "-".to_owned(),
+            Preset::Int(value) => value.to_string(),
+            Preset::Bool(value) => value.to_string(),
+            Preset::Text(value) => value.to_owned(),
+        }
+    }
+}
+
+/// The values a knob accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Domain {
+    /// An integer in `min..=max`, the values the runtime accepts (for an option without a limit of
+    /// its own, its type's range); `scale` is how to step through it, the search hint where.
+    Int {
+        min: u64,
+        max: u64,
+        scale: Scale,
+    },
+    Bool,
+    /// One of these words.
+    Choice(&'static [&'static str]),
+    /// The name of a scheduler installed where the binary looks (`tomii schedulers --json`).
+    Scheduler,
+    /// Options of the chosen scheduler: its keys and their domains are listed by
+    /// `tomii schedulers --json`.
+    SchedulerOptions,
+    /// A file path.
+    Path,
+}
+
+/// How to step through an integer domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    Linear,
+    /// Powers of two.
+    Pow2,
+    /// Logarithmic: factors of ten or so.
+    Log,
+}
+
+impl Scale {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scale::Linear => "linear",
+            Scale::Pow2 => "pow2",
+            Scale::Log => "log",
+        }
+    }
+}
+
+/// Where the installed schedulers and their options are listed.
+const SCHEDULER_LISTING: &str = "tomii schedulers --json";
+
+/// `{"kind": ..., ...}`, the catalog's `domain` field.
+impl Serialize for Domain {
+    fn serialize<S: Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
+        let mut map = out.serialize_map(None)?;
+        match *self {
+            Domain::Int { min, max, scale } => {
+                map.serialize_entry("kind", "int")?;
+                map.serialize_entry("min", &min)?;
+                map.serialize_entry("max", &max)?;
+                map.serialize_entry("scale", scale.name())?;
+            }
+            Domain::Bool => map.serialize_entry("kind", "bool")?,
+            Domain::Choice(values) => {
+                map.serialize_entry("kind", "choice")?;
+                map.serialize_entry("values", values)?;
+            }
+            Domain::Scheduler => {
+                map.serialize_entry("kind", "scheduler")?;
+                map.serialize_entry("listed_by", SCHEDULER_LISTING)?;
+            }
+            Domain::SchedulerOptions => {
+                map.serialize_entry("kind", "scheduler_options")?;
+                map.serialize_entry("listed_by", SCHEDULER_LISTING)?;
+            }
+            Domain::Path => map.serialize_entry("kind", "path")?,
+        }
+        map.end()
+    }
+}
+
+impl Domain {
+    /// A short rendering for the text table.
+    pub fn to_text(self) -> String {
+        match self {
+            Domain::Int { min, max, scale } => format!("{min}..={max} ({})", scale.name()),
+            Domain::Bool => "true|false".to_owned(),
+            Domain::Choice(values) => values.join("|"),
+            Domain::Scheduler => "installed scheduler".to_owned(),
+            Domain::SchedulerOptions => "scheduler's options".to_owned(),
+            Domain::Path => "path".to_owned(),
+        }
+    }
+}
+
+/// What a knob is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Changes how fast a run goes, never what it computes: what a tuner searches.
+    Perf,
+    /// Changes what a run does or when it stops.
+    Behaviour,
+    /// Inputs, outputs and what is recorded.
+    Io,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Perf => "perf",
+            Role::Behaviour => "behaviour",
+            Role::Io => "io",
+        }
+    }
+}
+
+/// The most slots a run may have (the engine's `MAX_SLOTS`, 2^24).
+const MAX_SLOTS: u64 = 1 << 24;
+/// The most frames a run may have (the engine's `MAX_FRAMES`).
+const MAX_FRAMES: u64 = 100_000_000;
+const U32_MAX: u64 = u32::MAX as u64;
+
+/// Every option of `tomii run`, in the order `tomii run --help` lists them. The graph itself
+/// (GRAPH, or `--json GRAPH`) is the run's input, not an option, and is not listed.
+pub const CATALOG: &[Knob] = &[
+    Knob {
+        name: "dylib",
+        cli: "--dylib",
+        kind: Kind::PathList,
+        default: Preset::Empty,
+        domain: Domain::Path,
+        role: Role::Io,
+        description: "Kernel libraries (.so) whose kernels the graph's nodes call; on the CLI, repeat the flag for several",
+        search_hint: "not a tuning knob: the graph needs the libraries that hold its kernels",
+    },
+    Knob {
+        name: "workers",
+        cli: "--workers",
+        kind: Kind::Int,
+        default: Preset::Int(1),
+        domain: Domain::Int { min: 1, max: U32_MAX, scale: Scale::Linear },
+        role: Role::Perf,
+        description: "Worker threads that run the kernels",
+        search_hint: "unimodal: throughput rises until the physical cores are busy, then falls; \
+            binary search 1..=physical cores",
+    },
+    Knob {
+        name: "slots",
+        cli: "--slots",
+        kind: Kind::Int,
+        default: Preset::Int(1),
+        domain: Domain::Int { min: 1, max: MAX_SLOTS, scale: Scale::Pow2 },
+        role: Role::Perf,
+        description: "Frames in flight at once; each holds one slot until it completes",
+        search_hint: "rises then plateaus; try powers of two from 1 to 4 × workers (memory grows as slots × instances)",
+    },
+    Knob {
+        name: "frames",
+        cli: "--frames",
+        kind: Kind::Int,
+        default: Preset::Int(1),
+        domain: Domain::Int { min: 1, max: MAX_FRAMES, scale: Scale::Log },
+        role: Role::Behaviour,
+        description: "Frames to run",
+        search_hint: "not a tuning knob: hold it fixed across trials, large enough that a run lasts a second or more",
+    },
+    Knob {
+        name: "scheduler",
+        cli: "--scheduler",
+        kind: Kind::String,
+        default: Preset::Text("fifo"),
+        domain: Domain::Scheduler,
+        role: Role::Perf,
+        description: "Scheduler by name: loads libtomii_sched_NAME.so from $TOMII_SCHEDULER_PATH or beside the binary",
+        search_hint: "categorical: try each installed scheduler (tomii schedulers) first, then tune its options",
+    },
+    Knob {
+        name: "scheduler_plugin",
+        cli: "--scheduler-plugin",
+        kind: Kind::Path,
+        default: Preset::Unset,
+        domain: Domain::Path,
+        role: Role::Perf,
+        description: "Scheduler by path to its .so (Rust or C); replaces scheduler",
+        search_hint: "categorical: for a scheduler built outside this workspace; otherwise search scheduler",
+    },
+    Knob {
+        name: "sched_opt",
+        cli: "--sched-opt",
+        kind: Kind::KeyValueList,
+        default: Preset::Empty,
+        domain: Domain::SchedulerOptions,
+        role: Role::Perf,
+        description: "Options of the scheduler, KEY=VALUE; on the CLI, repeat the flag for several",
+        search_hint: "conditional on scheduler: each option's kind, default and domain are in tomii schedulers --json",
+    },
+    Knob {
+        name: "trace",
+        cli: "--trace",
+        kind: Kind::Path,
+        default: Preset::Unset,
+        domain: Domain::Path,
+        role: Role::Io,
+        description: "Write the trace (one row per task execution) to this CSV file",
+        search_hint: "not a tuning knob: recording costs time per task; leave it off while searching",
+    },
+    Knob {
+        name: "report",
+        cli: "--report",
+        kind: Kind::Path,
+        default: Preset::Unset,
+        domain: Domain::Path,
+        role: Role::Io,
+        description: "Write the report (throughput, latency percentiles, per-node and per-worker figures) as JSON",
+        search_hint: "not a tuning knob: the report is how a trial is scored; always set it",
+    },
+    Knob {
+        name: "pop_batch",
+        cli: "--pop-batch",
+        kind: Kind::Int,
+        default: Preset::Int(1),
+        domain: Domain::Int { min: 1, max: U32_MAX, scale: Scale::Pow2 },
+        role: Role::Perf,
+        description: "The most tasks a worker takes from the scheduler at once",
+        search_hint: "powers of two 1..=64; helps short tasks and batching schedulers (multi-slot-batch), may hurt balance",
+    },
+    Knob {
+        name: "task_timing",
+        cli: "--no-task-timing",
+        kind: Kind::Bool,
+        default: Preset::Bool(true),
+        domain: Domain::Bool,
+        role: Role::Io,
+        description: "Time each kernel (per-node times and busy fractions in the report); --no-task-timing turns it off",
+        search_hint: "keep it on while tuning (the report's per-node figures need it); off saves two clock reads per task",
+    },
+    Knob {
+        name: "stall_timeout_ms",
+        cli: "--stall-timeout-ms",
+        kind: Kind::Int,
+        default: Preset::Int(2000),
+        domain: Domain::Int { min: 0, max: u64::MAX, scale: Scale::Log },
+        role: Role::Behaviour,
+        description: "Stop with an error when every worker has been idle this long (ms) while frames are incomplete",
+        search_hint: "not a tuning knob: raise it only for kernels that wait on something outside the graph",
+    },
+    Knob {
+        name: "on_scheduler_fault",
+        cli: "--on-scheduler-fault",
+        kind: Kind::String,
+        default: Preset::Text("stop"),
+        domain: Domain::Choice(&["stop", "fallback"]),
+        role: Role::Behaviour,
+        description: "When the scheduler breaks its contract: stop the run with an error, or fallback: \
+            eject it and finish on the host's FIFO",
+        search_hint: "not a tuning knob: stop while developing a scheduler; fallback for long sweeps \
+            (the report records an ejection)",
+    },
+    Knob {
+        name: "quiet",
+        cli: "--quiet",
+        kind: Kind::Bool,
+        default: Preset::Bool(false),
+        domain: Domain::Bool,
+        role: Role::Io,
+        description: "Print nothing but errors",
+        search_hint: "not a tuning knob",
+    },
+];
+
+/// The knob called `name`, if any.
+pub fn find(name: &str) -> Option<&'static Knob> {
+    CATALOG.iter().find(|knob| knob.name == name)
+}
+
+/// One entry of `tomii knobs --json`: name, cli, type, default, domain, role, description,
+/// search_hint, in that order.
+impl Serialize for Knob {
+    fn serialize<S: Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
+        let mut knob = out.serialize_struct("Knob", 8)?;
+        knob.serialize_field("name", self.name)?;
+        knob.serialize_field("cli", self.cli)?;
+        knob.serialize_field("type", self.kind.name())?;
+        knob.serialize_field("default", &self.default)?;
+        knob.serialize_field("domain", &self.domain)?;
+        knob.serialize_field("role", self.role.name())?;
+        knob.serialize_field("description", self.description)?;
+        knob.serialize_field("search_hint", self.search_hint)?;
+        knob.end()
+    }
+}
+
+/// What `tomii knobs --json` prints: `{"version": 1, "knobs": [...]}`.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct Listing {
+    pub version: u32,
+    pub knobs: &'static [Knob],
+}
+
+/// The whole catalog, ready to serialize.
+pub const LISTING: Listing = Listing { version: FORMAT_VERSION, knobs: CATALOG };
+
+/// The catalog as an aligned text table (one knob a line, the description last), what
+/// `tomii knobs` prints.
+pub fn to_table() -> String {
+    let header = ["NAME", "CLI", "TYPE", "DEFAULT", "DOMAIN", "ROLE", "DESCRIPTION"].map(str::to_owned);
+    let rows: Vec<[String; 7]> = CATALOG
+        .iter()
+        .map(|k| {
+            [
+                k.name.to_owned(),
+                k.cli.to_owned(),
+                k.kind.name().to_owned(),
+                k.default.to_text(),
+                k.domain.to_text(),
+                k.role.name().to_owned(),
+                k.description.to_owned(),
+            ]
+        })
+        .collect();
+    let mut widths = [0; 7];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |row: &[String; 7]| {
+        let cells: Vec<String> = row.iter().zip(widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
+        cells.join("  ").trim_end().to_owned() + "\n"
+    };
+    std::iter::once(&header).chain(&rows).map(line).collect()
+}
