@@ -1,15 +1,19 @@
-//! Benchmarks of the Tomii engine: graph generators (`graphs`), run-time plugin loading (`plugins`)
-//! and the workloads that `benches/engine.rs` (criterion) and the `engine_figures` binary share.
-//! What each benchmark measures is in README.md.
+//! Benchmarks of the Tomii engine and its schedulers: graph generators (`graphs`), run-time plugin
+//! loading (`plugins`), the direct push/pop drive of a scheduler (`push_pop`), and the workloads
+//! that `benches/*.rs` (criterion) and the `*_figures` binaries share. What each benchmark
+//! measures is in README.md.
 //!
-//! A leaf crate (ARCHITECTURE.md §2): it depends on tomii-core only and must never link a
-//! scheduler or kernel plugin crate; it loads their dylibs at run time.
+//! A leaf crate (ARCHITECTURE.md §2): it depends on tomii-core (and tomii-types, for the task
+//! descriptor) only and must never link a scheduler or kernel plugin crate; it loads their dylibs
+//! at run time.
 
 mod graphs;
 mod plugins;
+mod push_pop;
 
 pub use graphs::{Kernel, chain, chain_with, fan_out, fan_out_with, pipeline, pipeline_with};
-pub use plugins::{Plugins, plugin_dir, plugins};
+pub use plugins::{Plugins, SHIPPED_SCHEDULERS, plugin_dir, plugins, schedulers};
+pub use push_pop::{FIFO_TARGET_NS, PREFILL, PushPop, SLOTS, TwoThreads, setup, task};
 
 use tomii_core::engine::RunConfig;
 

@@ -1,5 +1,6 @@
-//! Loads the fifo scheduler and the synthetic kernels at run time from the cargo target directory
-//! the running binary was built into (`target/<profile>/`, found from `current_exe`).
+//! Loads the fifo scheduler and the synthetic kernels, or every shipped scheduler, at run time from
+//! the cargo target directory the running binary was built into (`target/<profile>/`, found from
+//! `current_exe`).
 //!
 //! Never link them instead: bench/ is a leaf that depends on tomii-core only (ARCHITECTURE.md §2).
 //! A missing or unloadable library panics with what to build: there is nothing to measure without.
@@ -38,6 +39,46 @@ pub fn plugins() -> Plugins {
     Plugins { kernels, scheduler }
 }
 
+/// Every scheduler the workspace ships, the fifo baseline first.
+pub const SHIPPED_SCHEDULERS: [&str; 8] =
+    ["fifo", "c-fifo", "random", "priority", "critical-path", "locality", "work-stealing", "multi-slot-batch"];
+
+/// Loads every scheduler of [`SHIPPED_SCHEDULERS`] from [`plugin_dir`], then any other built there
+/// (by name), each with its name (`libtomii_sched_<name>.so`, `_` read as `-`). Panics naming the
+/// scheduler when one is missing or does not load.
+pub fn schedulers() -> Vec<(String, SchedulerPlugin)> {
+    let dir = plugin_dir();
+    let mut names: Vec<String> = SHIPPED_SCHEDULERS.iter().map(|name| name.to_string()).collect();
+    let others: Vec<String> = built_schedulers(&dir).into_iter().filter(|name| !names.contains(name)).collect();
+    names.extend(others);
+    names
+        .into_iter()
+        .map(|name| {
+            let path = dir.join(scheduler_file_name(&name));
+            assert!(path.is_file(), "scheduler {name:?}: {} is missing; {BUILD_HINT}", path.display());
+            let plugin =
+                SchedulerPlugin::load(&path).unwrap_or_else(|e| panic!("scheduler {name:?}: {e}; {BUILD_HINT}"));
+            (name, plugin)
+        })
+        .collect()
+}
+
+/// The schedulers built in `dir`, sorted, by the naming rule of `installed_schedulers`.
+fn built_schedulers(dir: &Path) -> Vec<String> {
+    let prefix = format!("{}tomii_sched_", std::env::consts::DLL_PREFIX);
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let file = entry.file_name().into_string().ok()?;
+            let stem = file.strip_prefix(&prefix)?.strip_suffix(std::env::consts::DLL_SUFFIX)?;
+            Some(stem.replace('_', "-"))
+        })
+        .collect();
+    names.sort();
+    names
+}
+
 /// The nearest directory above the running executable holding `libtomii_synthetic.so`: for
 /// `target/release/deps/engine-…` and `target/release/engine_figures` alike, `target/release`.
 pub fn plugin_dir() -> PathBuf {
@@ -69,5 +110,15 @@ mod tests {
         std::fs::write(root.path().join(synthetic_file()), b"").unwrap();
         std::fs::write(root.path().join("release").join(synthetic_file()), b"").unwrap();
         assert_eq!(find_plugin_dir(&exe), Some(root.path().join("release")));
+    }
+
+    #[test]
+    fn built_schedulers_are_named_from_their_files() {
+        let dir = tempfile::tempdir().unwrap();
+        for file in [scheduler_file_name("work-stealing"), scheduler_file_name("fifo"), synthetic_file()] {
+            std::fs::write(dir.path().join(file), b"").unwrap();
+        }
+        assert_eq!(built_schedulers(dir.path()), ["fifo", "work-stealing"]);
+        assert!(built_schedulers(&dir.path().join("absent")).is_empty());
     }
 }
