@@ -172,3 +172,33 @@ fn progress_is_reported_until_the_last_frame() {
     assert_eq!((last.frames_done, last.frames), (200, 200));
     assert!(seen.windows(2).all(|w| w[0].frames_done <= w[1].frames_done), "progress went backwards: {seen:?}");
 }
+
+#[test]
+fn index_and_workers_arguments_carry_the_instance_and_the_worker_count() {
+    use common::checksum::expected;
+    let graph = compile("context_args.json");
+    for workers in [1u32, 3] {
+        let outcome = run_ok(&graph, config(workers, 2, 5));
+        for (frame, outputs) in outcome.outputs.iter().enumerate() {
+            let frame = frame as u64;
+            let each: Vec<u64> =
+                (0..3).map(|i| expected("each", i, frame, &[u64::from(i), u64::from(workers)])).collect();
+            let sink = outputs.iter().find(|(node, _, _)| *node == 1).map(|(_, _, v)| v.clone());
+            assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &each))), "workers {workers}, frame {frame}");
+        }
+    }
+}
+
+#[test]
+fn a_variadic_kernel_receives_the_trailing_results_as_one_list() {
+    use common::checksum::{expected, fnv1a, mix};
+    let graph = compile("variadic.json");
+    let outcome = run_ok(&graph, config(2, 3, 12));
+    for (frame, outputs) in outcome.outputs.iter().enumerate() {
+        let frame = frame as u64;
+        let each: Vec<u64> = (0..5).map(|i| expected("each", i, frame, &[u64::from(i)])).collect();
+        let list = each.iter().fold(fnv1a(b""), |h, &w| mix(h, w));
+        let sink = outputs.iter().find(|(node, _, _)| *node == 1).map(|(_, _, v)| v.clone());
+        assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &[9, list]))), "frame {frame}");
+    }
+}

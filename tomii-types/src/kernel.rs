@@ -469,14 +469,21 @@ pub unsafe fn call(
     }
 }
 
-/// Exports safe Rust kernels as a registry: `export_kernels!("library-name"; fn_a, fn_b, ...)`.
+/// Kernel flags by name, for `export_kernels!`'s `[flag]` prefix.
+#[allow(non_upper_case_globals)]
+pub mod flags {
+    /// The trailing result arguments arrive as one LIST value (a fan-in of any width).
+    pub const variadic: u32 = crate::abi::TOMII_KERNEL_VARIADIC;
+}
+
+/// Exports safe Rust kernels as a registry: `export_kernels!("library-name"; fn_a, [variadic] fn_b)`.
 ///
 /// Each function has the signature [`KernelFn`](crate::kernel::KernelFn) and is registered under
-/// its own name. Call it once, at the root of a `cdylib` crate; such a crate can use
+/// its own name; a `[flag]` before it sets a flag of [`flags`](crate::kernel::flags). Call it once, at the root of a `cdylib` crate; such a crate can use
 /// `#![deny(unsafe_code)]`, since the macro allows the exported symbol locally.
 #[macro_export]
 macro_rules! export_kernels {
-    ($library:literal; $($kernel:ident),+ $(,)?) => {
+    ($library:literal; $($([$flag:ident])? $kernel:ident),+ $(,)?) => {
         #[doc(hidden)]
         #[allow(non_snake_case, unsafe_code)]
         mod __tomii_kernel_shims {
@@ -497,7 +504,7 @@ macro_rules! export_kernels {
             $crate::abi::TomiiKernelEntry {
                 name: concat!(stringify!($kernel), "\0").as_ptr().cast(),
                 func: Some(__tomii_kernel_shims::$kernel),
-                flags: 0,
+                flags: 0 $(| $crate::kernel::flags::$flag)?,
                 reserved: 0,
             }
         ),+];

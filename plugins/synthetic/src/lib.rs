@@ -91,6 +91,12 @@ pub fn checksum(ctx: &CallCtx, args: &Args) -> Result<Value, KernelError> {
     Ok(Value::u64(args.iter().fold(seed, |h, arg| mix(h, word(&arg)))))
 }
 
+/// `checksum`, registered as variadic: the host passes the trailing results as one LIST, whose
+/// word folds its items' words from the FNV basis.
+pub fn checksum_list(ctx: &CallCtx, args: &Args) -> Result<Value, KernelError> {
+    checksum(ctx, args)
+}
+
 /// Always fails, with `args[0]` as the message when it is a string.
 pub fn fail(_ctx: &CallCtx, args: &Args) -> Result<Value, KernelError> {
     let message = args.str(0).unwrap_or("fail kernel called");
@@ -102,4 +108,4 @@ pub fn panic(_ctx: &CallCtx, _args: &Args) -> Result<Value, KernelError> {
     panic!("panic kernel called")
 }
 
-tomii_types::export_kernels!("synthetic"; noop, spin, touch, checksum, fail, panic);
+tomii_types::export_kernels!("synthetic"; noop, spin, touch, checksum, [variadic] checksum_list, fail, panic);

@@ -94,7 +94,7 @@ fn check_sizes(nodes: &[CompiledNode], args: &[Vec<Arg>]) -> Result<Sizes, Issue
         let mut per = Sizes::default();
         for arg in node_args {
             match arg {
-                Arg::Const(_) => per.args += 1,
+                Arg::Const(_) | Arg::Index | Arg::Workers => per.args += 1,
                 Arg::Edge(edge) => {
                     let len = edge.sel.len(nodes[edge.pred as usize].factor);
                     per.edges = per.edges.saturating_add(len);
@@ -152,6 +152,8 @@ fn instance_row(graph: &mut CompiledGraph, node_args: &[Arg], i: u32, preds: &mu
     for arg in node_args {
         match arg {
             Arg::Const(c) => graph.args.push(ArgSource::Const(*c)),
+            Arg::Index => graph.args.push(ArgSource::Index),
+            Arg::Workers => graph.args.push(ArgSource::Workers),
             Arg::Edge(edge) => {
                 let pred = &graph.nodes[edge.pred as usize];
                 let (first, factor) = (pred.first, pred.factor);

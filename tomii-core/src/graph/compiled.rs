@@ -66,6 +66,10 @@ pub enum ArgSource {
     Result(u32),
     /// The constant at this index of `consts`.
     Const(u32),
+    /// `$index`: the instance's index within its node, as a `usize`.
+    Index,
+    /// `$workers`: the run's number of workers, as a `usize`.
+    Workers,
 }
 
 impl CompiledGraph {

@@ -30,6 +30,8 @@ pub(crate) struct Resolved {
 pub(crate) enum Arg {
     Const(u32),
     Edge(Edge),
+    Index,
+    Workers,
 }
 
 #[derive(Debug)]
@@ -138,6 +140,8 @@ impl Scope<'_> {
             ArgSpec::Literal(literal) => self.push_const(literal.clone(), at).map(Arg::Const),
             ArgSpec::Ref(name) => self.reference(name, at).map(Arg::Const),
             ArgSpec::Edge(edge) => self.edge(edge, at).map(Arg::Edge),
+            ArgSpec::Index => Ok(Arg::Index),
+            ArgSpec::Workers => Ok(Arg::Workers),
         }
     }
 

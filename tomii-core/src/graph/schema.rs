@@ -69,6 +69,7 @@ fn defs() -> Json {
                 {"$ref": "#/$defs/plain_literal"},
                 {"$ref": "#/$defs/typed_literal"},
                 {"$ref": "#/$defs/ref_arg"},
+                {"$ref": "#/$defs/context_arg"},
                 {"$ref": "#/$defs/edge_arg"},
                 {"$ref": "#/$defs/network_arg"}
             ]
@@ -91,6 +92,14 @@ fn defs() -> Json {
                 "type": {"const": "$ref"},
                 "name": {"type": "string", "minLength": 1}
             }
+        },
+        "context_arg": {
+            "description": "$index: the instance's index within its node; $workers: the run's number of \
+                workers. Both are passed as a usize.",
+            "type": "object",
+            "required": ["type"],
+            "additionalProperties": false,
+            "properties": {"type": {"enum": ["$index", "$workers"]}}
         },
         "edge_arg": edge_arg(),
         "selection": {

@@ -48,6 +48,10 @@ pub(crate) enum ArgSpec {
     Literal(Literal),
     Ref(String),
     Edge(EdgeSpec),
+    /// `$index`: the instance's own index within its node.
+    Index,
+    /// `$workers`: the number of workers of the run.
+    Workers,
 }
 
 /// The three kinds of edge: `$res` passes results, `$dep` and `$barrier` only order.
@@ -96,6 +100,8 @@ const EDGE_FIELDS: &[&str] = &["type", "predecessor"];
 const PRED_FIELDS: &[&str] = &["name", "index"];
 const PRED_UNSUPPORTED: &[&str] = &["group_by"];
 const REF_FIELDS: &[&str] = &["type", "name"];
+/// Fields of `$index` and `$workers`.
+const PLAIN_FIELDS: &[&str] = &["type"];
 
 /// Reads the top-level object.
 pub(crate) fn read(root: &Json) -> Result<GraphSpec, Issue> {
@@ -287,6 +293,10 @@ fn arg(json: &Json, node: &str, k: usize) -> Result<ArgSpec, Issue> {
         "$ref" => {
             check_fields(object, REF_FIELDS, &[], at)?;
             return name_field(object, "name", at, "name the initialization to pass").map(ArgSpec::Ref);
+        }
+        "$index" | "$workers" => {
+            check_fields(object, PLAIN_FIELDS, &[], at)?;
+            return Ok(if kind == "$index" { ArgSpec::Index } else { ArgSpec::Workers });
         }
         "$res" => EdgeKind::Res,
         "$dep" => EdgeKind::Dep,

@@ -12,7 +12,8 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use tomii_types::abi::{
-    TOMII_NO_WORKER, TOMII_OK, TomiiCallCtx, TomiiErrorBuf, TomiiKernelFn, TomiiSchedulerVtable, TomiiTask, TomiiValue,
+    TOMII_KERNEL_VARIADIC, TOMII_NO_WORKER, TOMII_OK, TOMII_TAG_LIST, TOMII_TAG_USIZE, TomiiBuffer, TomiiCallCtx,
+    TomiiErrorBuf, TomiiKernelFn, TomiiPayload, TomiiSchedulerVtable, TomiiTask, TomiiValue,
 };
 use tomii_types::kernel::{Value, ValueRef};
 
@@ -49,6 +50,8 @@ pub(super) struct Engine<'a> {
     scheduler: SchedulerInstance<'a>,
     hooks: &'static TomiiSchedulerVtable,
     kernels: Vec<TomiiKernelFn>,
+    /// Per node: its kernel takes the trailing results as one LIST (`TOMII_KERNEL_VARIADIC`).
+    variadic: Vec<bool>,
     node_names: Vec<CString>,
     consts: Vec<Value>,
     /// The descriptor of each instance, with the per-frame fields left blank.
@@ -94,6 +97,8 @@ struct Local {
     pusher: Pusher,
     popped: Vec<TomiiTask>,
     args: Vec<TomiiValue>,
+    /// The elements of a variadic kernel's LIST argument.
+    list: Vec<TomiiValue>,
     error: Vec<u8>,
     counters: WorkerCounters,
     trace: WorkerTrace,
@@ -124,8 +129,10 @@ impl<'a> Engine<'a> {
         let bound = graph
             .nodes
             .iter()
-            .map(|node| kernels.resolve(&node.name, &node.function).map(|(func, _flags)| func))
+            .map(|node| kernels.resolve(&node.name, &node.function))
             .collect::<Result<Vec<_>, _>>()?;
+        let variadic = bound.iter().map(|&(_, flags)| flags & TOMII_KERNEL_VARIADIC != 0).collect();
+        let bound = bound.into_iter().map(|(func, _)| func).collect();
         let node_names = graph
             .nodes
             .iter()
@@ -153,6 +160,7 @@ impl<'a> Engine<'a> {
             hooks: scheduler.hooks(),
             scheduler,
             kernels: bound,
+            variadic,
             node_names,
             consts: graph.consts.iter().map(|literal| literal.to_value()).collect(),
             templates: templates(graph, config.workers),
@@ -245,7 +253,8 @@ impl<'a> Engine<'a> {
         let mut local = Local {
             pusher: Pusher { worker, ready: Vec::with_capacity(PUSH_CHUNK), self_take: true },
             popped: vec![TomiiTask::default(); self.config.pop_batch as usize],
-            args: Vec::with_capacity(self.graph.max_args()),
+            args: Vec::with_capacity(self.graph.max_args() + 1),
+            list: Vec::with_capacity(self.graph.max_args()),
             error: vec![0; ERROR_CAPACITY],
             counters: WorkerCounters {
                 per_node: vec![NodeCounters::default(); self.graph.nodes.len()],
@@ -457,8 +466,32 @@ impl<'a> Engine<'a> {
                 // were made ready by its arrival).
                 ArgSource::Result(pred) => unsafe { self.table.result(slot, pred) },
                 ArgSource::Const(index) => *self.consts[index as usize].as_raw(),
+                ArgSource::Index => usize_value(u64::from(self.graph.inst_index[instance as usize])),
+                ArgSource::Workers => usize_value(u64::from(self.config.workers)),
             });
         }
+        if self.variadic[self.graph.inst_node[instance as usize] as usize] {
+            self.gather_trailing_results(local, instance);
+        }
+    }
+
+    /// For a variadic kernel: replaces the trailing result arguments by one LIST of them, borrowed
+    /// from the worker's list buffer (sized before the run, so this never allocates).
+    #[inline]
+    fn gather_trailing_results(&self, local: &mut Local, instance: u32) {
+        let sources = self.graph.args_of(instance);
+        let trailing = sources.iter().rev().take_while(|s| matches!(s, ArgSource::Result(_))).count();
+        let first = local.args.len() - trailing;
+        local.list.clear();
+        local.list.extend_from_slice(&local.args[first..]);
+        local.args.truncate(first);
+        let buf = TomiiBuffer {
+            data: local.list.as_mut_ptr().cast(),
+            len: trailing,
+            ctx: std::ptr::null_mut(),
+            release: None,
+        };
+        local.args.push(TomiiValue { tag: TOMII_TAG_LIST, elem: 0, payload: TomiiPayload { buf } });
     }
 
     /// Calls the node's kernel; an error status becomes a `RunError::Kernel`.
@@ -833,6 +866,12 @@ fn templates(graph: &CompiledGraph, workers: u32) -> Vec<TomiiTask> {
             }
         })
         .collect()
+}
+
+/// A `usize` scalar (no buffer, nothing to release).
+#[inline]
+fn usize_value(value: u64) -> TomiiValue {
+    TomiiValue { tag: TOMII_TAG_USIZE, elem: 0, payload: TomiiPayload { u: value } }
 }
 
 /// An owned copy of a borrowed value.
