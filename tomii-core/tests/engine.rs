@@ -202,3 +202,76 @@ fn a_variadic_kernel_receives_the_trailing_results_as_one_list() {
         assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &[9, list]))), "frame {frame}");
     }
 }
+
+/// The sink output of each frame of `outcome` (the graph's last node).
+fn sink_outputs(graph: &CompiledGraph, outcome: &RunOutcome) -> Vec<Option<Output>> {
+    let sink = graph.nodes.len() as u32 - 1;
+    outcome
+        .outputs
+        .iter()
+        .map(|outputs| outputs.iter().find(|(n, _, _)| *n == sink).map(|(_, _, v)| v.clone()))
+        .collect()
+}
+
+#[test]
+fn a_condition_skips_instances_and_their_successors_see_none() {
+    use common::checksum::expected;
+    let graph = compile("condition.json");
+    let outcome = run_ok(&graph, config(2, 3, 10));
+    for (frame, sink) in sink_outputs(&graph, &outcome).into_iter().enumerate() {
+        let frame = frame as u64;
+        // Even instances run (index mod 2 == 0); odd ones are skipped and pass NONE (word 0).
+        let each: Vec<u64> = (0..6).map(|i| if i % 2 == 0 { expected("each", i, frame, &[3]) } else { 0 }).collect();
+        assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &each))), "frame {frame}");
+    }
+    let each = &outcome.report.per_node[0];
+    assert_eq!((each.count, each.skipped), (60, 30), "every instance is a task; odd ones are skipped");
+}
+
+#[test]
+fn every_comparison_operation_selects_the_right_instances() {
+    let text = graph_text("condition.json");
+    // modulo($index, 2) is 0 or 1; compared with 1.
+    for (op, runs) in [
+        ("Eq", [false, true]),
+        ("Neq", [true, false]),
+        ("Gt", [false, false]),
+        ("Ge", [false, true]),
+        ("Lt", [true, false]),
+        ("Le", [true, true]),
+    ] {
+        let edited = text.replace(r#""operation": "Eq", "value": 0"#, &format!(r#""operation": "{op}", "value": 1"#));
+        let graph = graph::parse_str("condition.json", &edited).unwrap_or_else(|e| panic!("{e}"));
+        let outcome = run_ok(&graph, config(2, 2, 2));
+        let skipped = outcome.report.per_node[0].skipped;
+        let ran_per_frame = (0..6).filter(|i| runs[i % 2]).count() as u64;
+        assert_eq!(skipped, 2 * (6 - ran_per_frame), "operation {op}");
+    }
+}
+
+#[test]
+fn a_condition_whose_result_cannot_be_compared_fails_the_run_naming_it() {
+    let text = graph_text("condition.json").replace(r#""value": 0, "value_type": "u64""#, r#""value": "zero""#);
+    let graph = graph::parse_str("condition.json", &text).unwrap_or_else(|e| panic!("{e}"));
+    let error = run(&graph, config(2, 2, 3)).err().expect("the run must fail").to_string();
+    assert!(error.contains("modulo") && error.contains("cannot be compared with String"), "{error}");
+}
+
+#[test]
+fn a_loop_feeds_each_iteration_the_previous_result() {
+    use common::checksum::expected;
+    let graph = compile("loop.json");
+    assert_eq!(graph.nodes[0].iterations, 3);
+    let outcome = run_ok(&graph, config(2, 2, 6));
+    for (frame, sink) in sink_outputs(&graph, &outcome).into_iter().enumerate() {
+        let frame = frame as u64;
+        let iterate: Vec<u64> = (0..2)
+            .map(|i| {
+                let first = expected("iterate", i, frame, &[5, 7]);
+                let second = expected("iterate", i, frame, &[5, first]);
+                expected("iterate", i, frame, &[5, second])
+            })
+            .collect();
+        assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &iterate))), "frame {frame}");
+    }
+}

@@ -97,6 +97,13 @@ pub fn checksum_list(ctx: &CallCtx, args: &Args) -> Result<Value, KernelError> {
     checksum(ctx, args)
 }
 
+/// `args[0] mod args[1]` as a u64 (unsigned integers; a zero divisor is an error). Handy as a
+/// condition's function: with `$index` it selects every k-th instance.
+pub fn modulo(_ctx: &CallCtx, args: &Args) -> Result<Value, KernelError> {
+    let (value, divisor) = (args.u64(0)?, args.u64(1)?);
+    value.checked_rem(divisor).map(Value::u64).ok_or_else(|| KernelError::from("modulo: the divisor is 0"))
+}
+
 /// Always fails, with `args[0]` as the message when it is a string.
 pub fn fail(_ctx: &CallCtx, args: &Args) -> Result<Value, KernelError> {
     let message = args.str(0).unwrap_or("fail kernel called");
@@ -108,4 +115,4 @@ pub fn panic(_ctx: &CallCtx, _args: &Args) -> Result<Value, KernelError> {
     panic!("panic kernel called")
 }
 
-tomii_types::export_kernels!("synthetic"; noop, spin, touch, checksum, [variadic] checksum_list, fail, panic);
+tomii_types::export_kernels!("synthetic"; noop, spin, touch, checksum, [variadic] checksum_list, modulo, fail, panic);

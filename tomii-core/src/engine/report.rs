@@ -12,6 +12,8 @@ use super::clock::{Clock, Ticks};
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NodeCounters {
     pub count: u64,
+    /// Executions whose condition did not hold (the kernel was not called).
+    pub skipped: u64,
     pub ticks: Ticks,
     pub max_ticks: Ticks,
 }
@@ -74,6 +76,8 @@ pub struct NodeReport {
     pub name: String,
     pub function: String,
     pub count: u64,
+    /// Instances skipped because their condition did not hold (included in `count`).
+    pub skipped: u64,
     /// Kernel time summed over the run (null without task timing).
     pub total_us: Option<f64>,
     pub mean_us: Option<f64>,
@@ -122,6 +126,7 @@ pub fn per_node(
         .map(|(node, (name, function))| {
             let counters = workers.iter().map(|w| w.per_node[node]);
             let count: u64 = counters.clone().map(|c| c.count).sum();
+            let skipped: u64 = counters.clone().map(|c| c.skipped).sum();
             let ticks: Ticks = counters.clone().map(|c| c.ticks).sum();
             let max_ticks = counters.map(|c| c.max_ticks).max().unwrap_or(0);
             let total_us = clock.ticks_to_ns(ticks) as f64 / 1e3;
@@ -129,6 +134,7 @@ pub fn per_node(
                 name: name.clone(),
                 function: function.clone(),
                 count,
+                skipped,
                 total_us: timing.then_some(total_us),
                 mean_us: timing.then(|| if count == 0 { 0.0 } else { total_us / count as f64 }),
                 max_us: timing.then(|| clock.ticks_to_ns(max_ticks) as f64 / 1e3),

@@ -5,7 +5,7 @@
 //! list). Every size is checked before anything proportional to it is allocated; never panics.
 
 use super::compiled::{ArgSource, CompiledGraph, CompiledNode};
-use super::error::{Issue, quote};
+use super::error::{ArgGroup, Issue, quote};
 use super::order;
 use super::resolve::{Arg, Edge, MAX_INSTANCES, Resolved};
 use super::spec::EdgeKind;
@@ -16,9 +16,9 @@ const MAX_ENTRIES: u64 = u32::MAX as u64;
 /// Builds the compiled graph. `source` names the input in messages; `default_name` is used when
 /// the file has no `"name"`.
 pub(crate) fn compile(resolved: Resolved, source: &str, default_name: &str) -> Result<CompiledGraph, Issue> {
-    let Resolved { name, inits, mut nodes, args, consts } = resolved;
+    let Resolved { name, inits, mut nodes, args, groups, consts } = resolved;
     let count = assign_instances(&mut nodes)?;
-    check_selections(&nodes, &args)?;
+    check_selections(&nodes, &args, &groups)?;
     let sizes = check_sizes(&nodes, &args)?;
     let mut graph = CompiledGraph {
         name: name.unwrap_or_else(|| default_name.to_owned()),
@@ -28,7 +28,7 @@ pub(crate) fn compile(resolved: Resolved, source: &str, default_name: &str) -> R
         consts,
         ..CompiledGraph::default()
     };
-    build_instances(&mut graph, &args, count, sizes);
+    build_instances(&mut graph, &args, &groups, count, sizes);
     build_successors(&mut graph);
     order::finish(&mut graph)?;
     Ok(graph)
@@ -52,23 +52,41 @@ fn assign_instances(nodes: &mut [CompiledNode]) -> Result<u32, Issue> {
 }
 
 /// Every selection of every instance must stay inside its predecessor's instances.
-fn check_selections(nodes: &[CompiledNode], args: &[Vec<Arg>]) -> Result<(), Issue> {
-    for (node, node_args) in nodes.iter().zip(args) {
+fn check_selections(nodes: &[CompiledNode], args: &[Vec<Arg>], groups: &[[usize; 2]]) -> Result<(), Issue> {
+    for ((node, node_args), &group_sizes) in nodes.iter().zip(args).zip(groups) {
         for (k, arg) in node_args.iter().enumerate() {
             let Arg::Edge(edge) = arg else { continue };
             let pred = &nodes[edge.pred as usize];
             if let Some((i, offset)) = edge.sel.first_out_of_range(node.factor, pred.factor) {
-                return Err(out_of_range(node, k, edge, pred, i, offset));
+                return Err(out_of_range(node, position(k, group_sizes), edge, pred, i, offset));
             }
         }
     }
     Ok(())
 }
 
-fn out_of_range(node: &CompiledNode, k: usize, edge: &Edge, pred: &CompiledNode, i: u32, offset: i64) -> Issue {
+/// Which argument list the `k`-th of a node's arguments belongs to, and its index there.
+fn position(k: usize, [kernel, looped]: [usize; 2]) -> (ArgGroup, usize) {
+    if k < kernel {
+        (ArgGroup::Kernel, k)
+    } else if k < kernel + looped {
+        (ArgGroup::Loop, k - kernel)
+    } else {
+        (ArgGroup::Condition, k - kernel - looped)
+    }
+}
+
+fn out_of_range(
+    node: &CompiledNode,
+    (group, k): (ArgGroup, usize),
+    edge: &Edge,
+    pred: &CompiledNode,
+    i: u32,
+    offset: i64,
+) -> Issue {
     let plural = if pred.factor == 1 { "instance" } else { "instances" };
     Issue::Invalid(format!(
-        "node {} instance {i}, argument {k} ({} from {}): offset {offset} selects instance {}, but {} has {} {plural} \
+        "node {} instance {i}, {group} {k} ({} from {}): offset {offset} selects instance {}, but {} has {} {plural} \
          (0..{}); narrow the selection or change the factors",
         quote(&node.name),
         edge.kind.name(),
@@ -119,24 +137,33 @@ fn check_sizes(nodes: &[CompiledNode], args: &[Vec<Arg>]) -> Result<Sizes, Issue
 }
 
 /// Fills the per-instance arrays: node, index, arguments, predecessors and dependency counts.
-fn build_instances(graph: &mut CompiledGraph, args: &[Vec<Arg>], count: u32, sizes: Sizes) {
+fn build_instances(graph: &mut CompiledGraph, args: &[Vec<Arg>], groups: &[[usize; 2]], count: u32, sizes: Sizes) {
     let n = count as usize;
     graph.inst_node.reserve_exact(n);
     graph.inst_index.reserve_exact(n);
     graph.dep_count.reserve_exact(n);
     graph.arg_offsets.reserve_exact(n + 1);
+    graph.loop_start.reserve_exact(n);
+    graph.cond_start.reserve_exact(n);
     graph.pred_offsets.reserve_exact(n + 1);
     graph.args.reserve_exact(usize::try_from(sizes.args).unwrap_or(0));
     graph.preds.reserve(usize::try_from(sizes.edges).unwrap_or(0));
     graph.arg_offsets.push(0);
     graph.pred_offsets.push(0);
     let mut scratch = Vec::new();
-    for (id, node_args) in args.iter().enumerate() {
+    for (id, (node_args, &[kernel, looped])) in args.iter().zip(groups).enumerate() {
         let node = u32::try_from(id).unwrap_or(u32::MAX);
         for i in 0..graph.nodes[id].factor {
             graph.inst_node.push(node);
             graph.inst_index.push(i);
-            instance_row(graph, node_args, i, &mut scratch);
+            scratch.clear();
+            instance_row(graph, &node_args[..kernel], i, &mut scratch);
+            graph.loop_start.push(len_u32(&graph.args));
+            instance_row(graph, &node_args[kernel..kernel + looped], i, &mut scratch);
+            graph.cond_start.push(len_u32(&graph.args));
+            instance_row(graph, &node_args[kernel + looped..], i, &mut scratch);
+            scratch.sort_unstable();
+            scratch.dedup();
             graph.dep_count.push(len_u32(&scratch));
             graph.preds.extend_from_slice(&scratch);
             graph.arg_offsets.push(len_u32(&graph.args));
@@ -145,10 +172,9 @@ fn build_instances(graph: &mut CompiledGraph, args: &[Vec<Arg>], count: u32, siz
     }
 }
 
-/// Appends the kernel arguments of instance `i` to `graph.args` and leaves its distinct
-/// predecessors, ascending, in `preds`.
+/// Appends the arguments `node_args` of instance `i` to `graph.args` and the predecessors they
+/// select to `preds` (not deduplicated).
 fn instance_row(graph: &mut CompiledGraph, node_args: &[Arg], i: u32, preds: &mut Vec<u32>) {
-    preds.clear();
     for arg in node_args {
         match arg {
             Arg::Const(c) => graph.args.push(ArgSource::Const(*c)),
@@ -166,8 +192,6 @@ fn instance_row(graph: &mut CompiledGraph, node_args: &[Arg], i: u32, preds: &mu
             }
         }
     }
-    preds.sort_unstable();
-    preds.dedup();
 }
 
 /// Builds the successor CSR from the predecessor CSR. Each list comes out ascending because

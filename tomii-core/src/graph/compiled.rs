@@ -5,6 +5,7 @@
 //! Accessors take an instance id below `instance_count()` and panic otherwise (a caller bug).
 
 use super::literal::Literal;
+pub use super::spec::CmpOp;
 
 /// A graph ready to run. See the README ("Compiled form") for the meaning of each array.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -32,8 +33,14 @@ pub struct CompiledGraph {
     pub pred_offsets: Vec<u32>,
     /// Distinct predecessor instances of each instance, ascending (`dep_count[i]` of them).
     pub preds: Vec<u32>,
-    /// CSR offsets into `args`; length = instance count + 1.
+    /// CSR offsets into `args`; length = instance count + 1. An instance's row holds its kernel
+    /// arguments, then from `loop_start` its loop arguments, then from `cond_start` its
+    /// condition's arguments.
     pub arg_offsets: Vec<u32>,
+    /// Per instance: where its loop arguments start in `args`.
+    pub loop_start: Vec<u32>,
+    /// Per instance: where its condition's arguments start in `args`.
+    pub cond_start: Vec<u32>,
     /// Kernel arguments of each instance, in call order.
     pub args: Vec<ArgSource>,
     /// Instances with no predecessor, ascending.
@@ -43,7 +50,7 @@ pub struct CompiledGraph {
 }
 
 /// One node of the graph.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct CompiledNode {
     pub name: String,
     /// Kernel name.
@@ -57,6 +64,18 @@ pub struct CompiledNode {
     /// Allowed workers, half-open `(lo, hi)`; `None` = any worker. Not yet checked against the
     /// worker count (the engine does that).
     pub use_workers: Option<(u32, u32)>,
+    /// Kernel calls per instance: a `loop`'s factor, 1 without a loop (README, "Loops").
+    pub iterations: u32,
+    /// Run an instance only if this holds (README, "Conditions").
+    pub condition: Option<Condition>,
+}
+
+/// A node's condition: the instance runs only if `function(condition args) <op> value`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Condition {
+    pub op: CmpOp,
+    pub value: Literal,
+    pub function: String,
 }
 
 /// Where one kernel argument comes from.
@@ -100,7 +119,20 @@ impl CompiledGraph {
 
     /// Kernel arguments of `inst`, in call order.
     pub fn args_of(&self, inst: u32) -> &[ArgSource] {
-        row(&self.arg_offsets, &self.args, inst)
+        let i = inst as usize;
+        &self.args[self.arg_offsets[i] as usize..self.loop_start[i] as usize]
+    }
+
+    /// What the first iteration of `inst`'s loop receives after its kernel arguments.
+    pub fn loop_args_of(&self, inst: u32) -> &[ArgSource] {
+        let i = inst as usize;
+        &self.args[self.loop_start[i] as usize..self.cond_start[i] as usize]
+    }
+
+    /// The arguments of `inst`'s condition function.
+    pub fn condition_args_of(&self, inst: u32) -> &[ArgSource] {
+        let i = inst as usize;
+        &self.args[self.cond_start[i] as usize..self.arg_offsets[i + 1] as usize]
     }
 
     /// The node of `inst`.

@@ -79,8 +79,29 @@ pub(crate) enum Place<'a> {
     Init(&'a str),
     NodeAt(usize),
     Node(&'a str),
-    Arg(&'a str, usize),
-    Pred(&'a str, usize),
+    Arg(&'a str, ArgGroup, usize),
+    Pred(&'a str, ArgGroup, usize),
+}
+
+/// Which argument list of a node an argument belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ArgGroup {
+    /// `args`: the kernel's arguments.
+    Kernel,
+    /// `loop_args`: what the first iteration of a loop receives after `args`.
+    Loop,
+    /// `condition.args`: the condition function's arguments.
+    Condition,
+}
+
+impl fmt::Display for ArgGroup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ArgGroup::Kernel => "argument",
+            ArgGroup::Loop => "loop argument",
+            ArgGroup::Condition => "condition argument",
+        })
+    }
 }
 
 impl fmt::Display for Place<'_> {
@@ -91,8 +112,8 @@ impl fmt::Display for Place<'_> {
             Place::Init(name) => write!(f, "initialization {name:?}"),
             Place::NodeAt(k) => write!(f, "nodes[{k}]"),
             Place::Node(name) => write!(f, "node {name:?}"),
-            Place::Arg(name, k) => write!(f, "node {name:?} argument {k}"),
-            Place::Pred(name, k) => write!(f, "the predecessor of node {name:?} argument {k}"),
+            Place::Arg(name, group, k) => write!(f, "node {name:?} {group} {k}"),
+            Place::Pred(name, group, k) => write!(f, "the predecessor of node {name:?} {group} {k}"),
         }
     }
 }

@@ -6,8 +6,8 @@
 
 use std::collections::HashMap;
 
-use super::compiled::CompiledNode;
-use super::error::{Issue, Place, invalid, quote};
+use super::compiled::{CompiledNode, Condition};
+use super::error::{ArgGroup, Issue, Place, invalid, quote};
 use super::literal::Literal;
 use super::select::{self, Selection};
 use super::spec::{ArgSpec, EdgeKind, EdgeSpec, FactorSpec, GraphSpec, IndexSpec, NodeSpec};
@@ -21,8 +21,11 @@ pub(crate) struct Resolved {
     pub name: Option<String>,
     pub inits: Vec<(String, Literal)>,
     pub nodes: Vec<CompiledNode>,
-    /// Arguments of each node, in order.
+    /// Arguments of each node, in order: its kernel arguments, then its loop arguments, then its
+    /// condition's arguments.
     pub args: Vec<Vec<Arg>>,
+    /// Per node: how many of `args` are kernel arguments and how many loop arguments.
+    pub groups: Vec<[usize; 2]>,
     pub consts: Vec<Literal>,
 }
 
@@ -65,12 +68,26 @@ pub(crate) fn resolve(spec: GraphSpec) -> Result<Resolved, Issue> {
     };
     let mut nodes = Vec::with_capacity(spec.nodes.len());
     let mut args = Vec::with_capacity(spec.nodes.len());
+    let mut groups = Vec::with_capacity(spec.nodes.len());
     for node in &spec.nodes {
         nodes.push(scope.node(node)?);
-        args.push(node.args.iter().enumerate().map(|(k, arg)| scope.arg(node, k, arg)).collect::<Result<_, _>>()?);
+        let cond_args = node.condition.as_ref().map_or(&[][..], |c| &c.args[..]);
+        let lists = [
+            (ArgGroup::Kernel, &node.args[..]),
+            (ArgGroup::Loop, &node.loop_args[..]),
+            (ArgGroup::Condition, cond_args),
+        ];
+        let mut all = Vec::new();
+        for (group, list) in lists {
+            for (k, arg) in list.iter().enumerate() {
+                all.push(scope.arg(node, group, k, arg)?);
+            }
+        }
+        groups.push([node.args.len(), node.loop_args.len()]);
+        args.push(all);
     }
     let consts = std::mem::take(&mut scope.consts);
-    Ok(Resolved { name: spec.name, inits, nodes, args, consts })
+    Ok(Resolved { name: spec.name, inits, nodes, args, groups, consts })
 }
 
 /// Maps each name to its position; a repeated name is an error naming both positions.
@@ -100,23 +117,38 @@ impl Scope<'_> {
             first: 0,
             priority: node.priority,
             use_workers: node.use_workers,
+            iterations: match &node.iterations {
+                None => 1,
+                Some(spec) => {
+                    self.count(spec, Place::Node(&node.name), "loop factor", "a loop runs at least one iteration")?
+                }
+            },
+            condition: node.condition.as_ref().map(|c| Condition {
+                op: c.op,
+                value: c.value.clone(),
+                function: c.function.clone(),
+            }),
         })
     }
 
     fn factor(&self, node: &NodeSpec) -> Result<u32, Issue> {
-        let at = Place::Node(&node.name);
-        let (count, origin) = match &node.factor {
+        self.count(&node.factor, Place::Node(&node.name), "factor", "a node needs at least one instance")
+    }
+
+    /// A positive count written as a number or as the name of an integer initialization.
+    fn count(&self, spec: &FactorSpec, at: Place<'_>, what: &str, why: &str) -> Result<u32, Issue> {
+        let (count, origin) = match spec {
             FactorSpec::Count(count) => (*count, String::new()),
             FactorSpec::Var(name) => {
                 let literal = self.lookup(name).ok_or_else(|| {
                     Issue::Invalid(format!(
-                        r#"{at}: factor {} is not an initialization; define it in "initializations" or write a number"#,
+                        r#"{at}: {what} {} is not an initialization; define it in "initializations" or write a number"#,
                         quote(name)
                     ))
                 })?;
                 let count = literal.as_u64().ok_or_else(|| {
                     Issue::Invalid(format!(
-                        "{at}: factor {} holds a value of type {}, not a non-negative integer; give it an integer value",
+                        "{at}: {what} {} holds a value of type {}, not a non-negative integer; give it an integer value",
                         quote(name),
                         literal.type_name()
                     ))
@@ -125,17 +157,15 @@ impl Scope<'_> {
             }
         };
         if count == 0 {
-            return invalid(format!("{at}: factor is 0{origin}; a node needs at least one instance"));
+            return invalid(format!("{at}: {what} is 0{origin}; {why}"));
         }
         u32::try_from(count).ok().filter(|&c| u64::from(c) <= MAX_INSTANCES).ok_or_else(|| {
-            Issue::TooLarge(format!(
-                "{at}: factor {count}{origin} is too large; a graph has at most {MAX_INSTANCES} instances"
-            ))
+            Issue::TooLarge(format!("{at}: {what} {count}{origin} is too large; the most is {MAX_INSTANCES}"))
         })
     }
 
-    fn arg(&mut self, node: &NodeSpec, k: usize, arg: &ArgSpec) -> Result<Arg, Issue> {
-        let at = Place::Arg(&node.name, k);
+    fn arg(&mut self, node: &NodeSpec, group: ArgGroup, k: usize, arg: &ArgSpec) -> Result<Arg, Issue> {
+        let at = Place::Arg(&node.name, group, k);
         match arg {
             ArgSpec::Literal(literal) => self.push_const(literal.clone(), at).map(Arg::Const),
             ArgSpec::Ref(name) => self.reference(name, at).map(Arg::Const),

@@ -169,25 +169,29 @@ fn node() -> Json {
                 ]
             },
             "loop": {
-                "description": "Not supported yet: run the node repeatedly.",
+                "description": "Call the kernel `factor` times per instance; each call after the first gets the \
+                    previous call's result in place of loop_args. An empty object is no loop.",
                 "type": ["object", "null"],
-                "required": ["name"],
+                "additionalProperties": false,
                 "properties": {"name": {"type": "string"}, "factor": {"$ref": "#/$defs/factor"}}
             },
             "loop_args": {
-                "description": "Not supported yet: arguments of each loop iteration.",
+                "description": "Appended to args in the loop's first call (needs a loop).",
                 "type": ["array", "null"],
                 "items": {"$ref": "#/$defs/arg"}
             },
             "condition": {
-                "description": "Not supported yet: run the node only when a check function's result compares as given.",
+                "description": "Run an instance only if function(args) <operation> value; a skipped instance \
+                    passes no value (NONE) to its successors. An empty object is no condition.",
                 "type": ["object", "null"],
+                "additionalProperties": false,
                 "properties": {
-                    "operation": {"type": "string"},
+                    "operation": {"enum": ["Eq", "Neq", "Gt", "Ge", "Lt", "Le"]},
                     "value": true,
                     "value_type": {"type": "string"},
-                    "function": {"type": "string"},
-                    "args": {"type": "array", "items": {"$ref": "#/$defs/arg"}}
+                    "function": {"type": "string", "minLength": 1},
+                    "func": {"type": "string", "minLength": 1},
+                    "args": {"type": ["array", "null"], "items": {"$ref": "#/$defs/arg"}}
                 }
             },
             "group_size": {"$ref": "#/$defs/factor", "description": "Not supported yet."}

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value as Json};
 
-use super::error::{Issue, Place, invalid, quote};
+use super::error::{ArgGroup, Issue, Place, invalid, quote};
 use super::literal::Literal;
 use super::typed::{self, show};
 
@@ -33,6 +33,59 @@ pub(crate) struct NodeSpec {
     /// Half-open worker range.
     pub use_workers: Option<(u32, u32)>,
     pub args: Vec<ArgSpec>,
+    /// `loop.factor`: iterations per instance (absent: one).
+    pub iterations: Option<FactorSpec>,
+    /// `loop_args`: appended to `args` in the loop's first iteration.
+    pub loop_args: Vec<ArgSpec>,
+    pub condition: Option<ConditionSpec>,
+}
+
+/// A node's `condition`: run the instance only if `function(args) <op> value`.
+#[derive(Debug)]
+pub(crate) struct ConditionSpec {
+    pub op: CmpOp,
+    pub value: Literal,
+    pub function: String,
+    pub args: Vec<ArgSpec>,
+}
+
+/// A condition's comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    Neq,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+impl CmpOp {
+    pub const ALL: [(&'static str, CmpOp); 6] = [
+        ("Eq", CmpOp::Eq),
+        ("Neq", CmpOp::Neq),
+        ("Gt", CmpOp::Gt),
+        ("Ge", CmpOp::Ge),
+        ("Lt", CmpOp::Lt),
+        ("Le", CmpOp::Le),
+    ];
+
+    pub fn name(self) -> &'static str {
+        CmpOp::ALL.iter().find(|(_, op)| *op == self).map_or("?", |(name, _)| name)
+    }
+
+    /// Whether `ordering` (of the function's value against the condition's value) satisfies it.
+    pub fn holds(self, ordering: std::cmp::Ordering) -> bool {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        match self {
+            CmpOp::Eq => ordering == Equal,
+            CmpOp::Neq => ordering != Equal,
+            CmpOp::Gt => ordering == Greater,
+            CmpOp::Ge => ordering != Less,
+            CmpOp::Lt => ordering == Less,
+            CmpOp::Le => ordering != Greater,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -94,8 +147,11 @@ const TOP_FIELDS: &[&str] = &["name", "initializations", "nodes"];
 const TOP_UNSUPPORTED: &[&str] = &["post_nodes", "network_config"];
 const INIT_FIELDS: &[&str] = &["name", "value"];
 const INIT_UNSUPPORTED: &[&str] = &["function", "func", "args", "factor"];
-const NODE_FIELDS: &[&str] = &["name", "function", "factor", "args", "priority", "use_workers"];
-const NODE_UNSUPPORTED: &[&str] = &["loop", "loop_args", "condition", "group_size"];
+const NODE_FIELDS: &[&str] =
+    &["name", "function", "factor", "args", "priority", "use_workers", "loop", "loop_args", "condition"];
+const NODE_UNSUPPORTED: &[&str] = &["group_size"];
+const LOOP_FIELDS: &[&str] = &["name", "factor"];
+const CONDITION_FIELDS: &[&str] = &["operation", "value", "value_type", "function", "func", "args"];
 const EDGE_FIELDS: &[&str] = &["type", "predecessor"];
 const PRED_FIELDS: &[&str] = &["name", "index"];
 const PRED_UNSUPPORTED: &[&str] = &["group_by"];
@@ -208,21 +264,92 @@ fn node(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
     let at = Place::Node(&name);
     check_fields(object, NODE_FIELDS, NODE_UNSUPPORTED, at)?;
     let function = name_field(object, "function", at, "name the kernel this node runs")?;
-    let args = match object.get("args") {
-        None | Some(Json::Null) => Vec::new(),
-        Some(Json::Array(items)) => {
-            items.iter().enumerate().map(|(k, item)| arg(item, &name, k)).collect::<Result<_, _>>()?
-        }
-        Some(other) => return invalid(format!(r#"{at}: "args" must be a list, got {}"#, show(other))),
-    };
+    let args = arg_list(object.get("args"), "args", &name, ArgGroup::Kernel)?;
+    let loop_args = arg_list(object.get("loop_args"), "loop_args", &name, ArgGroup::Loop)?;
+    let iterations = loop_spec(object.get("loop"), at)?;
+    if iterations.is_none() && !loop_args.is_empty() {
+        return invalid(format!(r#"{at}: "loop_args" without a "loop"; add "loop": {{"name": ..., "factor": N}}"#));
+    }
     Ok(NodeSpec {
         factor: factor(object.get("factor"), at)?,
         priority: priority(object.get("priority"), at)?,
         use_workers: use_workers(object.get("use_workers"), at)?,
+        condition: condition(object.get("condition"), &name)?,
+        iterations,
+        loop_args,
         name,
         function,
         args,
     })
+}
+
+/// A list of arguments (`args`, `loop_args`, a condition's `args`); absent or null is empty.
+fn arg_list(json: Option<&Json>, field: &str, node: &str, group: ArgGroup) -> Result<Vec<ArgSpec>, Issue> {
+    match json {
+        None | Some(Json::Null) => Ok(Vec::new()),
+        Some(Json::Array(items)) => items.iter().enumerate().map(|(k, item)| arg(item, node, group, k)).collect(),
+        Some(other) => invalid(format!(r#"{}: "{field}" must be a list, got {}"#, Place::Node(node), show(other))),
+    }
+}
+
+/// `"loop": {"name": NAME, "factor": N | VAR}`: the number of iterations per instance.
+fn loop_spec(json: Option<&Json>, at: Place<'_>) -> Result<Option<FactorSpec>, Issue> {
+    let object = match json {
+        None | Some(Json::Null) => return Ok(None),
+        Some(Json::Object(object)) if object.is_empty() => return Ok(None),
+        Some(Json::Object(object)) => object,
+        Some(other) => {
+            return invalid(format!(r#"{at}: "loop" must be {{"name": ..., "factor": N}}, got {}"#, show(other)));
+        }
+    };
+    check_fields(object, LOOP_FIELDS, &[], at)?;
+    match object.get("factor") {
+        Some(Json::Number(n)) if n.as_u64() == Some(0) => {
+            invalid(format!("{at}: loop factor is 0; a loop runs at least one iteration (remove the loop instead)"))
+        }
+        None | Some(Json::Null) => invalid(format!(r#"{at}: "loop" needs a "factor": the number of iterations"#)),
+        factor_json => factor(factor_json, at).map(Some),
+    }
+}
+
+/// `"condition": {"operation": OP, "value": V, "value_type": T, "function": F, "args": [...]}`.
+fn condition(json: Option<&Json>, node: &str) -> Result<Option<ConditionSpec>, Issue> {
+    let at = Place::Node(node);
+    let object = match json {
+        None | Some(Json::Null) => return Ok(None),
+        Some(Json::Object(object)) if object.is_empty() => return Ok(None),
+        Some(Json::Object(object)) => object,
+        Some(other) => return invalid(format!(r#"{at}: "condition" must be an object, got {}"#, show(other))),
+    };
+    check_fields(object, CONDITION_FIELDS, &[], at)?;
+    let op_name = object.get("operation").and_then(Json::as_str).unwrap_or_default();
+    let names: Vec<&str> = CmpOp::ALL.iter().map(|(name, _)| *name).collect();
+    let Some(&(_, op)) = CmpOp::ALL.iter().find(|(name, _)| *name == op_name) else {
+        return invalid(format!(
+            "{at}: condition operation {} is not one of {}",
+            show(object.get("operation").unwrap_or(&Json::Null)),
+            names.join(", ")
+        ));
+    };
+    let function = match (object.get("function"), object.get("func")) {
+        (Some(Json::String(f)), _) | (None, Some(Json::String(f))) if !f.is_empty() => f.clone(),
+        _ => return invalid(format!(r#"{at}: the condition needs "function": the kernel whose result is compared"#)),
+    };
+    let value = condition_value(object, at)?;
+    let args = arg_list(object.get("args"), "condition.args", node, ArgGroup::Condition)?;
+    Ok(Some(ConditionSpec { op, value, function, args }))
+}
+
+/// The condition's `value`, typed by `value_type` when given (else inferred like a plain literal).
+fn condition_value(object: &Map<String, Json>, at: Place<'_>) -> Result<Literal, Issue> {
+    let value = object.get("value").ok_or_else(|| {
+        Issue::Invalid(format!(r#"{at}: the condition needs "value": what the function's result is compared with"#))
+    })?;
+    let typed = match object.get("value_type") {
+        None | Some(Json::Null) => value.clone(),
+        Some(ty) => serde_json::json!({"type": ty, "value": value}),
+    };
+    literal(&typed).map_err(|e| Issue::Invalid(format!("{at}: condition value: {e}")))
 }
 
 fn factor(json: Option<&Json>, at: Place<'_>) -> Result<FactorSpec, Issue> {
@@ -283,8 +410,8 @@ fn bad_workers<T>(at: Place<'_>, got: &str) -> Result<T, Issue> {
 }
 
 /// Argument `k` of node `node`.
-fn arg(json: &Json, node: &str, k: usize) -> Result<ArgSpec, Issue> {
-    let at = Place::Arg(node, k);
+fn arg(json: &Json, node: &str, group: ArgGroup, k: usize) -> Result<ArgSpec, Issue> {
+    let at = Place::Arg(node, group, k);
     let Some(kind) = dollar_type(json) else {
         return literal(json).map(ArgSpec::Literal).map_err(|e| Issue::Invalid(format!("{at}: {e}")));
     };
@@ -304,7 +431,7 @@ fn arg(json: &Json, node: &str, k: usize) -> Result<ArgSpec, Issue> {
         other => return Err(Issue::Unsupported(format!("{at}: argument type {}", quote(other)))),
     };
     check_fields(object, EDGE_FIELDS, &[], at)?;
-    let pred_at = Place::Pred(node, k);
+    let pred_at = Place::Pred(node, group, k);
     let Some(Json::Object(pred)) = object.get("predecessor") else {
         return invalid(format!(r#"{at}: a {} argument needs "predecessor": {{"name": NODE}}"#, kind.name()));
     };

@@ -12,12 +12,14 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use tomii_types::abi::{
-    TOMII_KERNEL_VARIADIC, TOMII_NO_WORKER, TOMII_OK, TOMII_TAG_LIST, TOMII_TAG_USIZE, TomiiBuffer, TomiiCallCtx,
-    TomiiErrorBuf, TomiiKernelFn, TomiiPayload, TomiiSchedulerVtable, TomiiTask, TomiiValue,
+    TOMII_KERNEL_VARIADIC, TOMII_NO_WORKER, TomiiKernelFn, TomiiSchedulerVtable, TomiiTask, TomiiValue,
 };
 use tomii_types::kernel::{Value, ValueRef};
 
+mod body;
 mod fault;
+
+use body::BoundCondition;
 
 use fault::Containment;
 
@@ -52,6 +54,8 @@ pub(super) struct Engine<'a> {
     kernels: Vec<TomiiKernelFn>,
     /// Per node: its kernel takes the trailing results as one LIST (`TOMII_KERNEL_VARIADIC`).
     variadic: Vec<bool>,
+    /// Per node: its condition, bound to the condition's function.
+    conditions: Vec<Option<BoundCondition>>,
     node_names: Vec<CString>,
     consts: Vec<Value>,
     /// The descriptor of each instance, with the per-frame fields left blank.
@@ -132,6 +136,7 @@ impl<'a> Engine<'a> {
             .map(|node| kernels.resolve(&node.name, &node.function))
             .collect::<Result<Vec<_>, _>>()?;
         let variadic = bound.iter().map(|&(_, flags)| flags & TOMII_KERNEL_VARIADIC != 0).collect();
+        let conditions = bind_conditions(graph, kernels)?;
         let bound = bound.into_iter().map(|(func, _)| func).collect();
         let node_names = graph
             .nodes
@@ -161,6 +166,7 @@ impl<'a> Engine<'a> {
             scheduler,
             kernels: bound,
             variadic,
+            conditions,
             node_names,
             consts: graph.consts.iter().map(|literal| literal.to_value()).collect(),
             templates: templates(graph, config.workers),
@@ -426,15 +432,16 @@ impl<'a> Engine<'a> {
             return Ok(());
         };
         let node = self.graph.inst_node[instance as usize];
-        self.gather_args(local, slot, instance);
         if let Some(started) = self.hook(self.hooks.task_started) {
             // SAFETY: valid scheduler state and a live descriptor.
             unsafe { started(self.scheduler.state(), worker, task) };
         }
         let start = if self.timing { self.clock.now() } else { 0 };
-        let result = self.call_kernel(local, node, slot, instance, frame);
+        let result = self.run_body(local, node, slot, instance, frame);
         let end = if self.timing { self.clock.now() } else { 0 };
-        let result = result?;
+        // A skipped instance (its condition did not hold) leaves NONE as its result.
+        let skipped = matches!(result, Ok(None));
+        let result = result?.unwrap_or(TomiiValue::NONE);
         if self.keeps_result[instance as usize] {
             // SAFETY: this task owns its cell in this generation; the value is owned.
             unsafe { self.table.store_result(slot, instance, result) };
@@ -443,6 +450,9 @@ impl<'a> Engine<'a> {
             drop(unsafe { Value::from_raw(result) });
         }
         self.account(local, node, slot, instance, frame, start, end);
+        if skipped {
+            local.counters.per_node[node as usize].skipped += 1;
+        }
         if let Some(completed) = self.hook(self.hooks.task_completed) {
             // SAFETY: valid scheduler state and a live descriptor.
             unsafe { completed(self.scheduler.state(), worker, task, self.clock.ns_between(start, end)) };
@@ -454,89 +464,6 @@ impl<'a> Engine<'a> {
             self.finish_frame(&mut local.pusher, slot, frame)?;
         }
         Ok(())
-    }
-
-    /// Fills `local.args` with the instance's arguments, borrowed (results and constants).
-    #[inline]
-    fn gather_args(&self, local: &mut Local, slot: u32, instance: u32) {
-        local.args.clear();
-        for source in self.graph.args_of(instance) {
-            local.args.push(match *source {
-                // SAFETY: the predecessor completed in this generation (we are its successor and
-                // were made ready by its arrival).
-                ArgSource::Result(pred) => unsafe { self.table.result(slot, pred) },
-                ArgSource::Const(index) => *self.consts[index as usize].as_raw(),
-                ArgSource::Index => usize_value(u64::from(self.graph.inst_index[instance as usize])),
-                ArgSource::Workers => usize_value(u64::from(self.config.workers)),
-            });
-        }
-        if self.variadic[self.graph.inst_node[instance as usize] as usize] {
-            self.gather_trailing_results(local, instance);
-        }
-    }
-
-    /// For a variadic kernel: replaces the trailing result arguments by one LIST of them, borrowed
-    /// from the worker's list buffer (sized before the run, so this never allocates).
-    #[inline]
-    fn gather_trailing_results(&self, local: &mut Local, instance: u32) {
-        let sources = self.graph.args_of(instance);
-        let trailing = sources.iter().rev().take_while(|s| matches!(s, ArgSource::Result(_))).count();
-        let first = local.args.len() - trailing;
-        local.list.clear();
-        local.list.extend_from_slice(&local.args[first..]);
-        local.args.truncate(first);
-        let buf = TomiiBuffer {
-            data: local.list.as_mut_ptr().cast(),
-            len: trailing,
-            ctx: std::ptr::null_mut(),
-            release: None,
-        };
-        local.args.push(TomiiValue { tag: TOMII_TAG_LIST, elem: 0, payload: TomiiPayload { buf } });
-    }
-
-    /// Calls the node's kernel; an error status becomes a `RunError::Kernel`.
-    #[inline]
-    fn call_kernel(
-        &self,
-        local: &mut Local,
-        node: u32,
-        slot: u32,
-        instance: u32,
-        frame: u64,
-    ) -> Result<TomiiValue, RunError> {
-        local.error[0] = 0;
-        let ctx = TomiiCallCtx {
-            struct_size: size_of::<TomiiCallCtx>() as u32,
-            worker: local.pusher.worker,
-            frame,
-            slot,
-            instance: self.graph.inst_index[instance as usize],
-            node: self.node_names[node as usize].as_ptr(),
-            err: TomiiErrorBuf { ptr: local.error.as_mut_ptr().cast(), cap: local.error.len() },
-        };
-        let mut out = TomiiValue::NONE;
-        // SAFETY: arguments are valid borrowed values for the call; `out` and `ctx` are live.
-        let status = unsafe { (self.kernels[node as usize])(local.args.as_ptr(), local.args.len(), &mut out, &ctx) };
-        if status == TOMII_OK {
-            return Ok(out);
-        }
-        // SAFETY: per the ABI a failing kernel leaves `out` NONE or releasable.
-        drop(unsafe { Value::from_raw(out) });
-        Err(self.kernel_error(local, node, instance, frame, status))
-    }
-
-    #[cold]
-    fn kernel_error(&self, local: &Local, node: u32, instance: u32, frame: u64, status: i32) -> RunError {
-        let end = local.error.iter().position(|&b| b == 0).unwrap_or(local.error.len());
-        let text = String::from_utf8_lossy(&local.error[..end]).into_owned();
-        let meta = &self.graph.nodes[node as usize];
-        RunError::Kernel {
-            node: meta.name.clone(),
-            kernel: meta.function.clone(),
-            instance: self.graph.inst_index[instance as usize],
-            frame,
-            message: if text.is_empty() { format!("returned status {status} without a message") } else { text },
-        }
     }
 
     /// Counters, cost estimate and trace record of one execution.
@@ -829,6 +756,28 @@ fn check_config(graph: &CompiledGraph, config: &RunConfig) -> Result<(), RunErro
     Ok(())
 }
 
+/// Binds every node's condition to its function; a value no result can be compared with is an
+/// error before the run.
+fn bind_conditions(graph: &CompiledGraph, kernels: &KernelSet) -> Result<Vec<Option<BoundCondition>>, RunError> {
+    graph
+        .nodes
+        .iter()
+        .map(|node| {
+            let Some(spec) = &node.condition else { return Ok(None) };
+            if !body::comparable(&spec.value) {
+                return Err(RunError::Config(format!(
+                    "{}: node {:?}: a condition value of type {} cannot be compared; use a number, a string, a bool or a char",
+                    graph.source,
+                    node.name,
+                    spec.value.type_name()
+                )));
+            }
+            let (function, _) = kernels.resolve(&node.name, &spec.function)?;
+            Ok(Some(BoundCondition { function, spec: spec.clone() }))
+        })
+        .collect()
+}
+
 fn scheduler_setup<'g>(graph: &'g CompiledGraph, config: &'g RunConfig) -> SchedulerSetup<'g> {
     SchedulerSetup {
         workers: config.workers,
@@ -866,12 +815,6 @@ fn templates(graph: &CompiledGraph, workers: u32) -> Vec<TomiiTask> {
             }
         })
         .collect()
-}
-
-/// A `usize` scalar (no buffer, nothing to release).
-#[inline]
-fn usize_value(value: u64) -> TomiiValue {
-    TomiiValue { tag: TOMII_TAG_USIZE, elem: 0, payload: TomiiPayload { u: value } }
 }
 
 /// An owned copy of a borrowed value.

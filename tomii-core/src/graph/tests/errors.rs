@@ -61,10 +61,8 @@ fn unknown_fields() {
 
 #[test]
 fn unsupported_features() {
-    for field in ["loop", "loop_args", "condition", "group_size"] {
-        let message = error(one(json!({"name": "x", "function": "f", field: {"k": 1}})));
-        assert_mentions(&message, &[&format!(r#"node "x": "{field}" is not supported by this runtime yet"#)]);
-    }
+    let message = error(one(json!({"name": "x", "function": "f", "group_size": {"k": 1}})));
+    assert_mentions(&message, &[r#"node "x": "group_size" is not supported by this runtime yet"#]);
     for field in ["post_nodes", "network_config"] {
         let message = error(json!({"nodes": [{"name": "x", "function": "f"}], field: [{"name": "p"}]}));
         assert_mentions(&message, &[&format!(r#""{field}" is not supported"#)]);
@@ -281,8 +279,48 @@ fn file_that_is_not_utf8() {
 
 #[test]
 fn error_kinds() {
-    let e = parse_str("g.json", r#"{"nodes": [{"name": "x", "function": "f", "loop": {"n": 1}}]}"#).unwrap_err();
+    let e = parse_str("g.json", r#"{"nodes": [{"name": "x", "function": "f", "group_size": 2}]}"#).unwrap_err();
     assert!(matches!(e, GraphError::Unsupported { .. }));
     let e = parse_str("g.json", "[").unwrap_err();
     assert!(matches!(e, GraphError::Syntax { .. }));
+}
+
+#[test]
+fn loop_and_condition_errors_name_the_node_and_what_to_do() {
+    let node = |fields: Json| {
+        let mut node = json!({"name": "x", "function": "f"});
+        node.as_object_mut().unwrap().extend(fields.as_object().unwrap().clone());
+        error(one(node))
+    };
+    assert_mentions(&node(json!({"loop": {"name": "i", "factor": 0}})), &[r#"node "x": loop factor is 0"#]);
+    assert_mentions(&node(json!({"loop": {"name": "i"}})), &[r#"node "x""#, r#"needs a "factor""#]);
+    assert_mentions(&node(json!({"loop_args": [1]})), &[r#"node "x""#, r#""loop_args" without a "loop""#]);
+    let condition = |fields: Json| node(json!({ "condition": fields }));
+    assert_mentions(&condition(json!({"operation": "Ne", "value": 1, "function": "c"})), &["operation \"Ne\"", "Neq"]);
+    assert_mentions(&condition(json!({"operation": "Eq", "value": 1})), &[r#"needs "function""#]);
+    assert_mentions(&condition(json!({"operation": "Eq", "function": "c"})), &[r#"needs "value""#]);
+    assert_mentions(
+        &condition(json!({"operation": "Eq", "value": "abc", "value_type": "usize", "function": "c"})),
+        &[r#"node "x": condition value"#, "usize"],
+    );
+    let edge = condition(json!({"operation": "Eq", "value": 1, "function": "c",
+                                "args": [{"type": "$res", "predecessor": {"name": "nope"}}]}));
+    assert_mentions(&edge, &[r#"node "x" condition argument 0"#, r#""nope""#]);
+}
+
+#[test]
+fn condition_and_loop_arguments_are_dependencies() {
+    let g = super::compile(nodes(json!([
+        {"name": "a", "function": "f", "factor": 2},
+        {"name": "b", "function": "f", "factor": 2, "loop": {"name": "i", "factor": 2},
+         "loop_args": [{"type": "$res", "predecessor": {"name": "a"}}],
+         "condition": {"operation": "Eq", "value": 0, "function": "c",
+                       "args": [{"type": "$dep", "predecessor": {"name": "a", "index": "all"}}]}}
+    ])));
+    // b[i] reads a[i] in its loop arguments and waits for all of a in its condition's.
+    assert_eq!(g.dep_count[2..], [2, 2]);
+    assert_eq!(g.args_of(2), []);
+    assert_eq!(g.loop_args_of(2), [crate::graph::ArgSource::Result(0)]);
+    assert_eq!(g.condition_args_of(2), []);
+    assert_eq!(g.nodes[1].iterations, 2);
 }

@@ -1,0 +1,300 @@
+//! A task's body: its condition (if any), then its kernel, once or `iterations` times (a loop).
+//! The semantics are those of tomii-core/src/graph/README.md, "Conditions" and "Loops".
+//!
+//! Arguments are borrowed into per-worker buffers sized before the run: nothing here allocates
+//! unless a kernel fails or a condition cannot be compared.
+
+use std::cmp::Ordering;
+
+use tomii_types::abi::{
+    TOMII_OK, TOMII_TAG_LIST, TOMII_TAG_USIZE, TomiiBuffer, TomiiCallCtx, TomiiErrorBuf, TomiiKernelFn, TomiiPayload,
+    TomiiValue,
+};
+use tomii_types::kernel::{Value, ValueRef};
+
+use super::{Engine, Local};
+use crate::engine::RunError;
+use crate::graph::{ArgSource, Condition, Literal};
+
+/// A node's condition, bound to its function.
+pub(super) struct BoundCondition {
+    pub(super) function: TomiiKernelFn,
+    pub(super) spec: Condition,
+}
+
+impl Engine<'_> {
+    /// Runs the body of `instance`: `None` when its condition does not hold (the instance is
+    /// skipped), else the result of its kernel's last call, owned by the caller.
+    #[inline]
+    pub(super) fn run_body(
+        &self,
+        local: &mut Local,
+        node: u32,
+        slot: u32,
+        instance: u32,
+        frame: u64,
+    ) -> Result<Option<TomiiValue>, RunError> {
+        if let Some(condition) = &self.conditions[node as usize]
+            && !self.condition_holds(local, condition, node, slot, instance, frame)?
+        {
+            return Ok(None);
+        }
+        self.gather(local, slot, instance, self.graph.args_of(instance));
+        if self.variadic[node as usize] {
+            self.gather_trailing_results(local, instance);
+        }
+        let kernel = self.kernels[node as usize];
+        let iterations = self.graph.nodes[node as usize].iterations;
+        if iterations == 1 {
+            return self.call(local, kernel, node, slot, instance, frame).map(Some);
+        }
+        let base = local.args.len();
+        self.append(local, slot, instance, self.graph.loop_args_of(instance));
+        let mut result = self.call(local, kernel, node, slot, instance, frame)?;
+        for _ in 1..iterations {
+            local.args.truncate(base);
+            local.args.push(result);
+            let next = self.call(local, kernel, node, slot, instance, frame);
+            // SAFETY: `result` was owned and the call that borrowed it has returned.
+            drop(unsafe { Value::from_raw(result) });
+            result = next?;
+        }
+        Ok(Some(result))
+    }
+
+    /// Calls the condition's function and compares its result with the condition's value.
+    fn condition_holds(
+        &self,
+        local: &mut Local,
+        condition: &BoundCondition,
+        node: u32,
+        slot: u32,
+        instance: u32,
+        frame: u64,
+    ) -> Result<bool, RunError> {
+        self.gather(local, slot, instance, self.graph.condition_args_of(instance));
+        let raw = self.call_named(local, condition.function, &condition.spec.function, node, slot, instance, frame)?;
+        // SAFETY: the function handed over ownership of its result.
+        let value = unsafe { Value::from_raw(raw) };
+        let ordering = compare(&value.view(), &condition.spec.value).map_err(|why| {
+            let meta = &self.graph.nodes[node as usize];
+            RunError::Kernel {
+                node: meta.name.clone(),
+                kernel: condition.spec.function.clone(),
+                instance: self.graph.inst_index[instance as usize],
+                frame,
+                message: format!(
+                    "the condition's function {why}; make it return a {}",
+                    condition.spec.value.type_name()
+                ),
+            }
+        })?;
+        Ok(condition.spec.op.holds(ordering))
+    }
+
+    /// Fills `local.args` with `sources`, borrowed (results and constants).
+    #[inline]
+    fn gather(&self, local: &mut Local, slot: u32, instance: u32, sources: &[ArgSource]) {
+        local.args.clear();
+        self.append(local, slot, instance, sources);
+    }
+
+    /// Appends `sources` to `local.args`, borrowed.
+    #[inline]
+    fn append(&self, local: &mut Local, slot: u32, instance: u32, sources: &[ArgSource]) {
+        for source in sources {
+            local.args.push(match *source {
+                // SAFETY: the predecessor completed in this generation (we are its successor and
+                // were made ready by its arrival).
+                ArgSource::Result(pred) => unsafe { self.table.result(slot, pred) },
+                ArgSource::Const(index) => *self.consts[index as usize].as_raw(),
+                ArgSource::Index => usize_value(u64::from(self.graph.inst_index[instance as usize])),
+                ArgSource::Workers => usize_value(u64::from(self.config.workers)),
+            });
+        }
+    }
+
+    /// For a variadic kernel: replaces the trailing result arguments by one LIST of them, borrowed
+    /// from the worker's list buffer (sized before the run, so this never allocates).
+    #[inline]
+    fn gather_trailing_results(&self, local: &mut Local, instance: u32) {
+        let sources = self.graph.args_of(instance);
+        let trailing = sources.iter().rev().take_while(|s| matches!(s, ArgSource::Result(_))).count();
+        let first = local.args.len() - trailing;
+        local.list.clear();
+        local.list.extend_from_slice(&local.args[first..]);
+        local.args.truncate(first);
+        let buf = TomiiBuffer {
+            data: local.list.as_mut_ptr().cast(),
+            len: trailing,
+            ctx: std::ptr::null_mut(),
+            release: None,
+        };
+        local.args.push(TomiiValue { tag: TOMII_TAG_LIST, elem: 0, payload: TomiiPayload { buf } });
+    }
+
+    /// Calls the node's kernel with `local.args`.
+    #[inline]
+    fn call(
+        &self,
+        local: &mut Local,
+        kernel: TomiiKernelFn,
+        node: u32,
+        slot: u32,
+        instance: u32,
+        frame: u64,
+    ) -> Result<TomiiValue, RunError> {
+        let name = &self.graph.nodes[node as usize].function;
+        self.call_named(local, kernel, name, node, slot, instance, frame)
+    }
+
+    /// Calls `kernel` (named `name` in errors) with `local.args`; an error status becomes a
+    /// `RunError::Kernel`.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn call_named(
+        &self,
+        local: &mut Local,
+        kernel: TomiiKernelFn,
+        name: &str,
+        node: u32,
+        slot: u32,
+        instance: u32,
+        frame: u64,
+    ) -> Result<TomiiValue, RunError> {
+        local.error[0] = 0;
+        let ctx = TomiiCallCtx {
+            struct_size: size_of::<TomiiCallCtx>() as u32,
+            worker: local.pusher.worker,
+            frame,
+            slot,
+            instance: self.graph.inst_index[instance as usize],
+            node: self.node_names[node as usize].as_ptr(),
+            err: TomiiErrorBuf { ptr: local.error.as_mut_ptr().cast(), cap: local.error.len() },
+        };
+        let mut out = TomiiValue::NONE;
+        // SAFETY: arguments are valid borrowed values for the call; `out` and `ctx` are live.
+        let status = unsafe { kernel(local.args.as_ptr(), local.args.len(), &mut out, &ctx) };
+        if status == TOMII_OK {
+            return Ok(out);
+        }
+        // SAFETY: per the ABI a failing kernel leaves `out` NONE or releasable.
+        drop(unsafe { Value::from_raw(out) });
+        Err(self.kernel_error(local, name, node, instance, frame, status))
+    }
+
+    #[cold]
+    fn kernel_error(&self, local: &Local, name: &str, node: u32, instance: u32, frame: u64, status: i32) -> RunError {
+        let end = local.error.iter().position(|&b| b == 0).unwrap_or(local.error.len());
+        let text = String::from_utf8_lossy(&local.error[..end]).into_owned();
+        RunError::Kernel {
+            node: self.graph.nodes[node as usize].name.clone(),
+            kernel: name.to_owned(),
+            instance: self.graph.inst_index[instance as usize],
+            frame,
+            message: if text.is_empty() { format!("returned status {status} without a message") } else { text },
+        }
+    }
+}
+
+/// A `usize` scalar (no buffer, nothing to release).
+#[inline]
+fn usize_value(value: u64) -> TomiiValue {
+    TomiiValue { tag: TOMII_TAG_USIZE, elem: 0, payload: TomiiPayload { u: value } }
+}
+
+/// A value as a condition compares it.
+#[derive(Debug, PartialEq)]
+enum Key<'a> {
+    Int(i128),
+    Float(f64),
+    Text(&'a str),
+    Bool(bool),
+    Char(char),
+}
+
+/// How the function's result `got` compares with the condition's value `want`; an error says
+/// what the function returned when the two cannot be compared.
+fn compare(got: &ValueRef<'_>, want: &Literal) -> Result<Ordering, String> {
+    let (Some(got_key), Some(want_key)) = (value_key(got), literal_key(want)) else {
+        return Err(format!("returned {}, which cannot be compared with {}", describe(got), want.type_name()));
+    };
+    let ordering = match (got_key, want_key) {
+        (Key::Int(a), Key::Int(b)) => Some(a.cmp(&b)),
+        (Key::Int(a), Key::Float(b)) => (a as f64).partial_cmp(&b),
+        (Key::Float(a), Key::Int(b)) => a.partial_cmp(&(b as f64)),
+        (Key::Float(a), Key::Float(b)) => a.partial_cmp(&b),
+        (Key::Text(a), Key::Text(b)) => Some(a.cmp(b)),
+        (Key::Bool(a), Key::Bool(b)) => Some(a.cmp(&b)),
+        (Key::Char(a), Key::Char(b)) => Some(a.cmp(&b)),
+        _ => return Err(format!("returned {}, which cannot be compared with {}", describe(got), want.type_name())),
+    };
+    ordering.ok_or_else(|| "returned NaN, which compares with nothing".to_owned())
+}
+
+fn value_key<'a>(value: &ValueRef<'a>) -> Option<Key<'a>> {
+    Some(match *value {
+        ValueRef::Int(v) => Key::Int(i128::from(v)),
+        ValueRef::UInt(v) => Key::Int(i128::from(v)),
+        ValueRef::I128(v) => Key::Int(v),
+        ValueRef::U128(v) => Key::Int(i128::try_from(v).unwrap_or(i128::MAX)),
+        ValueRef::F32(v) => Key::Float(f64::from(v)),
+        ValueRef::F64(v) => Key::Float(v),
+        ValueRef::Str(s) => Key::Text(s),
+        ValueRef::Bool(b) => Key::Bool(b),
+        ValueRef::Char(c) => Key::Char(c),
+        _ => return None,
+    })
+}
+
+fn literal_key(literal: &Literal) -> Option<Key<'_>> {
+    Some(match *literal {
+        Literal::I8(v) => Key::Int(v.into()),
+        Literal::I16(v) => Key::Int(v.into()),
+        Literal::I32(v) => Key::Int(v.into()),
+        Literal::I64(v) | Literal::Isize(v) => Key::Int(v.into()),
+        Literal::I128(v) => Key::Int(v),
+        Literal::U8(v) => Key::Int(v.into()),
+        Literal::U16(v) => Key::Int(v.into()),
+        Literal::U32(v) => Key::Int(v.into()),
+        Literal::U64(v) | Literal::Usize(v) => Key::Int(v.into()),
+        Literal::U128(v) => Key::Int(i128::try_from(v).unwrap_or(i128::MAX)),
+        Literal::F32(v) => Key::Float(v.into()),
+        Literal::F64(v) => Key::Float(v),
+        Literal::Str(ref s) => Key::Text(s),
+        Literal::Bool(b) => Key::Bool(b),
+        Literal::Char(c) => Key::Char(c),
+        _ => return None,
+    })
+}
+
+/// What a returned value is, for messages.
+fn describe(value: &ValueRef<'_>) -> String {
+    match value {
+        ValueRef::None => "nothing".to_owned(),
+        other => format!("{other:?}").split('(').next().unwrap_or("a value").to_lowercase(),
+    }
+}
+
+/// Whether a condition's value can be compared at all (checked when the run starts).
+pub(super) fn comparable(literal: &Literal) -> bool {
+    literal_key(literal).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Ordering::{Equal, Greater, Less};
+
+    #[test]
+    fn compares_numbers_across_widths_and_kinds() {
+        assert_eq!(compare(&ValueRef::UInt(3), &Literal::Usize(3)), Ok(Equal));
+        assert_eq!(compare(&ValueRef::Int(-1), &Literal::U8(0)), Ok(Less));
+        assert_eq!(compare(&ValueRef::F64(2.5), &Literal::I32(2)), Ok(Greater));
+        assert_eq!(compare(&ValueRef::Str("b"), &Literal::Str("a".into())), Ok(Greater));
+        assert!(
+            compare(&ValueRef::Str("1"), &Literal::Usize(1)).unwrap_err().contains("cannot be compared with usize")
+        );
+        assert!(compare(&ValueRef::F64(f64::NAN), &Literal::F64(1.0)).is_err());
+    }
+}
