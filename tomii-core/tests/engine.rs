@@ -275,3 +275,30 @@ fn a_loop_feeds_each_iteration_the_previous_result() {
         assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &iterate))), "frame {frame}");
     }
 }
+
+#[test]
+fn computed_initializations_are_made_once_and_read_per_instance() {
+    use common::checksum::expected;
+    let graph = compile("computed_init.json");
+    let table: Vec<u64> = (0..3).map(|i| expected("table", i, 0, &[4, u64::from(i)])).collect();
+    // `summary` has one element and reads `table` as a whole: its only element, element 0.
+    let summary = expected("summary", 0, 0, &[table[0]]);
+    let outcome = run_ok(&graph, config(2, 2, 5));
+    for (frame, sink) in sink_outputs(&graph, &outcome).into_iter().enumerate() {
+        let frame = frame as u64;
+        let uses: Vec<u64> = (0..3).map(|i| expected("use", i, frame, &[table[i as usize], summary])).collect();
+        assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &uses))), "frame {frame}");
+    }
+}
+
+#[test]
+fn a_failing_initialization_kernel_fails_the_run_before_any_frame() {
+    let text = graph_text("computed_init.json").replacen(
+        r#""function": "checksum", "factor": 3"#,
+        r#""function": "fail", "factor": 3"#,
+        1,
+    );
+    let graph = graph::parse_str("computed_init.json", &text).unwrap_or_else(|e| panic!("{e}"));
+    let error = run(&graph, config(1, 1, 1)).err().expect("the run must fail");
+    assert!(matches!(error, RunError::Init { ref init, element: 0, .. } if init == "table"), "{error}");
+}

@@ -285,10 +285,14 @@ fn shape_errors_are_rejected_by_both() {
     }
 }
 
-/// Loops and conditions: the schema and the parser both accept them.
+/// Loops, conditions and computed initializations: the schema and the parser both accept them.
 #[test]
-fn loops_and_conditions_validate_and_parse() {
+fn loops_conditions_and_computed_initializations_validate_and_parse() {
     let cases = [
+        json!({"nodes": [{"name": "a", "function": "f"}],
+               "initializations": [{"name": "n", "value": 8},
+                                   {"name": "plan", "function": "fft_planner", "args": [{"type": "$ref", "name": "n"}]}]}),
+        json!({"nodes": [{"name": "a", "function": "f"}], "initializations": [{"name": "p", "func": "mk", "factor": 2}]}),
         node_graph(json!({"loop": {"name": "iter", "factor": "num"}})),
         node_graph(json!({"loop": {"name": "iter", "factor": 2}, "loop_args": [{"type": "$ref", "name": "num"}]})),
         node_graph(json!({"condition": {"operation": "Eq", "value": 1, "value_type": "usize", "function": "check",
@@ -313,9 +317,6 @@ fn unsupported_parts_of_the_full_format_validate_and_are_reported() {
                "network_config": {"socket_type": "udp", "num_sockets": 4, "packet_length": 64, "frame_packets": "n",
                                   "address": "127.0.0.1", "start_port": 9000, "extract_packet_func": "x",
                                   "id_function": "id", "index_function": {"function": "ix", "args": []}}}),
-        json!({"nodes": [{"name": "a", "function": "f"}],
-               "initializations": [{"name": "plan", "function": "fft_planner", "args": [{"type": "$ref", "name": "n"}]}]}),
-        json!({"nodes": [{"name": "a", "function": "f"}], "initializations": [{"name": "p", "func": "mk", "factor": 2}]}),
         node(json!({"group_size": 4})),
         arg_graph(json!({"type": "$res", "predecessor": {"name": "up", "group_by": 2}})),
         arg_graph(json!({"type": "$network", "socket": 0})),

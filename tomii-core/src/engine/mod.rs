@@ -116,6 +116,8 @@ pub enum RunError {
     Plugin(#[from] PluginError),
     #[error("kernel {kernel:?} failed in node {node:?} instance {instance}, frame {frame}: {message}")]
     Kernel { node: String, kernel: String, instance: u32, frame: u64, message: String },
+    #[error("kernel {kernel:?} failed computing initialization {init:?} (element {element}): {message}")]
+    Init { init: String, kernel: String, element: u32, message: String },
     #[error("scheduler {scheduler:?} broke its contract: {violation}")]
     SchedulerFault { scheduler: String, violation: String },
     #[error(

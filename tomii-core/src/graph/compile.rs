@@ -4,7 +4,7 @@
 //! Runs in time linear in instances plus edges (plus a sort of each instance's own predecessor
 //! list). Every size is checked before anything proportional to it is allocated; never panics.
 
-use super::compiled::{ArgSource, CompiledGraph, CompiledNode};
+use super::compiled::{ArgSource, CompiledGraph, CompiledNode, ComputedInit};
 use super::error::{ArgGroup, Issue, quote};
 use super::order;
 use super::resolve::{Arg, Edge, MAX_INSTANCES, Resolved};
@@ -16,9 +16,11 @@ const MAX_ENTRIES: u64 = u32::MAX as u64;
 /// Builds the compiled graph. `source` names the input in messages; `default_name` is used when
 /// the file has no `"name"`.
 pub(crate) fn compile(resolved: Resolved, source: &str, default_name: &str) -> Result<CompiledGraph, Issue> {
-    let Resolved { name, inits, mut nodes, args, groups, consts } = resolved;
+    let Resolved { name, inits, mut nodes, args, groups, consts, computed } = resolved;
     let count = assign_instances(&mut nodes)?;
     check_selections(&nodes, &args, &groups)?;
+    let computed = computed_inits(computed);
+    check_elements(&nodes, &args, &groups, &computed)?;
     let sizes = check_sizes(&nodes, &args)?;
     let mut graph = CompiledGraph {
         name: name.unwrap_or_else(|| default_name.to_owned()),
@@ -26,6 +28,7 @@ pub(crate) fn compile(resolved: Resolved, source: &str, default_name: &str) -> R
         nodes,
         inits,
         consts,
+        computed,
         ..CompiledGraph::default()
     };
     build_instances(&mut graph, &args, &groups, count, sizes);
@@ -59,6 +62,55 @@ fn check_selections(nodes: &[CompiledNode], args: &[Vec<Arg>], groups: &[[usize;
             let pred = &nodes[edge.pred as usize];
             if let Some((i, offset)) = edge.sel.first_out_of_range(node.factor, pred.factor) {
                 return Err(out_of_range(node, position(k, group_sizes), edge, pred, i, offset));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The computed initializations with their arguments as sources (no edges: the parser refused
+/// them).
+fn computed_inits(computed: Vec<(ComputedInit, Vec<Arg>)>) -> Vec<ComputedInit> {
+    computed
+        .into_iter()
+        .map(|(init, args)| {
+            let args = args
+                .iter()
+                .filter_map(|arg| match arg {
+                    Arg::Const(c) => Some(ArgSource::Const(*c)),
+                    Arg::Computed(k) => Some(ArgSource::Computed(*k)),
+                    Arg::Index => Some(ArgSource::Index),
+                    Arg::Workers => Some(ArgSource::Workers),
+                    Arg::Edge(_) => None,
+                })
+                .collect();
+            ComputedInit { args, ..init }
+        })
+        .collect()
+}
+
+/// A node reading a computed initialization of several elements gets the element at its
+/// instance's index: it must not have more instances than the initialization has elements.
+fn check_elements(
+    nodes: &[CompiledNode],
+    args: &[Vec<Arg>],
+    groups: &[[usize; 2]],
+    computed: &[ComputedInit],
+) -> Result<(), Issue> {
+    for ((node, node_args), &group_sizes) in nodes.iter().zip(args).zip(groups) {
+        for (k, arg) in node_args.iter().enumerate() {
+            let Arg::Computed(c) = arg else { continue };
+            let init = &computed[*c as usize];
+            if init.count > 1 && node.factor > init.count {
+                let (group, k) = position(k, group_sizes);
+                return Err(Issue::Invalid(format!(
+                    "node {} {group} {k}: initialization {} has {} elements, one per instance, but the node has {} \
+                     instances; give them the same factor",
+                    quote(&node.name),
+                    quote(&init.name),
+                    init.count,
+                    node.factor
+                )));
             }
         }
     }
@@ -112,7 +164,7 @@ fn check_sizes(nodes: &[CompiledNode], args: &[Vec<Arg>]) -> Result<Sizes, Issue
         let mut per = Sizes::default();
         for arg in node_args {
             match arg {
-                Arg::Const(_) | Arg::Index | Arg::Workers => per.args += 1,
+                Arg::Const(_) | Arg::Computed(_) | Arg::Index | Arg::Workers => per.args += 1,
                 Arg::Edge(edge) => {
                     let len = edge.sel.len(nodes[edge.pred as usize].factor);
                     per.edges = per.edges.saturating_add(len);
@@ -178,6 +230,7 @@ fn instance_row(graph: &mut CompiledGraph, node_args: &[Arg], i: u32, preds: &mu
     for arg in node_args {
         match arg {
             Arg::Const(c) => graph.args.push(ArgSource::Const(*c)),
+            Arg::Computed(k) => graph.args.push(ArgSource::Computed(*k)),
             Arg::Index => graph.args.push(ArgSource::Index),
             Arg::Workers => graph.args.push(ArgSource::Workers),
             Arg::Edge(edge) => {

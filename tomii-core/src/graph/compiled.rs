@@ -15,8 +15,10 @@ pub struct CompiledGraph {
     pub source: String,
     /// In file order; a node's id is its index.
     pub nodes: Vec<CompiledNode>,
-    /// Initializations in file order.
+    /// Literal initializations in file order.
     pub inits: Vec<(String, Literal)>,
+    /// Computed initializations in file order (an `ArgSource::Computed` indexes this).
+    pub computed: Vec<ComputedInit>,
     /// Pool of constant arguments (inline literals and `$ref` values), indexed by `ArgSource::Const`.
     pub consts: Vec<Literal>,
     /// Node id of each instance.
@@ -70,6 +72,18 @@ pub struct CompiledNode {
     pub condition: Option<Condition>,
 }
 
+/// An initialization computed by a kernel when a run starts (README, "Computed initializations").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ComputedInit {
+    pub name: String,
+    /// Kernel name.
+    pub function: String,
+    /// Elements: the kernel is called this many times, call i with `$index` = i.
+    pub count: u32,
+    /// The kernel's arguments: `Const`, `Computed` (of an earlier one), `Index`, `Workers`.
+    pub args: Vec<ArgSource>,
+}
+
 /// A node's condition: the instance runs only if `function(condition args) <op> value`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Condition {
@@ -89,6 +103,8 @@ pub enum ArgSource {
     Index,
     /// `$workers`: the run's number of workers, as a `usize`.
     Workers,
+    /// A computed initialization: its element at the instance's index, or its only element.
+    Computed(u32),
 }
 
 impl CompiledGraph {

@@ -80,6 +80,7 @@ pub(crate) enum Place<'a> {
     NodeAt(usize),
     Node(&'a str),
     Arg(&'a str, ArgGroup, usize),
+    InitArg(&'a str, usize),
     Pred(&'a str, ArgGroup, usize),
 }
 
@@ -113,6 +114,7 @@ impl fmt::Display for Place<'_> {
             Place::NodeAt(k) => write!(f, "nodes[{k}]"),
             Place::Node(name) => write!(f, "node {name:?}"),
             Place::Arg(name, group, k) => write!(f, "node {name:?} {group} {k}"),
+            Place::InitArg(name, k) => write!(f, "initialization {name:?} argument {k}"),
             Place::Pred(name, group, k) => write!(f, "the predecessor of node {name:?} {group} {k}"),
         }
     }

@@ -6,11 +6,11 @@
 
 use std::collections::HashMap;
 
-use super::compiled::{CompiledNode, Condition};
+use super::compiled::{CompiledNode, ComputedInit, Condition};
 use super::error::{ArgGroup, Issue, Place, invalid, quote};
 use super::literal::Literal;
 use super::select::{self, Selection};
-use super::spec::{ArgSpec, EdgeKind, EdgeSpec, FactorSpec, GraphSpec, IndexSpec, NodeSpec};
+use super::spec::{ArgSpec, EdgeKind, EdgeSpec, FactorSpec, GraphSpec, IndexSpec, InitSpec, InitValue, NodeSpec};
 
 /// The most instances a graph may have: ids are u32 and `u32::MAX` is kept free as a sentinel.
 pub(crate) const MAX_INSTANCES: u64 = u32::MAX as u64 - 1;
@@ -27,11 +27,15 @@ pub(crate) struct Resolved {
     /// Per node: how many of `args` are kernel arguments and how many loop arguments.
     pub groups: Vec<[usize; 2]>,
     pub consts: Vec<Literal>,
+    /// Computed initializations, in file order; their arguments are resolved too.
+    pub computed: Vec<(ComputedInit, Vec<Arg>)>,
 }
 
 #[derive(Debug)]
 pub(crate) enum Arg {
     Const(u32),
+    /// A computed initialization (per-instance element when it has several).
+    Computed(u32),
     Edge(Edge),
     Index,
     Workers,
@@ -44,10 +48,21 @@ pub(crate) struct Edge {
     pub sel: Selection,
 }
 
+/// What an initialization name refers to.
+#[derive(Clone, Copy, Debug)]
+enum InitRef {
+    /// Position in the literal initializations.
+    Literal(usize),
+    /// Position in the computed initializations.
+    Computed(u32),
+}
+
 /// Names and the constant pool, shared by the per-node passes.
 struct Scope<'a> {
     inits: &'a [(String, Literal)],
-    init_ids: HashMap<&'a str, usize>,
+    init_ids: HashMap<&'a str, InitRef>,
+    /// Computed initializations resolved so far (a `$ref` may name only those).
+    computed_done: u32,
     node_ids: HashMap<&'a str, usize>,
     consts: Vec<Literal>,
     /// Pool index of each initialization already passed by `$ref`.
@@ -58,14 +73,21 @@ pub(crate) fn resolve(spec: GraphSpec) -> Result<Resolved, Issue> {
     if spec.nodes.is_empty() {
         return invalid(r#"the graph has no nodes; add at least one to "nodes""#.to_owned());
     }
-    let inits: Vec<(String, Literal)> = spec.inits.into_iter().map(|init| (init.name, init.value)).collect();
+    let positions = unique(spec.inits.iter().map(|init| init.name.as_str()), "initializations", "initialization")?;
+    let (inits, computed_specs, init_ids) = split_inits(&spec.inits, &positions);
     let mut scope = Scope {
-        init_ids: unique(inits.iter().map(|(name, _)| name.as_str()), "initializations", "initialization")?,
+        init_ids,
+        computed_done: 0,
         node_ids: unique(spec.nodes.iter().map(|node| node.name.as_str()), "nodes", "node")?,
         inits: &inits,
         consts: Vec::new(),
         ref_consts: HashMap::new(),
     };
+    let mut computed = Vec::with_capacity(computed_specs.len());
+    for spec in computed_specs {
+        computed.push(scope.computed(spec)?);
+        scope.computed_done += 1;
+    }
     let mut nodes = Vec::with_capacity(spec.nodes.len());
     let mut args = Vec::with_capacity(spec.nodes.len());
     let mut groups = Vec::with_capacity(spec.nodes.len());
@@ -87,7 +109,7 @@ pub(crate) fn resolve(spec: GraphSpec) -> Result<Resolved, Issue> {
         args.push(all);
     }
     let consts = std::mem::take(&mut scope.consts);
-    Ok(Resolved { name: spec.name, inits, nodes, args, groups, consts })
+    Ok(Resolved { name: spec.name, inits, nodes, args, groups, consts, computed })
 }
 
 /// Maps each name to its position; a repeated name is an error naming both positions.
@@ -104,9 +126,50 @@ fn unique<'a>(names: impl Iterator<Item = &'a str>, list: &str, what: &str) -> R
     Ok(ids)
 }
 
+/// The initializations split by kind: literal ones (name, value), computed ones, and one map from
+/// every name to its place.
+type SplitInits<'a> = (Vec<(String, Literal)>, Vec<&'a InitSpec>, HashMap<&'a str, InitRef>);
+
+/// Splits the initializations into literal ones and computed ones, with one map over both.
+fn split_inits<'a>(specs: &'a [InitSpec], positions: &HashMap<&'a str, usize>) -> SplitInits<'a> {
+    let (mut literals, mut computed, mut ids) = (Vec::new(), Vec::new(), HashMap::new());
+    for spec in specs.iter().filter(|s| positions.contains_key(s.name.as_str())) {
+        let id = match &spec.value {
+            InitValue::Literal(value) => {
+                literals.push((spec.name.clone(), value.clone()));
+                InitRef::Literal(literals.len() - 1)
+            }
+            InitValue::Computed { .. } => {
+                computed.push(spec);
+                InitRef::Computed(computed.len() as u32 - 1)
+            }
+        };
+        ids.insert(spec.name.as_str(), id);
+    }
+    (literals, computed, ids)
+}
+
 impl Scope<'_> {
     fn lookup(&self, name: &str) -> Option<&Literal> {
-        self.init_ids.get(name).map(|&id| &self.inits[id].1)
+        match self.init_ids.get(name) {
+            Some(&InitRef::Literal(id)) => Some(&self.inits[id].1),
+            _ => None,
+        }
+    }
+
+    /// A computed initialization: its function, element count and arguments.
+    fn computed(&mut self, spec: &InitSpec) -> Result<(ComputedInit, Vec<Arg>), Issue> {
+        let InitValue::Computed { function, args, factor } = &spec.value else {
+            return invalid(format!("{}: internal: not a computed initialization", Place::Init(&spec.name)));
+        };
+        let at = Place::Init(&spec.name);
+        let count = self.count(factor, at, "factor", "it needs at least one element")?;
+        let args = args
+            .iter()
+            .enumerate()
+            .map(|(k, arg)| self.resolve_arg(arg, Place::InitArg(&spec.name, k)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((ComputedInit { name: spec.name.clone(), function: function.clone(), count, args: Vec::new() }, args))
     }
 
     fn node(&self, node: &NodeSpec) -> Result<CompiledNode, Issue> {
@@ -140,6 +203,13 @@ impl Scope<'_> {
         let (count, origin) = match spec {
             FactorSpec::Count(count) => (*count, String::new()),
             FactorSpec::Var(name) => {
+                if let Some(InitRef::Computed(_)) = self.init_ids.get(name.as_str()) {
+                    return invalid(format!(
+                        "{at}: {what} {} is computed when the run starts; a {what} must be a number or a literal \
+                         initialization",
+                        quote(name)
+                    ));
+                }
                 let literal = self.lookup(name).ok_or_else(|| {
                     Issue::Invalid(format!(
                         r#"{at}: {what} {} is not an initialization; define it in "initializations" or write a number"#,
@@ -165,10 +235,13 @@ impl Scope<'_> {
     }
 
     fn arg(&mut self, node: &NodeSpec, group: ArgGroup, k: usize, arg: &ArgSpec) -> Result<Arg, Issue> {
-        let at = Place::Arg(&node.name, group, k);
+        self.resolve_arg(arg, Place::Arg(&node.name, group, k))
+    }
+
+    fn resolve_arg(&mut self, arg: &ArgSpec, at: Place<'_>) -> Result<Arg, Issue> {
         match arg {
             ArgSpec::Literal(literal) => self.push_const(literal.clone(), at).map(Arg::Const),
-            ArgSpec::Ref(name) => self.reference(name, at).map(Arg::Const),
+            ArgSpec::Ref(name) => self.reference(name, at),
             ArgSpec::Edge(edge) => self.edge(edge, at).map(Arg::Edge),
             ArgSpec::Index => Ok(Arg::Index),
             ArgSpec::Workers => Ok(Arg::Workers),
@@ -182,20 +255,32 @@ impl Scope<'_> {
         Ok(id)
     }
 
-    /// A `$ref`: each initialization enters the pool once, however many arguments pass it.
-    fn reference(&mut self, name: &str, at: Place<'_>) -> Result<u32, Issue> {
-        let Some(&init) = self.init_ids.get(name) else {
-            return invalid(format!(
-                r#"{at}: "$ref" names {}, which is not an initialization; define it in "initializations""#,
-                quote(name)
-            ));
+    /// A `$ref`: a literal initialization enters the pool once, however many arguments pass it; a
+    /// computed one is referred to by position, and only after it is computed.
+    fn reference(&mut self, name: &str, at: Place<'_>) -> Result<Arg, Issue> {
+        let init = match self.init_ids.get(name) {
+            None => {
+                return invalid(format!(
+                    r#"{at}: "$ref" names {}, which is not an initialization; define it in "initializations""#,
+                    quote(name)
+                ));
+            }
+            Some(&InitRef::Computed(k)) if k >= self.computed_done => {
+                return invalid(format!(
+                    "{at}: \"$ref\" names {}, which is computed later (or is this very initialization); an \
+                     initialization may use only those above it",
+                    quote(name)
+                ));
+            }
+            Some(&InitRef::Computed(k)) => return Ok(Arg::Computed(k)),
+            Some(&InitRef::Literal(init)) => init,
         };
         if let Some(&id) = self.ref_consts.get(&init) {
-            return Ok(id);
+            return Ok(Arg::Const(id));
         }
         let id = self.push_const(self.inits[init].1.clone(), at)?;
         self.ref_consts.insert(init, id);
-        Ok(id)
+        Ok(Arg::Const(id))
     }
 
     fn edge(&self, edge: &EdgeSpec, at: Place<'_>) -> Result<Edge, Issue> {

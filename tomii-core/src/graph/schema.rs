@@ -125,18 +125,22 @@ fn defs() -> Json {
 
 fn initialization() -> Json {
     json!({
-        "description": "A named constant {\"name\", \"value\"}; computed initializations \
-            (function, args, factor) are not supported yet.",
+        "description": "A named value: a literal {\"name\", \"value\"}, or computed when a run starts \
+            {\"name\", \"function\", \"args\", \"factor\"} by calling the kernel once per element.",
         "type": "object",
         "required": ["name"],
         "additionalProperties": false,
         "properties": {
             "name": {"type": "string", "minLength": 1},
             "value": {"$ref": "#/$defs/literal"},
-            "function": {"type": ["string", "null"], "description": "Not supported yet."},
-            "func": {"type": ["string", "null"], "description": "Not supported yet."},
-            "args": {"type": ["array", "null"], "description": "Not supported yet."},
-            "factor": {"$ref": "#/$defs/factor", "description": "Not supported yet."}
+            "function": {"type": ["string", "null"], "description": "The kernel that computes the value."},
+            "func": {"type": ["string", "null"], "description": "Another spelling of function."},
+            "args": {
+                "type": ["array", "null"],
+                "items": {"$ref": "#/$defs/arg"},
+                "description": "Literals, $ref (to initializations above), $index (the element) or $workers."
+            },
+            "factor": {"$ref": "#/$defs/factor", "description": "Elements: kernel calls, one per element."}
         },
         "anyOf": [{"required": ["value"]}, {"required": ["function"]}, {"required": ["func"]}]
     })

@@ -21,7 +21,16 @@ pub(crate) struct GraphSpec {
 #[derive(Debug)]
 pub(crate) struct InitSpec {
     pub name: String,
-    pub value: Literal,
+    pub value: InitValue,
+}
+
+/// What an initialization holds.
+#[derive(Debug)]
+pub(crate) enum InitValue {
+    /// `"value"`: a literal.
+    Literal(Literal),
+    /// `"function"` (with `"args"` and `"factor"`): computed by a kernel when a run starts.
+    Computed { function: String, args: Vec<ArgSpec>, factor: FactorSpec },
 }
 
 #[derive(Debug)]
@@ -145,8 +154,7 @@ pub(crate) enum IndexSpec {
 
 const TOP_FIELDS: &[&str] = &["name", "initializations", "nodes"];
 const TOP_UNSUPPORTED: &[&str] = &["post_nodes", "network_config"];
-const INIT_FIELDS: &[&str] = &["name", "value"];
-const INIT_UNSUPPORTED: &[&str] = &["function", "func", "args", "factor"];
+const INIT_FIELDS: &[&str] = &["name", "value", "function", "func", "args", "factor"];
 const NODE_FIELDS: &[&str] =
     &["name", "function", "factor", "args", "priority", "use_workers", "loop", "loop_args", "condition"];
 const NODE_UNSUPPORTED: &[&str] = &["group_size"];
@@ -233,15 +241,56 @@ fn init(json: &Json, position: usize) -> Result<InitSpec, Issue> {
     };
     let name = name_field(object, "name", Place::InitAt(position), "give it a unique name")?;
     let at = Place::Init(&name);
-    check_fields(object, INIT_FIELDS, INIT_UNSUPPORTED, at)?;
+    check_fields(object, INIT_FIELDS, &[], at)?;
+    let function = match (object.get("function"), object.get("func")) {
+        (Some(Json::String(f)), _) | (None, Some(Json::String(f))) if !f.is_empty() => Some(f.clone()),
+        (None | Some(Json::Null), None | Some(Json::Null)) => None,
+        _ => return invalid(format!(r#"{at}: "function" must be the name of a kernel"#)),
+    };
+    if let Some(function) = function {
+        if object.get("value").is_some_and(|v| !v.is_null()) {
+            return invalid(format!(r#"{at}: give either "value" or "function", not both"#));
+        }
+        let args = match object.get("args") {
+            None | Some(Json::Null) => Vec::new(),
+            Some(Json::Array(items)) => {
+                items.iter().enumerate().map(|(k, item)| init_arg(item, &name, k)).collect::<Result<_, _>>()?
+            }
+            Some(other) => return invalid(format!(r#"{at}: "args" must be a list, got {}"#, show(other))),
+        };
+        let factor = factor(object.get("factor"), at)?;
+        return Ok(InitSpec { name, value: InitValue::Computed { function, args, factor } });
+    }
+    if object.get("args").is_some_and(|v| !v.is_null()) || object.get("factor").is_some_and(|v| !v.is_null()) {
+        return invalid(format!(r#"{at}: "args" and "factor" belong to a computed initialization; add "function""#));
+    }
     let Some(value) = object.get("value") else {
-        return invalid(format!(r#"{at}: "value" is missing; give it a value such as 4"#));
+        return invalid(format!(
+            r#"{at}: "value" is missing; give it a value such as 4, or a "function" to compute it"#
+        ));
     };
     if dollar_type(value).is_some() {
         return invalid(format!("{at}: the value must be a literal, not a {} argument", show(&value["type"])));
     }
     let value = literal(value).map_err(|e| Issue::Invalid(format!("{at}: {e}")))?;
-    Ok(InitSpec { name, value })
+    Ok(InitSpec { name, value: InitValue::Literal(value) })
+}
+
+/// Argument `k` of a computed initialization: a literal, `$ref`, `$index` or `$workers`.
+fn init_arg(json: &Json, init: &str, k: usize) -> Result<ArgSpec, Issue> {
+    let spec = arg(json, init, ArgGroup::Kernel, k).map_err(|issue| match issue {
+        Issue::Invalid(text) => {
+            Issue::Invalid(text.replacen(&format!("node {init:?}"), &format!("initialization {init:?}"), 1))
+        }
+        other => other,
+    })?;
+    if matches!(spec, ArgSpec::Edge(_)) {
+        return invalid(format!(
+            "{}: an initialization is computed before any frame, so it cannot read a node; pass literals, $ref, $index or $workers",
+            Place::InitArg(init, k)
+        ));
+    }
+    Ok(spec)
 }
 
 fn literal(json: &Json) -> Result<Literal, String> {

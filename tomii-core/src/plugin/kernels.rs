@@ -110,8 +110,9 @@ impl KernelSet {
         Ok(())
     }
 
-    /// The function and flags registered as `kernel`, or an error naming the node and what was searched.
-    pub fn resolve(&self, node: &str, kernel: &str) -> Result<(TomiiKernelFn, u32), PluginError> {
+    /// The function and flags registered as `kernel`, or an error naming its user (e.g.
+    /// `node "gen"`) and what was searched.
+    pub fn resolve(&self, user: &str, kernel: &str) -> Result<(TomiiKernelFn, u32), PluginError> {
         if let Some(&(_, func, flags)) = self.index.get(kernel) {
             return Ok((func, flags));
         }
@@ -133,7 +134,7 @@ impl KernelSet {
             "check the name, or add the library that defines it with --dylib"
         };
         Err(PluginError::KernelNotFound {
-            node: node.to_owned(),
+            user: user.to_owned(),
             kernel: kernel.to_owned(),
             searched,
             hint: hint.to_owned(),

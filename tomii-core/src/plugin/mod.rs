@@ -38,8 +38,8 @@ pub enum PluginError {
     SchedulerNotFound { name: String, file: String, searched: String },
     #[error("scheduler {name:?} ({path}) failed to start: {message}")]
     Create { name: String, path: PathBuf, message: String },
-    #[error("node {node:?} uses kernel {kernel:?}, which no kernel library provides ({searched}); {hint}")]
-    KernelNotFound { node: String, kernel: String, searched: String, hint: String },
+    #[error("{user} uses kernel {kernel:?}, which no kernel library provides ({searched}); {hint}")]
+    KernelNotFound { user: String, kernel: String, searched: String, hint: String },
     #[error("kernel {kernel:?} is exported by both {first} and {second}; load only one of them")]
     DuplicateKernel { kernel: String, first: PathBuf, second: PathBuf },
 }

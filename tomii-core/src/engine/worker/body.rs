@@ -7,14 +7,17 @@
 use std::cmp::Ordering;
 
 use tomii_types::abi::{
-    TOMII_OK, TOMII_TAG_LIST, TOMII_TAG_USIZE, TomiiBuffer, TomiiCallCtx, TomiiErrorBuf, TomiiKernelFn, TomiiPayload,
-    TomiiValue,
+    TOMII_NO_WORKER, TOMII_OK, TOMII_TAG_LIST, TOMII_TAG_USIZE, TomiiBuffer, TomiiCallCtx, TomiiErrorBuf,
+    TomiiKernelFn, TomiiPayload, TomiiValue,
 };
 use tomii_types::kernel::{Value, ValueRef};
 
+use std::ffi::CString;
+
 use super::{Engine, Local};
 use crate::engine::RunError;
-use crate::graph::{ArgSource, Condition, Literal};
+use crate::graph::{ArgSource, CompiledGraph, Condition, Literal};
+use crate::plugin::KernelSet;
 
 /// A node's condition, bound to its function.
 pub(super) struct BoundCondition {
@@ -110,6 +113,11 @@ impl Engine<'_> {
                 ArgSource::Const(index) => *self.consts[index as usize].as_raw(),
                 ArgSource::Index => usize_value(u64::from(self.graph.inst_index[instance as usize])),
                 ArgSource::Workers => usize_value(u64::from(self.config.workers)),
+                ArgSource::Computed(k) => {
+                    let values = &self.computed[k as usize];
+                    let element = if values.len() == 1 { 0 } else { self.graph.inst_index[instance as usize] as usize };
+                    *values[element].as_raw()
+                }
             });
         }
     }
@@ -195,6 +203,78 @@ impl Engine<'_> {
             message: if text.is_empty() { format!("returned status {status} without a message") } else { text },
         }
     }
+}
+
+/// Computes every computed initialization, in file order, on the calling thread: its kernel is
+/// called once per element, with `$index` the element's index.
+pub(super) fn compute_initializations(
+    graph: &CompiledGraph,
+    kernels: &KernelSet,
+    workers: u32,
+) -> Result<Vec<Vec<Value>>, RunError> {
+    if graph.computed.is_empty() {
+        return Ok(Vec::new());
+    }
+    let consts: Vec<Value> = graph.consts.iter().map(Literal::to_value).collect();
+    let mut computed: Vec<Vec<Value>> = Vec::with_capacity(graph.computed.len());
+    for init in &graph.computed {
+        let (kernel, _) = kernels.resolve(&format!("initialization {:?}", init.name), &init.function)?;
+        let name = CString::new(init.name.as_str()).map_err(|_| {
+            RunError::Config(format!("{}: an initialization name contains a NUL character", graph.source))
+        })?;
+        let values = (0..init.count)
+            .map(|element| {
+                let args: Vec<TomiiValue> = init
+                    .args
+                    .iter()
+                    .map(|source| match *source {
+                        ArgSource::Const(c) => *consts[c as usize].as_raw(),
+                        ArgSource::Computed(k) => {
+                            let values = &computed[k as usize];
+                            *values[if values.len() == 1 { 0 } else { element as usize }].as_raw()
+                        }
+                        ArgSource::Index => usize_value(u64::from(element)),
+                        ArgSource::Workers => usize_value(u64::from(workers)),
+                        // The parser refuses edges in an initialization's arguments.
+                        ArgSource::Result(_) => TomiiValue::NONE,
+                    })
+                    .collect();
+                call_once(kernel, &args, &name, element).map_err(|message| RunError::Init {
+                    init: init.name.clone(),
+                    kernel: init.function.clone(),
+                    element,
+                    message,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        computed.push(values);
+    }
+    Ok(computed)
+}
+
+/// One call of a kernel outside any frame: owned result, or the kernel's message.
+fn call_once(kernel: TomiiKernelFn, args: &[TomiiValue], name: &CString, element: u32) -> Result<Value, String> {
+    let mut error = vec![0u8; 1024];
+    let ctx = TomiiCallCtx {
+        struct_size: size_of::<TomiiCallCtx>() as u32,
+        worker: TOMII_NO_WORKER,
+        frame: 0,
+        slot: 0,
+        instance: element,
+        node: name.as_ptr(),
+        err: TomiiErrorBuf { ptr: error.as_mut_ptr().cast(), cap: error.len() },
+    };
+    let mut out = TomiiValue::NONE;
+    // SAFETY: the arguments live for the call; `out` and `ctx` are live.
+    let status = unsafe { kernel(args.as_ptr(), args.len(), &mut out, &ctx) };
+    // SAFETY: the kernel handed over ownership of `out` (NONE or releasable even on failure).
+    let value = unsafe { Value::from_raw(out) };
+    if status == TOMII_OK {
+        return Ok(value);
+    }
+    let end = error.iter().position(|&b| b == 0).unwrap_or(error.len());
+    let text = String::from_utf8_lossy(&error[..end]).into_owned();
+    Err(if text.is_empty() { format!("returned status {status} without a message") } else { text })
 }
 
 /// A `usize` scalar (no buffer, nothing to release).

@@ -56,6 +56,9 @@ pub(super) struct Engine<'a> {
     variadic: Vec<bool>,
     /// Per node: its condition, bound to the condition's function.
     conditions: Vec<Option<BoundCondition>>,
+    /// The values of the computed initializations, element by element (README, "Computed
+    /// initializations"), made before the first frame.
+    computed: Vec<Vec<Value>>,
     node_names: Vec<CString>,
     consts: Vec<Value>,
     /// The descriptor of each instance, with the per-frame fields left blank.
@@ -133,10 +136,11 @@ impl<'a> Engine<'a> {
         let bound = graph
             .nodes
             .iter()
-            .map(|node| kernels.resolve(&node.name, &node.function))
+            .map(|node| kernels.resolve(&format!("node {:?}", node.name), &node.function))
             .collect::<Result<Vec<_>, _>>()?;
         let variadic = bound.iter().map(|&(_, flags)| flags & TOMII_KERNEL_VARIADIC != 0).collect();
         let conditions = bind_conditions(graph, kernels)?;
+        let computed = body::compute_initializations(graph, kernels, config.workers)?;
         let bound = bound.into_iter().map(|(func, _)| func).collect();
         let node_names = graph
             .nodes
@@ -167,6 +171,7 @@ impl<'a> Engine<'a> {
             kernels: bound,
             variadic,
             conditions,
+            computed,
             node_names,
             consts: graph.consts.iter().map(|literal| literal.to_value()).collect(),
             templates: templates(graph, config.workers),
@@ -772,7 +777,7 @@ fn bind_conditions(graph: &CompiledGraph, kernels: &KernelSet) -> Result<Vec<Opt
                     spec.value.type_name()
                 )));
             }
-            let (function, _) = kernels.resolve(&node.name, &spec.function)?;
+            let (function, _) = kernels.resolve(&format!("the condition of node {:?}", node.name), &spec.function)?;
             Ok(Some(BoundCondition { function, spec: spec.clone() }))
         })
         .collect()

@@ -70,8 +70,6 @@ fn unsupported_features() {
     let group = error(pair(1, json!([{"type": "$res", "predecessor": {"name": "a", "group_by": 2}}])));
     assert_mentions(&group, &[r#"predecessor of node "b" argument 0: "group_by" is not supported"#]);
     assert_mentions(&arg_error(json!({"type": "$network", "port": 1})), &[r#"argument type "$network""#]);
-    let computed = json!({"initializations": [{"name": "v", "function": "make", "args": [1]}], "nodes": []});
-    assert_mentions(&error(computed), &[r#"initialization "v": "#, "not supported"]);
 }
 
 #[test]
@@ -323,4 +321,31 @@ fn condition_and_loop_arguments_are_dependencies() {
     assert_eq!(g.loop_args_of(2), [crate::graph::ArgSource::Result(0)]);
     assert_eq!(g.condition_args_of(2), []);
     assert_eq!(g.nodes[1].iterations, 2);
+}
+
+#[test]
+fn computed_initialization_errors_name_it_and_what_to_do() {
+    let graph = |inits: Json, node: Json| error(json!({"initializations": inits, "nodes": [node]}));
+    let plain = json!({"name": "x", "function": "f"});
+    let later = graph(
+        json!([{"name": "a", "function": "k", "args": [{"type": "$ref", "name": "b"}]}, {"name": "b", "function": "k"}]),
+        plain.clone(),
+    );
+    assert_mentions(&later, &[r#"initialization "a" argument 0"#, "computed later"]);
+    let edge = graph(
+        json!([{"name": "a", "function": "k", "args": [{"type": "$res", "predecessor": {"name": "x"}}]}]),
+        plain.clone(),
+    );
+    assert_mentions(&edge, &[r#"initialization "a" argument 0"#, "cannot read a node"]);
+    let both = graph(json!([{"name": "a", "function": "k", "value": 1}]), plain.clone());
+    assert_mentions(&both, &[r#"initialization "a""#, "not both"]);
+    let factor = graph(json!([{"name": "a", "function": "k"}]), json!({"name": "x", "function": "f", "factor": "a"}));
+    assert_mentions(&factor, &[r#"node "x": factor "a" is computed when the run starts"#]);
+    let elements = graph(
+        json!([{"name": "a", "function": "k", "factor": 2}]),
+        json!({"name": "x", "function": "f", "factor": 3, "args": [{"type": "$ref", "name": "a"}]}),
+    );
+    assert_mentions(&elements, &[r#"node "x" argument 0"#, "2 elements", "3 instances"]);
+    let args_only = graph(json!([{"name": "a", "value": 1, "args": []}]), plain);
+    assert_mentions(&args_only, &[r#"initialization "a""#, r#"add "function""#]);
 }
