@@ -302,3 +302,19 @@ fn a_failing_initialization_kernel_fails_the_run_before_any_frame() {
     let error = run(&graph, config(1, 1, 1)).err().expect("the run must fail");
     assert!(matches!(error, RunError::Init { ref init, element: 0, .. } if init == "table"), "{error}");
 }
+
+#[test]
+fn post_nodes_run_once_after_the_last_frame_on_its_results() {
+    use common::checksum::{expected, fnv1a, mix};
+    let graph = compile("post_node.json");
+    for (slots, frames) in [(1u32, 1u64), (3, 7)] {
+        let outcome = run_ok(&graph, config(2, slots, frames));
+        let last = frames - 1;
+        let each: Vec<u64> = (0..3).map(|i| expected("each", i, last, &[u64::from(i)])).collect();
+        let list = each.iter().fold(fnv1a(b""), |h, &w| mix(h, w));
+        let want: Vec<(String, u32, Output)> = (0..2)
+            .map(|i| ("summary".to_owned(), i, Output::UInt(expected("summary", i, last, &[u64::from(i), list]))))
+            .collect();
+        assert_eq!(outcome.post_outputs, want, "slots {slots}, frames {frames}");
+    }
+}

@@ -293,6 +293,7 @@ fn loops_conditions_and_computed_initializations_validate_and_parse() {
                "initializations": [{"name": "n", "value": 8},
                                    {"name": "plan", "function": "fft_planner", "args": [{"type": "$ref", "name": "n"}]}]}),
         json!({"nodes": [{"name": "a", "function": "f"}], "initializations": [{"name": "p", "func": "mk", "factor": 2}]}),
+        json!({"nodes": [{"name": "a", "function": "f"}], "post_nodes": [{"name": "b", "function": "g"}]}),
         node_graph(json!({"loop": {"name": "iter", "factor": "num"}})),
         node_graph(json!({"loop": {"name": "iter", "factor": 2}, "loop_args": [{"type": "$ref", "name": "num"}]})),
         node_graph(json!({"condition": {"operation": "Eq", "value": 1, "value_type": "usize", "function": "check",
@@ -312,7 +313,6 @@ fn loops_conditions_and_computed_initializations_validate_and_parse() {
 fn unsupported_parts_of_the_full_format_validate_and_are_reported() {
     let node = |fields: Json| node_graph(fields);
     let cases = [
-        json!({"nodes": [{"name": "a", "function": "f"}], "post_nodes": [{"name": "b", "function": "g"}]}),
         json!({"nodes": [{"name": "a", "function": "f"}],
                "network_config": {"socket_type": "udp", "num_sockets": 4, "packet_length": 64, "frame_packets": "n",
                                   "address": "127.0.0.1", "start_port": 9000, "extract_packet_func": "x",

@@ -154,6 +154,8 @@ pub struct RunOutcome {
     pub trace: Vec<TraceRecord>,
     /// Per frame, when `collect_outputs` was set.
     pub outputs: Vec<FrameOutputs>,
+    /// What each post-node instance returned: (post-node, instance, value), in file order.
+    pub post_outputs: Vec<(String, u32, Output)>,
     clock: clock::Clock,
     node_names: Vec<String>,
 }

@@ -4,7 +4,7 @@
 //! Runs in time linear in instances plus edges (plus a sort of each instance's own predecessor
 //! list). Every size is checked before anything proportional to it is allocated; never panics.
 
-use super::compiled::{ArgSource, CompiledGraph, CompiledNode, ComputedInit};
+use super::compiled::{ArgSource, CompiledGraph, CompiledNode, ComputedInit, PostNode};
 use super::error::{ArgGroup, Issue, quote};
 use super::order;
 use super::resolve::{Arg, Edge, MAX_INSTANCES, Resolved};
@@ -16,9 +16,10 @@ const MAX_ENTRIES: u64 = u32::MAX as u64;
 /// Builds the compiled graph. `source` names the input in messages; `default_name` is used when
 /// the file has no `"name"`.
 pub(crate) fn compile(resolved: Resolved, source: &str, default_name: &str) -> Result<CompiledGraph, Issue> {
-    let Resolved { name, inits, mut nodes, args, groups, consts, computed } = resolved;
+    let Resolved { name, inits, mut nodes, args, groups, consts, computed, post } = resolved;
     let count = assign_instances(&mut nodes)?;
     check_selections(&nodes, &args, &groups)?;
+    check_post_selections(&nodes, &post)?;
     let computed = computed_inits(computed);
     check_elements(&nodes, &args, &groups, &computed)?;
     let sizes = check_sizes(&nodes, &args)?;
@@ -34,6 +35,7 @@ pub(crate) fn compile(resolved: Resolved, source: &str, default_name: &str) -> R
     build_instances(&mut graph, &args, &groups, count, sizes);
     build_successors(&mut graph);
     order::finish(&mut graph)?;
+    graph.post = post.into_iter().map(|(node, args)| post_node(&mut graph, node, &args)).collect();
     Ok(graph)
 }
 
@@ -115,6 +117,33 @@ fn check_elements(
         }
     }
     Ok(())
+}
+
+/// A post-node's selections must stay inside the regular nodes they read.
+fn check_post_selections(nodes: &[CompiledNode], post: &[(CompiledNode, Vec<Arg>)]) -> Result<(), Issue> {
+    for (node, node_args) in post {
+        for (k, arg) in node_args.iter().enumerate() {
+            let Arg::Edge(edge) = arg else { continue };
+            let pred = &nodes[edge.pred as usize];
+            if let Some((i, offset)) = edge.sel.first_out_of_range(node.factor, pred.factor) {
+                return Err(out_of_range(node, (ArgGroup::Kernel, k), edge, pred, i, offset));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A post-node with one argument row per instance; its results come from the last frame.
+fn post_node(graph: &mut CompiledGraph, node: CompiledNode, node_args: &[Arg]) -> PostNode {
+    let start = graph.args.len();
+    let mut offsets = vec![0];
+    let mut ignored = Vec::new();
+    for i in 0..node.factor {
+        instance_row(graph, node_args, i, &mut ignored);
+        offsets.push(len_u32(&graph.args) - start as u32);
+    }
+    let args = graph.args.split_off(start);
+    PostNode { node, args, offsets }
 }
 
 /// Which argument list the `k`-th of a node's arguments belongs to, and its index there.

@@ -19,6 +19,8 @@ pub struct CompiledGraph {
     pub inits: Vec<(String, Literal)>,
     /// Computed initializations in file order (an `ArgSource::Computed` indexes this).
     pub computed: Vec<ComputedInit>,
+    /// Post-nodes, run once after the last frame, in file order (README, "Post-nodes").
+    pub post: Vec<PostNode>,
     /// Pool of constant arguments (inline literals and `$ref` values), indexed by `ArgSource::Const`.
     pub consts: Vec<Literal>,
     /// Node id of each instance.
@@ -70,6 +72,22 @@ pub struct CompiledNode {
     pub iterations: u32,
     /// Run an instance only if this holds (README, "Conditions").
     pub condition: Option<Condition>,
+}
+
+/// A node run once, after the last frame; its `Result` arguments read the last frame.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PostNode {
+    pub node: CompiledNode,
+    /// Arguments of every instance, one row each (CSR with `offsets`).
+    pub args: Vec<ArgSource>,
+    pub offsets: Vec<u32>,
+}
+
+impl PostNode {
+    /// The arguments of instance `i`.
+    pub fn args_of(&self, i: u32) -> &[ArgSource] {
+        &self.args[self.offsets[i as usize] as usize..self.offsets[i as usize + 1] as usize]
+    }
 }
 
 /// An initialization computed by a kernel when a run starts (README, "Computed initializations").

@@ -21,7 +21,7 @@ mod tests;
 
 use std::path::Path;
 
-pub use compiled::{ArgSource, CmpOp, CompiledGraph, CompiledNode, Condition};
+pub use compiled::{ArgSource, CmpOp, CompiledGraph, CompiledNode, ComputedInit, Condition, PostNode};
 pub use error::GraphError;
 pub use literal::{Literal, LiteralType};
 pub use schema::schema;

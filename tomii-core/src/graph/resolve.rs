@@ -29,6 +29,8 @@ pub(crate) struct Resolved {
     pub consts: Vec<Literal>,
     /// Computed initializations, in file order; their arguments are resolved too.
     pub computed: Vec<(ComputedInit, Vec<Arg>)>,
+    /// Post-nodes with their (kernel) arguments; their edges name regular nodes.
+    pub post: Vec<(CompiledNode, Vec<Arg>)>,
 }
 
 #[derive(Debug)]
@@ -64,6 +66,8 @@ struct Scope<'a> {
     /// Computed initializations resolved so far (a `$ref` may name only those).
     computed_done: u32,
     node_ids: HashMap<&'a str, usize>,
+    /// Post-node names, so that an edge naming one gets a precise message.
+    post_names: HashMap<&'a str, usize>,
     consts: Vec<Literal>,
     /// Pool index of each initialization already passed by `$ref`.
     ref_consts: HashMap<usize, u32>,
@@ -79,6 +83,7 @@ pub(crate) fn resolve(spec: GraphSpec) -> Result<Resolved, Issue> {
         init_ids,
         computed_done: 0,
         node_ids: unique(spec.nodes.iter().map(|node| node.name.as_str()), "nodes", "node")?,
+        post_names: unique_post_names(&spec)?,
         inits: &inits,
         consts: Vec::new(),
         ref_consts: HashMap::new(),
@@ -108,8 +113,26 @@ pub(crate) fn resolve(spec: GraphSpec) -> Result<Resolved, Issue> {
         groups.push([node.args.len(), node.loop_args.len()]);
         args.push(all);
     }
+    let mut post = Vec::with_capacity(spec.post_nodes.len());
+    for node in &spec.post_nodes {
+        let resolved = scope.node(node)?;
+        let args = node.args.iter().enumerate().map(|(k, arg)| scope.arg(node, ArgGroup::Kernel, k, arg));
+        post.push((resolved, args.collect::<Result<_, _>>()?));
+    }
     let consts = std::mem::take(&mut scope.consts);
-    Ok(Resolved { name: spec.name, inits, nodes, args, groups, consts, computed })
+    Ok(Resolved { name: spec.name, inits, nodes, args, groups, consts, computed, post })
+}
+
+/// The post-nodes' names: unique among themselves and distinct from every node's.
+fn unique_post_names(spec: &GraphSpec) -> Result<HashMap<&str, usize>, Issue> {
+    let names = unique(spec.post_nodes.iter().map(|node| node.name.as_str()), "post_nodes", "post-node")?;
+    match spec.nodes.iter().find(|node| names.contains_key(node.name.as_str())) {
+        Some(node) => invalid(format!(
+            "node {} and a post-node share the name; give every node and post-node a unique name",
+            quote(&node.name)
+        )),
+        None => Ok(names),
+    }
 }
 
 /// Maps each name to its position; a repeated name is an error naming both positions.
@@ -284,6 +307,13 @@ impl Scope<'_> {
     }
 
     fn edge(&self, edge: &EdgeSpec, at: Place<'_>) -> Result<Edge, Issue> {
+        if self.post_names.contains_key(edge.pred.as_str()) {
+            return invalid(format!(
+                "{at}: predecessor {} is a post-node; post-nodes run after the last frame and can be read by \
+                 nothing (a post-node reads regular nodes only)",
+                quote(&edge.pred)
+            ));
+        }
         let pred = self.node_ids.get(edge.pred.as_str()).copied().ok_or_else(|| {
             Issue::Invalid(format!(
                 "{at}: predecessor {} is not a node of this graph; check the name",

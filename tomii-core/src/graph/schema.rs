@@ -4,9 +4,8 @@
 //! The schema describes the format, the parser is the final word: it also rejects what a schema
 //! cannot express (unknown or duplicate names, cycles, selections outside a predecessor, an empty
 //! range, an integer like `3.0`). Fields and argument types of the full Tomii 1.2 format that this
-//! runtime does not implement yet (`post_nodes`, `network_config`, computed initializations,
-//! `loop`, `loop_args`, `condition`, `group_size`, `group_by`, `$network`) are in the schema with
-//! their full-format shape; the parser reports them as not supported. Must never drift from
+//! runtime does not implement yet (`network_config`, `group_size`, `group_by`, `$network`) are in
+//! the schema with their full-format shape; the parser reports them as not supported. Must never drift from
 //! `spec.rs`: `tests/schema.rs` validates every graph in the repository against it.
 
 use serde_json::{Value as Json, json};
@@ -42,7 +41,7 @@ pub fn schema() -> Json {
             "post_nodes": {
                 "type": ["array", "null"],
                 "items": {"$ref": "#/$defs/node"},
-                "description": "Not supported yet: cleanup nodes run after each frame."
+                "description": "Nodes run once after the last frame, reading its results (regular nodes only)."
             },
             "network_config": {"$ref": "#/$defs/network_config"}
         },

@@ -16,6 +16,8 @@ pub(crate) struct GraphSpec {
     pub name: Option<String>,
     pub inits: Vec<InitSpec>,
     pub nodes: Vec<NodeSpec>,
+    /// Nodes run once, after the last frame.
+    pub post_nodes: Vec<NodeSpec>,
 }
 
 #[derive(Debug)]
@@ -152,8 +154,8 @@ pub(crate) enum IndexSpec {
     Text(String),
 }
 
-const TOP_FIELDS: &[&str] = &["name", "initializations", "nodes"];
-const TOP_UNSUPPORTED: &[&str] = &["post_nodes", "network_config"];
+const TOP_FIELDS: &[&str] = &["name", "initializations", "nodes", "post_nodes"];
+const TOP_UNSUPPORTED: &[&str] = &["network_config"];
 const INIT_FIELDS: &[&str] = &["name", "value", "function", "func", "args", "factor"];
 const NODE_FIELDS: &[&str] =
     &["name", "function", "factor", "args", "priority", "use_workers", "loop", "loop_args", "condition"];
@@ -182,7 +184,16 @@ pub(crate) fn read(root: &Json) -> Result<GraphSpec, Issue> {
     let inits = inits.iter().enumerate().map(|(k, json)| init(json, k)).collect::<Result<_, _>>()?;
     let nodes = list(top.get("nodes"), "nodes", true)?;
     let nodes = nodes.iter().enumerate().map(|(k, json)| node(json, k)).collect::<Result<_, _>>()?;
-    Ok(GraphSpec { name, inits, nodes })
+    let post_nodes = list(top.get("post_nodes"), "post_nodes", false)?;
+    let post_nodes: Vec<NodeSpec> =
+        post_nodes.iter().enumerate().map(|(k, json)| node(json, k)).collect::<Result<_, _>>()?;
+    if let Some(post) = post_nodes.iter().find(|n| n.iterations.is_some() || n.condition.is_some()) {
+        return Err(Issue::Unsupported(format!(
+            "{}: a post-node with a loop or a condition is not supported by this runtime yet",
+            Place::Node(&post.name)
+        )));
+    }
+    Ok(GraphSpec { name, inits, nodes, post_nodes })
 }
 
 /// A top-level list; absent or null is empty unless `required`.

@@ -5,17 +5,18 @@
 //! unless a kernel fails or a condition cannot be compared.
 
 use std::cmp::Ordering;
+use std::sync::atomic::Ordering as MemoryOrdering;
 
 use tomii_types::abi::{
-    TOMII_NO_WORKER, TOMII_OK, TOMII_TAG_LIST, TOMII_TAG_USIZE, TomiiBuffer, TomiiCallCtx, TomiiErrorBuf,
-    TomiiKernelFn, TomiiPayload, TomiiValue,
+    TOMII_KERNEL_VARIADIC, TOMII_NO_WORKER, TOMII_OK, TOMII_TAG_LIST, TOMII_TAG_USIZE, TomiiBuffer, TomiiCallCtx,
+    TomiiErrorBuf, TomiiKernelFn, TomiiPayload, TomiiValue,
 };
 use tomii_types::kernel::{Value, ValueRef};
 
 use std::ffi::CString;
 
 use super::{Engine, Local};
-use crate::engine::RunError;
+use crate::engine::{Output, RunError};
 use crate::graph::{ArgSource, CompiledGraph, Condition, Literal};
 use crate::plugin::KernelSet;
 
@@ -239,7 +240,7 @@ pub(super) fn compute_initializations(
                         ArgSource::Result(_) => TomiiValue::NONE,
                     })
                     .collect();
-                call_once(kernel, &args, &name, element).map_err(|message| RunError::Init {
+                call_once(kernel, &args, &name, element, 0).map_err(|message| RunError::Init {
                     init: init.name.clone(),
                     kernel: init.function.clone(),
                     element,
@@ -252,13 +253,91 @@ pub(super) fn compute_initializations(
     Ok(computed)
 }
 
+/// Binds every post-node to its kernel.
+pub(super) fn bind_post_nodes(
+    graph: &CompiledGraph,
+    kernels: &KernelSet,
+) -> Result<Vec<(TomiiKernelFn, bool)>, RunError> {
+    graph
+        .post
+        .iter()
+        .map(|post| {
+            let (kernel, flags) = kernels.resolve(&format!("post-node {:?}", post.node.name), &post.node.function)?;
+            Ok((kernel, flags & TOMII_KERNEL_VARIADIC != 0))
+        })
+        .collect()
+}
+
+impl Engine<'_> {
+    /// Runs the post-nodes once, in file order, on the calling thread, after the last frame: their
+    /// results arguments read the last frame's slot. Returns what each instance returned.
+    pub(super) fn run_post_nodes(&self) -> Result<Vec<(String, u32, Output)>, RunError> {
+        let slot = self.last_slot.load(MemoryOrdering::Acquire);
+        let mut outputs = Vec::new();
+        for (post, &(kernel, variadic)) in self.graph.post.iter().zip(&self.post_kernels) {
+            let name = CString::new(post.node.name.as_str()).map_err(|_| {
+                RunError::Config(format!("{}: a post-node name contains a NUL character", self.graph.source))
+            })?;
+            for i in 0..post.node.factor {
+                let sources = post.args_of(i);
+                let mut args: Vec<TomiiValue> = sources.iter().map(|&source| self.post_arg(source, slot, i)).collect();
+                let mut list = Vec::new();
+                if variadic {
+                    let trailing = sources.iter().rev().take_while(|s| matches!(s, ArgSource::Result(_))).count();
+                    list = args.split_off(args.len() - trailing);
+                    let buf = TomiiBuffer {
+                        data: list.as_mut_ptr().cast(),
+                        len: list.len(),
+                        ctx: std::ptr::null_mut(),
+                        release: None,
+                    };
+                    args.push(TomiiValue { tag: TOMII_TAG_LIST, elem: 0, payload: TomiiPayload { buf } });
+                }
+                let last_frame = self.config.frames.saturating_sub(1);
+                let value = call_once(kernel, &args, &name, i, last_frame).map_err(|message| RunError::Kernel {
+                    node: post.node.name.clone(),
+                    kernel: post.node.function.clone(),
+                    instance: i,
+                    frame: last_frame,
+                    message,
+                })?;
+                drop(list);
+                outputs.push((post.node.name.clone(), i, super::to_output(&value.view())));
+            }
+        }
+        Ok(outputs)
+    }
+
+    /// One argument of post-node instance `i`; results come from `slot`, the last frame's.
+    fn post_arg(&self, source: ArgSource, slot: u32, i: u32) -> TomiiValue {
+        match source {
+            // SAFETY: every worker has stopped and the last frame completed in `slot`, so its
+            // results are written and nothing writes them any more.
+            ArgSource::Result(pred) => unsafe { self.table.result(slot, pred) },
+            ArgSource::Const(c) => *self.consts[c as usize].as_raw(),
+            ArgSource::Computed(k) => {
+                let values = &self.computed[k as usize];
+                *values[if values.len() == 1 { 0 } else { i as usize }].as_raw()
+            }
+            ArgSource::Index => usize_value(u64::from(i)),
+            ArgSource::Workers => usize_value(u64::from(self.config.workers)),
+        }
+    }
+}
+
 /// One call of a kernel outside any frame: owned result, or the kernel's message.
-fn call_once(kernel: TomiiKernelFn, args: &[TomiiValue], name: &CString, element: u32) -> Result<Value, String> {
+fn call_once(
+    kernel: TomiiKernelFn,
+    args: &[TomiiValue],
+    name: &CString,
+    element: u32,
+    frame: u64,
+) -> Result<Value, String> {
     let mut error = vec![0u8; 1024];
     let ctx = TomiiCallCtx {
         struct_size: size_of::<TomiiCallCtx>() as u32,
         worker: TOMII_NO_WORKER,
-        frame: 0,
+        frame,
         slot: 0,
         instance: element,
         node: name.as_ptr(),

@@ -7,7 +7,7 @@
 
 use std::ffi::CString;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
@@ -59,6 +59,10 @@ pub(super) struct Engine<'a> {
     /// The values of the computed initializations, element by element (README, "Computed
     /// initializations"), made before the first frame.
     computed: Vec<Vec<Value>>,
+    /// Per post-node: its kernel and whether it is variadic.
+    post_kernels: Vec<(TomiiKernelFn, bool)>,
+    /// The slot that ran the last frame: post-nodes read their results there.
+    last_slot: AtomicU32,
     node_names: Vec<CString>,
     consts: Vec<Value>,
     /// The descriptor of each instance, with the per-frame fields left blank.
@@ -141,6 +145,7 @@ impl<'a> Engine<'a> {
         let variadic = bound.iter().map(|&(_, flags)| flags & TOMII_KERNEL_VARIADIC != 0).collect();
         let conditions = bind_conditions(graph, kernels)?;
         let computed = body::compute_initializations(graph, kernels, config.workers)?;
+        let post_kernels = body::bind_post_nodes(graph, kernels)?;
         let bound = bound.into_iter().map(|(func, _)| func).collect();
         let node_names = graph
             .nodes
@@ -158,7 +163,7 @@ impl<'a> Engine<'a> {
         for &sink in &sinks {
             keeps_result[sink as usize] = true;
         }
-        for source in &graph.args {
+        for source in graph.args.iter().chain(graph.post.iter().flat_map(|post| &post.args)) {
             if let ArgSource::Result(pred) = *source {
                 keeps_result[pred as usize] = true;
             }
@@ -172,6 +177,8 @@ impl<'a> Engine<'a> {
             variadic,
             conditions,
             computed,
+            post_kernels,
+            last_slot: AtomicU32::new(0),
             node_names,
             consts: graph.consts.iter().map(|literal| literal.to_value()).collect(),
             templates: templates(graph, config.workers),
@@ -611,6 +618,9 @@ impl<'a> Engine<'a> {
         if let Some(cell) = self.outputs.get(frame as usize) {
             let _ = cell.set(self.snapshot_outputs(slot));
         }
+        if frame + 1 == self.config.frames {
+            self.last_slot.store(slot, Ordering::Relaxed);
+        }
         if self.frames_done.fetch_add(1, Ordering::AcqRel) + 1 == self.config.frames {
             self.stop_run();
             return Ok(());
@@ -677,13 +687,14 @@ impl<'a> Engine<'a> {
         if done != self.config.frames {
             return Err(RunError::Internal(format!("the run ended with {done} of {} frames done", self.config.frames)));
         }
+        let post_outputs = self.run_post_nodes()?;
         let (counters, traces): (Vec<_>, Vec<_>) = results.into_iter().flatten().unzip();
         let mut trace: Vec<TraceRecord> = traces.into_iter().flat_map(WorkerTrace::into_records).collect();
         trace.sort_unstable_by_key(|r| (r.start, r.worker));
         let report = self.report(&counters, wall_s);
         let outputs = self.outputs.iter().map(|cell| cell.get().cloned().unwrap_or_default()).collect();
         let node_names = self.graph.nodes.iter().map(|n| n.name.clone()).collect();
-        Ok(RunOutcome { report, trace, outputs, clock: self.clock, node_names })
+        Ok(RunOutcome { report, trace, outputs, post_outputs, clock: self.clock, node_names })
     }
 
     fn report(&self, counters: &[WorkerCounters], wall_s: f64) -> Report {

@@ -63,10 +63,8 @@ fn unknown_fields() {
 fn unsupported_features() {
     let message = error(one(json!({"name": "x", "function": "f", "group_size": {"k": 1}})));
     assert_mentions(&message, &[r#"node "x": "group_size" is not supported by this runtime yet"#]);
-    for field in ["post_nodes", "network_config"] {
-        let message = error(json!({"nodes": [{"name": "x", "function": "f"}], field: [{"name": "p"}]}));
-        assert_mentions(&message, &[&format!(r#""{field}" is not supported"#)]);
-    }
+    let message = error(json!({"nodes": [{"name": "x", "function": "f"}], "network_config": [{"name": "p"}]}));
+    assert_mentions(&message, &[r#""network_config" is not supported"#]);
     let group = error(pair(1, json!([{"type": "$res", "predecessor": {"name": "a", "group_by": 2}}])));
     assert_mentions(&group, &[r#"predecessor of node "b" argument 0: "group_by" is not supported"#]);
     assert_mentions(&arg_error(json!({"type": "$network", "port": 1})), &[r#"argument type "$network""#]);
@@ -348,4 +346,20 @@ fn computed_initialization_errors_name_it_and_what_to_do() {
     assert_mentions(&elements, &[r#"node "x" argument 0"#, "2 elements", "3 instances"]);
     let args_only = graph(json!([{"name": "a", "value": 1, "args": []}]), plain);
     assert_mentions(&args_only, &[r#"initialization "a""#, r#"add "function""#]);
+}
+
+#[test]
+fn post_node_errors_name_the_post_node() {
+    let graph = |post: Json| error(json!({"nodes": [{"name": "a", "function": "f"}], "post_nodes": [post]}));
+    let reads_post = json!({"nodes": [{"name": "a", "function": "f"}], "post_nodes": [
+        {"name": "p", "function": "f"},
+        {"name": "q", "function": "f", "args": [{"type": "$res", "predecessor": {"name": "p"}}]}]});
+    assert_mentions(&error(reads_post), &[r#"node "q" argument 0"#, r#""p" is a post-node"#]);
+    assert_mentions(&graph(json!({"name": "a", "function": "g"})), &[r#"node "a" and a post-node share the name"#]);
+    let beyond = graph(
+        json!({"name": "p", "function": "g", "factor": 2, "args": [{"type": "$res", "predecessor": {"name": "a"}}]}),
+    );
+    assert_mentions(&beyond, &[r#"node "p" instance 1"#, r#""a" has 1 instance"#]);
+    let looped = graph(json!({"name": "p", "function": "g", "loop": {"name": "i", "factor": 2}}));
+    assert_mentions(&looped, &[r#"node "p""#, "not supported"]);
 }
