@@ -318,3 +318,19 @@ fn post_nodes_run_once_after_the_last_frame_on_its_results() {
         assert_eq!(outcome.post_outputs, want, "slots {slots}, frames {frames}");
     }
 }
+
+#[test]
+fn group_by_reads_whole_groups_and_wrap_reads_around_the_ring() {
+    use common::checksum::expected;
+    let graph = compile("group_wrap.json");
+    let outcome = run_ok(&graph, config(2, 2, 4));
+    for (frame, sink) in sink_outputs(&graph, &outcome).into_iter().enumerate() {
+        let frame = frame as u64;
+        let a: Vec<u64> = (0..6).map(|i| expected("a", i, frame, &[u64::from(i)])).collect();
+        // pairs[i] reads a[2i], a[2i + 1]; ring[i] reads pairs[(i − 1) mod 3].
+        let pairs: Vec<u64> =
+            (0..3).map(|i| expected("pairs", i, frame, &[a[2 * i as usize], a[2 * i as usize + 1]])).collect();
+        let ring: Vec<u64> = (0..3).map(|i| expected("ring", i, frame, &[pairs[((i + 2) % 3) as usize]])).collect();
+        assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &ring))), "frame {frame}");
+    }
+}

@@ -318,7 +318,6 @@ fn unsupported_parts_of_the_full_format_validate_and_are_reported() {
                                   "address": "127.0.0.1", "start_port": 9000, "extract_packet_func": "x",
                                   "id_function": "id", "index_function": {"function": "ix", "args": []}}}),
         node(json!({"group_size": 4})),
-        arg_graph(json!({"type": "$res", "predecessor": {"name": "up", "group_by": 2}})),
         arg_graph(json!({"type": "$network", "socket": 0})),
     ];
     let validator = validator();

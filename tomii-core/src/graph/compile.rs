@@ -8,6 +8,7 @@ use super::compiled::{ArgSource, CompiledGraph, CompiledNode, ComputedInit, Post
 use super::error::{ArgGroup, Issue, quote};
 use super::order;
 use super::resolve::{Arg, Edge, MAX_INSTANCES, Resolved};
+use super::select::Selection;
 use super::spec::EdgeKind;
 
 /// The most entries a CSR array may hold: its offsets are u32.
@@ -62,6 +63,7 @@ fn check_selections(nodes: &[CompiledNode], args: &[Vec<Arg>], groups: &[[usize;
         for (k, arg) in node_args.iter().enumerate() {
             let Arg::Edge(edge) = arg else { continue };
             let pred = &nodes[edge.pred as usize];
+            check_group(node, position(k, group_sizes), edge, pred)?;
             if let Some((i, offset)) = edge.sel.first_out_of_range(node.factor, pred.factor) {
                 return Err(out_of_range(node, position(k, group_sizes), edge, pred, i, offset));
             }
@@ -119,12 +121,33 @@ fn check_elements(
     Ok(())
 }
 
+/// A `group_by` must divide the predecessor's factor into whole groups.
+fn check_group(
+    node: &CompiledNode,
+    (group, k): (ArgGroup, usize),
+    edge: &Edge,
+    pred: &CompiledNode,
+) -> Result<(), Issue> {
+    match edge.sel {
+        Selection::Group(g) if pred.factor % g != 0 => Err(Issue::Invalid(format!(
+            "node {} {group} {k} ({} from {}): group_by {g} does not divide {}'s factor {}; choose a divisor",
+            quote(&node.name),
+            edge.kind.name(),
+            quote(&pred.name),
+            quote(&pred.name),
+            pred.factor
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// A post-node's selections must stay inside the regular nodes they read.
 fn check_post_selections(nodes: &[CompiledNode], post: &[(CompiledNode, Vec<Arg>)]) -> Result<(), Issue> {
     for (node, node_args) in post {
         for (k, arg) in node_args.iter().enumerate() {
             let Arg::Edge(edge) = arg else { continue };
             let pred = &nodes[edge.pred as usize];
+            check_group(node, (ArgGroup::Kernel, k), edge, pred)?;
             if let Some((i, offset)) = edge.sel.first_out_of_range(node.factor, pred.factor) {
                 return Err(out_of_range(node, (ArgGroup::Kernel, k), edge, pred, i, offset));
             }

@@ -321,11 +321,20 @@ impl Scope<'_> {
             ))
         })?;
         let sel = match &edge.index {
+            _ if edge.group_by.is_some() => Selection::Group(edge.group_by.unwrap_or(1)),
             IndexSpec::Default if edge.kind == EdgeKind::Barrier => Selection::All,
             IndexSpec::Default => Selection::Offsets(vec![0]),
             IndexSpec::Offsets(offsets) => Selection::Offsets(offsets.clone()),
             IndexSpec::Text(text) => select::parse_text(text, |name| self.lookup(name))
                 .map_err(|e| Issue::Invalid(format!("{at}: index {}: {e}", quote(text))))?,
+        };
+        let sel = match (edge.wrap, sel) {
+            (false, sel) => sel,
+            (true, Selection::Offsets(offsets)) => Selection::WrappedOffsets(offsets),
+            (true, Selection::Range(a, b)) => Selection::WrappedRange(a, b),
+            (true, _) => {
+                return invalid(format!("{at}: wrap applies to offsets and ranges; this selection is absolute"));
+            }
         };
         let pred = u32::try_from(pred).map_err(|_| Issue::TooLarge(format!("{at}: too many nodes")))?;
         Ok(Edge { kind: edge.kind, pred, sel })

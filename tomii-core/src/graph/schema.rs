@@ -4,7 +4,7 @@
 //! The schema describes the format, the parser is the final word: it also rejects what a schema
 //! cannot express (unknown or duplicate names, cycles, selections outside a predecessor, an empty
 //! range, an integer like `3.0`). Fields and argument types of the full Tomii 1.2 format that this
-//! runtime does not implement yet (`network_config`, `group_size`, `group_by`, `$network`) are in
+//! runtime does not implement yet (`network_config`, `group_size`, `$network`) are in
 //! the schema with their full-format shape; the parser reports them as not supported. Must never drift from
 //! `spec.rs`: `tests/schema.rs` validates every graph in the repository against it.
 
@@ -218,7 +218,15 @@ fn edge_arg() -> Json {
                 "properties": {
                     "name": {"type": "string", "minLength": 1},
                     "index": {"$ref": "#/$defs/selection"},
-                    "group_by": {"$ref": "#/$defs/factor", "description": "Not supported yet."}
+                    "group_by": {
+                        "type": ["integer", "null"],
+                        "minimum": 1,
+                        "description": "Instance i reads the predecessor's instances i*g .. i*g+g-1 (no index then)."
+                    },
+                    "wrap": {
+                        "type": ["boolean", "null"],
+                        "description": "Offsets and ranges modulo the predecessor's factor (a ring)."
+                    }
                 }
             }
         }

@@ -16,15 +16,22 @@ pub(crate) enum Selection {
     Range(i64, i64),
     /// Every instance of the predecessor, whatever i is.
     All,
+    /// `wrap`: like `Offsets`, modulo the predecessor's factor (a ring).
+    WrappedOffsets(Vec<i64>),
+    /// `wrap`: like `Range`, modulo the predecessor's factor.
+    WrappedRange(i64, i64),
+    /// `group_by` g: instance i selects the g instances i·g, …, i·g + g − 1.
+    Group(u32),
 }
 
 impl Selection {
     /// Number of predecessor instances each successor instance selects.
     pub(crate) fn len(&self, pred_factor: u32) -> u64 {
         match self {
-            Selection::Offsets(offsets) => offsets.len() as u64,
-            Selection::Range(a, b) => b.abs_diff(*a),
+            Selection::Offsets(offsets) | Selection::WrappedOffsets(offsets) => offsets.len() as u64,
+            Selection::Range(a, b) | Selection::WrappedRange(a, b) => b.abs_diff(*a),
             Selection::All => pred_factor.into(),
+            Selection::Group(g) => (*g).into(),
         }
     }
 
@@ -34,7 +41,13 @@ impl Selection {
         let p = i64::from(pred_factor);
         let outside = |k: i64| k < 0 || k >= p;
         let (at_zero, largest) = match self {
-            Selection::All => return None,
+            Selection::All | Selection::WrappedOffsets(_) | Selection::WrappedRange(..) => return None,
+            Selection::Group(g) => {
+                // Instance i reads from i·g; the first one past the predecessor's end fails.
+                let first_bad = pred_factor / g;
+                let g = i64::from(*g);
+                return (first_bad < factor).then(|| (first_bad, i64::from(first_bad) * (g - 1)));
+            }
             Selection::Offsets(offsets) => {
                 (offsets.iter().copied().find(|&k| outside(k)), offsets.iter().copied().max().unwrap_or(0))
             }
@@ -52,10 +65,14 @@ impl Selection {
     /// Calls `visit` with each predecessor instance index that instance `i` selects, in order.
     pub(crate) fn for_each(&self, i: u32, pred_factor: u32, mut visit: impl FnMut(u32)) {
         let at = |k: i64| u32::try_from(i64::from(i) + k).unwrap_or(u32::MAX);
+        let ring = |k: i64| u32::try_from((i64::from(i) + k).rem_euclid(i64::from(pred_factor.max(1)))).unwrap_or(0);
         match self {
             Selection::Offsets(offsets) => offsets.iter().for_each(|&k| visit(at(k))),
             Selection::Range(a, b) => (*a..*b).for_each(|k| visit(at(k))),
             Selection::All => (0..pred_factor).for_each(visit),
+            Selection::WrappedOffsets(offsets) => offsets.iter().for_each(|&k| visit(ring(k))),
+            Selection::WrappedRange(a, b) => (*a..*b).for_each(|k| visit(ring(k))),
+            Selection::Group(g) => (i.saturating_mul(*g)..i.saturating_mul(*g).saturating_add(*g)).for_each(visit),
         }
     }
 }

@@ -141,6 +141,10 @@ pub(crate) struct EdgeSpec {
     pub kind: EdgeKind,
     pub pred: String,
     pub index: IndexSpec,
+    /// `group_by` g: instance i reads the predecessor's instances i·g … i·g + g − 1.
+    pub group_by: Option<u32>,
+    /// `wrap`: offsets and ranges are taken modulo the predecessor's factor.
+    pub wrap: bool,
 }
 
 /// The `index` of a predecessor, as written.
@@ -163,8 +167,7 @@ const NODE_UNSUPPORTED: &[&str] = &["group_size"];
 const LOOP_FIELDS: &[&str] = &["name", "factor"];
 const CONDITION_FIELDS: &[&str] = &["operation", "value", "value_type", "function", "func", "args"];
 const EDGE_FIELDS: &[&str] = &["type", "predecessor"];
-const PRED_FIELDS: &[&str] = &["name", "index"];
-const PRED_UNSUPPORTED: &[&str] = &["group_by"];
+const PRED_FIELDS: &[&str] = &["name", "index", "group_by", "wrap"];
 const REF_FIELDS: &[&str] = &["type", "name"];
 /// Fields of `$index` and `$workers`.
 const PLAIN_FIELDS: &[&str] = &["type"];
@@ -495,10 +498,27 @@ fn arg(json: &Json, node: &str, group: ArgGroup, k: usize) -> Result<ArgSpec, Is
     let Some(Json::Object(pred)) = object.get("predecessor") else {
         return invalid(format!(r#"{at}: a {} argument needs "predecessor": {{"name": NODE}}"#, kind.name()));
     };
-    check_fields(pred, PRED_FIELDS, PRED_UNSUPPORTED, pred_at)?;
+    check_fields(pred, PRED_FIELDS, &[], pred_at)?;
     let pred_name = name_field(pred, "name", pred_at, "name the node to read from")?;
     let index = index(pred.get("index"), at)?;
-    Ok(ArgSpec::Edge(EdgeSpec { kind, pred: pred_name, index }))
+    let group_by = match pred.get("group_by") {
+        None | Some(Json::Null) => None,
+        Some(Json::Number(n)) if n.as_u64().is_some_and(|g| g >= 1 && g <= u64::from(u32::MAX)) => {
+            n.as_u64().map(|g| g as u32)
+        }
+        Some(other) => return invalid(format!("{pred_at}: group_by {} is not a positive integer", show(other))),
+    };
+    let wrap = match pred.get("wrap") {
+        None | Some(Json::Null) => false,
+        Some(Json::Bool(wrap)) => *wrap,
+        Some(other) => return invalid(format!("{pred_at}: wrap must be true or false, got {}", show(other))),
+    };
+    if group_by.is_some() && (wrap || !matches!(index, IndexSpec::Default)) {
+        return invalid(format!(
+            "{pred_at}: group_by selects the instances itself; give either group_by or an index (with wrap), not both"
+        ));
+    }
+    Ok(ArgSpec::Edge(EdgeSpec { kind, pred: pred_name, index, group_by, wrap }))
 }
 
 fn index(json: Option<&Json>, at: Place<'_>) -> Result<IndexSpec, Issue> {

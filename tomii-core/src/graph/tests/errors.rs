@@ -65,8 +65,6 @@ fn unsupported_features() {
     assert_mentions(&message, &[r#"node "x": "group_size" is not supported by this runtime yet"#]);
     let message = error(json!({"nodes": [{"name": "x", "function": "f"}], "network_config": [{"name": "p"}]}));
     assert_mentions(&message, &[r#""network_config" is not supported"#]);
-    let group = error(pair(1, json!([{"type": "$res", "predecessor": {"name": "a", "group_by": 2}}])));
-    assert_mentions(&group, &[r#"predecessor of node "b" argument 0: "group_by" is not supported"#]);
     assert_mentions(&arg_error(json!({"type": "$network", "port": 1})), &[r#"argument type "$network""#]);
 }
 
@@ -362,4 +360,18 @@ fn post_node_errors_name_the_post_node() {
     assert_mentions(&beyond, &[r#"node "p" instance 1"#, r#""a" has 1 instance"#]);
     let looped = graph(json!({"name": "p", "function": "g", "loop": {"name": "i", "factor": 2}}));
     assert_mentions(&looped, &[r#"node "p""#, "not supported"]);
+}
+
+#[test]
+fn group_by_and_wrap_errors() {
+    let edge = |pred: Json, factor: u32| error(pair(factor, json!([{"type": "$res", "predecessor": pred}])));
+    assert_mentions(&edge(json!({"name": "a", "group_by": 3}), 1), &["group_by 3 does not divide", "factor 4"]);
+    assert_mentions(&edge(json!({"name": "a", "group_by": 2}), 3), &[r#"node "b" instance 2"#]);
+    assert_mentions(&edge(json!({"name": "a", "group_by": 2, "index": 0}), 2), &["either group_by or an index"]);
+    assert_mentions(&edge(json!({"name": "a", "group_by": 0}), 2), &["group_by 0 is not a positive integer"]);
+    assert_mentions(
+        &edge(json!({"name": "a", "index": "all", "wrap": true}), 2),
+        &["wrap applies to offsets and ranges"],
+    );
+    assert_mentions(&edge(json!({"name": "a", "wrap": "yes"}), 2), &["wrap must be true or false"]);
 }
