@@ -129,7 +129,7 @@ fn check_group(
     pred: &CompiledNode,
 ) -> Result<(), Issue> {
     match edge.sel {
-        Selection::Group(g) if pred.factor % g != 0 => Err(Issue::Invalid(format!(
+        Selection::Group(g) if !pred.factor.is_multiple_of(g) => Err(Issue::Invalid(format!(
             "node {} {group} {k} ({} from {}): group_by {g} does not divide {}'s factor {}; choose a divisor",
             quote(&node.name),
             edge.kind.name(),
