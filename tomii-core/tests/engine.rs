@@ -334,3 +334,34 @@ fn group_by_reads_whole_groups_and_wrap_reads_around_the_ring() {
         assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &ring))), "frame {frame}");
     }
 }
+
+#[test]
+fn group_size_runs_several_instances_per_task_with_every_value_intact() {
+    use common::checksum::expected;
+    let graph = compile("group_size.json");
+    // 7 instances in groups of 3: tasks work[0] (0..3), work[3] (3..6), work[6] (6..7).
+    let tasks: Vec<u32> = (0..graph.instance_count() as u32).filter(|&i| graph.is_task(i)).collect();
+    assert_eq!(tasks.iter().filter(|&&i| graph.inst_node[i as usize] == 1).count(), 3);
+    let outcome = run_ok(&graph, config(2, 2, 4));
+    for (frame, sink) in sink_outputs(&graph, &outcome).into_iter().enumerate() {
+        let frame = frame as u64;
+        let src: Vec<u64> = (0..4).map(|i| expected("src", i, frame, &[u64::from(i)])).collect();
+        let work: Vec<u64> = (0..7)
+            .map(|i| {
+                let mut words = vec![u64::from(i)];
+                words.extend_from_slice(&src);
+                expected("work", i, frame, &words)
+            })
+            .collect();
+        assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &work))), "frame {frame}");
+    }
+    assert_eq!(outcome.report.per_node[1].count, 7 * 4, "every instance is counted");
+}
+
+#[test]
+fn a_group_reading_a_later_member_of_itself_is_rejected() {
+    let text = r#"{"nodes": [{"name": "w", "function": "noop", "factor": 4, "group_size": 2,
+        "args": [{"type": "$dep", "predecessor": {"name": "w", "index": [1], "wrap": true}}]}]}"#;
+    let error = graph::parse_str("g.json", text).unwrap_err().to_string();
+    assert!(error.contains("w[0] reads w[1], which its group (group_size 2) runs after it"), "{error}");
+}

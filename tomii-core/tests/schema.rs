@@ -294,6 +294,7 @@ fn loops_conditions_and_computed_initializations_validate_and_parse() {
                                    {"name": "plan", "function": "fft_planner", "args": [{"type": "$ref", "name": "n"}]}]}),
         json!({"nodes": [{"name": "a", "function": "f"}], "initializations": [{"name": "p", "func": "mk", "factor": 2}]}),
         json!({"nodes": [{"name": "a", "function": "f"}], "post_nodes": [{"name": "b", "function": "g"}]}),
+        json!({"nodes": [{"name": "a", "function": "f", "factor": 4, "group_size": 4}]}),
         node_graph(json!({"loop": {"name": "iter", "factor": "num"}})),
         node_graph(json!({"loop": {"name": "iter", "factor": 2}, "loop_args": [{"type": "$ref", "name": "num"}]})),
         node_graph(json!({"condition": {"operation": "Eq", "value": 1, "value_type": "usize", "function": "check",
@@ -311,13 +312,11 @@ fn loops_conditions_and_computed_initializations_validate_and_parse() {
 /// the parser reports them as not supported (never as unknown).
 #[test]
 fn unsupported_parts_of_the_full_format_validate_and_are_reported() {
-    let node = |fields: Json| node_graph(fields);
     let cases = [
         json!({"nodes": [{"name": "a", "function": "f"}],
                "network_config": {"socket_type": "udp", "num_sockets": 4, "packet_length": 64, "frame_packets": "n",
                                   "address": "127.0.0.1", "start_port": 9000, "extract_packet_func": "x",
                                   "id_function": "id", "index_function": {"function": "ix", "args": []}}}),
-        node(json!({"group_size": 4})),
         arg_graph(json!({"type": "$network", "socket": 0})),
     ];
     let validator = validator();

@@ -34,6 +34,9 @@ pub(crate) fn compile(resolved: Resolved, source: &str, default_name: &str) -> R
         ..CompiledGraph::default()
     };
     build_instances(&mut graph, &args, &groups, count, sizes);
+    if graph.nodes.iter().any(|node| node.group_size > 1) {
+        group_tasks(&mut graph)?;
+    }
     build_successors(&mut graph);
     order::finish(&mut graph)?;
     graph.post = post.into_iter().map(|(node, args)| post_node(&mut graph, node, &args)).collect();
@@ -297,6 +300,50 @@ fn instance_row(graph: &mut CompiledGraph, node_args: &[Arg], i: u32, preds: &mu
             }
         }
     }
+}
+
+/// Turns groups of instances into tasks (README, "Groups of instances"): a group's leader takes
+/// the union of its members' predecessors (mapped to their own leaders); the other members keep
+/// their arguments but lose their predecessors, so that they are never scheduled on their own.
+fn group_tasks(graph: &mut CompiledGraph) -> Result<(), Issue> {
+    let n = graph.instance_count();
+    let mut leader = Vec::with_capacity(n);
+    for node in &graph.nodes {
+        leader.extend((0..node.factor).map(|i| node.first + i / node.group_size * node.group_size));
+    }
+    let (mut preds, mut offsets, mut deps) = (Vec::new(), vec![0u32], Vec::with_capacity(n));
+    let mut scratch = Vec::new();
+    for inst in 0..n as u32 {
+        scratch.clear();
+        if leader[inst as usize] == inst {
+            for member in graph.group_of(inst) {
+                for &pred in graph.predecessors(member) {
+                    let pred_leader = leader[pred as usize];
+                    if pred_leader != inst {
+                        scratch.push(pred_leader);
+                    } else if pred >= member {
+                        return Err(Issue::Invalid(format!(
+                            "{} reads {}, which its group (group_size {}) runs after it; use a smaller group_size \
+                             or read only earlier instances",
+                            graph.instance_name(member),
+                            graph.instance_name(pred),
+                            graph.node_of(inst).group_size
+                        )));
+                    }
+                }
+            }
+            scratch.sort_unstable();
+            scratch.dedup();
+        }
+        preds.extend_from_slice(&scratch);
+        offsets.push(len_u32(&preds));
+        deps.push(len_u32(&scratch));
+    }
+    graph.preds = preds;
+    graph.pred_offsets = offsets;
+    graph.dep_count = deps;
+    graph.leader = leader;
+    Ok(())
 }
 
 /// Builds the successor CSR from the predecessor CSR. Each list comes out ascending because

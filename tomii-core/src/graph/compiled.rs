@@ -51,6 +51,10 @@ pub struct CompiledGraph {
     pub roots: Vec<u32>,
     /// Number of tasks on the longest path from each instance to a sink, itself included.
     pub rank: Vec<u32>,
+    /// Per instance: the first instance of its task's group (itself when `group_size` is 1). Only
+    /// leaders are tasks: the other members have no predecessors, successors or root entry of
+    /// their own, and run inside their leader's task.
+    pub leader: Vec<u32>,
 }
 
 /// One node of the graph.
@@ -72,6 +76,8 @@ pub struct CompiledNode {
     pub iterations: u32,
     /// Run an instance only if this holds (README, "Conditions").
     pub condition: Option<Condition>,
+    /// Instances run by one task, in index order (README, "Groups of instances"); 1 by default.
+    pub group_size: u32,
 }
 
 /// A node run once, after the last frame; its `Result` arguments read the last frame.
@@ -161,6 +167,17 @@ impl CompiledGraph {
     pub fn loop_args_of(&self, inst: u32) -> &[ArgSource] {
         let i = inst as usize;
         &self.args[self.loop_start[i] as usize..self.cond_start[i] as usize]
+    }
+
+    /// The instances run by the task of `leader`, in order (just `leader` without groups).
+    pub fn group_of(&self, leader: u32) -> std::ops::Range<u32> {
+        let node = self.node_of(leader);
+        leader..(leader.saturating_add(node.group_size)).min(node.first + node.factor)
+    }
+
+    /// Whether `inst` is a task (the leader of its group).
+    pub fn is_task(&self, inst: u32) -> bool {
+        self.leader.get(inst as usize).is_none_or(|&leader| leader == inst)
     }
 
     /// The arguments of `inst`'s condition function.

@@ -14,8 +14,15 @@ pub(crate) fn finish(graph: &mut CompiledGraph) -> Result<(), Issue> {
         let cycle = find_cycle(graph, &order);
         return Err(Issue::Cycle(describe(graph, &cycle)));
     }
-    graph.roots = (0..graph.instance_count()).filter(|&i| graph.dep_count[i] == 0).map(|i| i as u32).collect();
+    graph.roots =
+        (0..graph.instance_count() as u32).filter(|&i| graph.dep_count[i as usize] == 0 && graph.is_task(i)).collect();
     graph.rank = ranks(graph, &order);
+    if !graph.leader.is_empty() {
+        // A group's members share its leader's rank.
+        for inst in 0..graph.instance_count() {
+            graph.rank[inst] = graph.rank[graph.leader[inst] as usize];
+        }
+    }
     Ok(())
 }
 

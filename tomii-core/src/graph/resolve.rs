@@ -209,6 +209,7 @@ impl Scope<'_> {
                     self.count(spec, Place::Node(&node.name), "loop factor", "a loop runs at least one iteration")?
                 }
             },
+            group_size: node.group_size.unwrap_or(1),
             condition: node.condition.as_ref().map(|c| Condition {
                 op: c.op,
                 value: c.value.clone(),

@@ -4,7 +4,7 @@
 //! The schema describes the format, the parser is the final word: it also rejects what a schema
 //! cannot express (unknown or duplicate names, cycles, selections outside a predecessor, an empty
 //! range, an integer like `3.0`). Fields and argument types of the full Tomii 1.2 format that this
-//! runtime does not implement yet (`network_config`, `group_size`, `$network`) are in
+//! runtime does not implement yet (`network_config`, `$network`) are in
 //! the schema with their full-format shape; the parser reports them as not supported. Must never drift from
 //! `spec.rs`: `tests/schema.rs` validates every graph in the repository against it.
 
@@ -197,7 +197,11 @@ fn node() -> Json {
                     "args": {"type": ["array", "null"], "items": {"$ref": "#/$defs/arg"}}
                 }
             },
-            "group_size": {"$ref": "#/$defs/factor", "description": "Not supported yet."}
+            "group_size": {
+                "type": ["integer", "null"],
+                "minimum": 1,
+                "description": "Instances run by one task, in index order (the last group may be smaller)."
+            }
         }
     })
 }

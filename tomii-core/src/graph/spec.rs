@@ -49,6 +49,8 @@ pub(crate) struct NodeSpec {
     /// `loop_args`: appended to `args` in the loop's first iteration.
     pub loop_args: Vec<ArgSpec>,
     pub condition: Option<ConditionSpec>,
+    /// `group_size`: instances per task (absent: one).
+    pub group_size: Option<u32>,
 }
 
 /// A node's `condition`: run the instance only if `function(args) <op> value`.
@@ -162,8 +164,7 @@ const TOP_FIELDS: &[&str] = &["name", "initializations", "nodes", "post_nodes"];
 const TOP_UNSUPPORTED: &[&str] = &["network_config"];
 const INIT_FIELDS: &[&str] = &["name", "value", "function", "func", "args", "factor"];
 const NODE_FIELDS: &[&str] =
-    &["name", "function", "factor", "args", "priority", "use_workers", "loop", "loop_args", "condition"];
-const NODE_UNSUPPORTED: &[&str] = &["group_size"];
+    &["name", "function", "factor", "args", "priority", "use_workers", "loop", "loop_args", "condition", "group_size"];
 const LOOP_FIELDS: &[&str] = &["name", "factor"];
 const CONDITION_FIELDS: &[&str] = &["operation", "value", "value_type", "function", "func", "args"];
 const EDGE_FIELDS: &[&str] = &["type", "predecessor"];
@@ -190,9 +191,11 @@ pub(crate) fn read(root: &Json) -> Result<GraphSpec, Issue> {
     let post_nodes = list(top.get("post_nodes"), "post_nodes", false)?;
     let post_nodes: Vec<NodeSpec> =
         post_nodes.iter().enumerate().map(|(k, json)| node(json, k)).collect::<Result<_, _>>()?;
-    if let Some(post) = post_nodes.iter().find(|n| n.iterations.is_some() || n.condition.is_some()) {
+    if let Some(post) =
+        post_nodes.iter().find(|n| n.iterations.is_some() || n.condition.is_some() || n.group_size.is_some())
+    {
         return Err(Issue::Unsupported(format!(
-            "{}: a post-node with a loop or a condition is not supported by this runtime yet",
+            "{}: a post-node with a loop, a condition or a group_size is not supported by this runtime yet",
             Place::Node(&post.name)
         )));
     }
@@ -325,7 +328,7 @@ fn node(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
     };
     let name = name_field(object, "name", Place::NodeAt(position), "give every node a unique name")?;
     let at = Place::Node(&name);
-    check_fields(object, NODE_FIELDS, NODE_UNSUPPORTED, at)?;
+    check_fields(object, NODE_FIELDS, &[], at)?;
     let function = name_field(object, "function", at, "name the kernel this node runs")?;
     let args = arg_list(object.get("args"), "args", &name, ArgGroup::Kernel)?;
     let loop_args = arg_list(object.get("loop_args"), "loop_args", &name, ArgGroup::Loop)?;
@@ -338,12 +341,25 @@ fn node(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
         priority: priority(object.get("priority"), at)?,
         use_workers: use_workers(object.get("use_workers"), at)?,
         condition: condition(object.get("condition"), &name)?,
+        group_size: group_size(object.get("group_size"), at)?,
         iterations,
         loop_args,
         name,
         function,
         args,
     })
+}
+
+/// `group_size`: a positive integer; 1 (or absent) runs every instance as its own task.
+fn group_size(json: Option<&Json>, at: Place<'_>) -> Result<Option<u32>, Issue> {
+    match json {
+        None | Some(Json::Null) => Ok(None),
+        Some(Json::Number(n)) => match n.as_u64().filter(|&g| g >= 1).and_then(|g| u32::try_from(g).ok()) {
+            Some(g) => Ok(Some(g)),
+            None => invalid(format!("{at}: group_size {n} is not a positive integer")),
+        },
+        Some(other) => invalid(format!("{at}: group_size must be a positive integer, got {}", show(other))),
+    }
 }
 
 /// A list of arguments (`args`, `loop_args`, a condition's `args`); absent or null is empty.

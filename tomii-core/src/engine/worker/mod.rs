@@ -158,10 +158,11 @@ impl<'a> Engine<'a> {
         let timing = config.task_timing || config.trace || plugin.needs_timing();
         let cells = if config.trace { config.slots as usize * instances } else { 0 };
         let tasks = config.frames * instances as u64;
-        let sinks: Vec<u32> = (0..instances as u32).filter(|&i| graph.successors(i).is_empty()).collect();
+        let sinks: Vec<u32> =
+            (0..instances as u32).filter(|&i| graph.is_task(i) && graph.successors(i).is_empty()).collect();
         let mut keeps_result = vec![false; instances];
-        for &sink in &sinks {
-            keeps_result[sink as usize] = true;
+        for member in sinks.iter().flat_map(|&sink| graph.group_of(sink)) {
+            keeps_result[member as usize] = true;
         }
         for source in graph.args.iter().chain(graph.post.iter().flat_map(|post| &post.args)) {
             if let ArgSource::Result(pred) = *source {
@@ -448,26 +449,19 @@ impl<'a> Engine<'a> {
             // SAFETY: valid scheduler state and a live descriptor.
             unsafe { started(self.scheduler.state(), worker, task) };
         }
-        let start = if self.timing { self.clock.now() } else { 0 };
-        let result = self.run_body(local, node, slot, instance, frame);
-        let end = if self.timing { self.clock.now() } else { 0 };
-        // A skipped instance (its condition did not hold) leaves NONE as its result.
-        let skipped = matches!(result, Ok(None));
-        let result = result?.unwrap_or(TomiiValue::NONE);
-        if self.keeps_result[instance as usize] {
-            // SAFETY: this task owns its cell in this generation; the value is owned.
-            unsafe { self.table.store_result(slot, instance, result) };
-        } else {
-            // SAFETY: the kernel handed over ownership; nobody reads this result.
-            drop(unsafe { Value::from_raw(result) });
-        }
-        self.account(local, node, slot, instance, frame, start, end);
-        if skipped {
-            local.counters.per_node[node as usize].skipped += 1;
+        let first_start = if self.timing { self.clock.now() } else { 0 };
+        let (mut start, mut end) = (first_start, first_start);
+        // The task runs its group's instances in order (just `instance` without groups).
+        for member in self.graph.group_of(instance) {
+            let result = self.run_body(local, node, slot, member, frame);
+            end = if self.timing { self.clock.now() } else { 0 };
+            self.store(local, node, slot, member, result?);
+            self.account(local, node, slot, member, frame, start, end);
+            start = end;
         }
         if let Some(completed) = self.hook(self.hooks.task_completed) {
             // SAFETY: valid scheduler state and a live descriptor.
-            unsafe { completed(self.scheduler.state(), worker, task, self.clock.ns_between(start, end)) };
+            unsafe { completed(self.scheduler.state(), worker, task, self.clock.ns_between(first_start, end)) };
         }
         local.pusher.self_take = true;
         self.release_successors(&mut local.pusher, slot, instance, generation, frame, end)?;
@@ -476,6 +470,23 @@ impl<'a> Engine<'a> {
             self.finish_frame(&mut local.pusher, slot, frame)?;
         }
         Ok(())
+    }
+
+    /// Keeps or releases one instance's result; a skipped instance (its condition did not hold)
+    /// leaves NONE as its result.
+    #[inline]
+    fn store(&self, local: &mut Local, node: u32, slot: u32, instance: u32, result: Option<TomiiValue>) {
+        if result.is_none() {
+            local.counters.per_node[node as usize].skipped += 1;
+        }
+        let result = result.unwrap_or(TomiiValue::NONE);
+        if self.keeps_result[instance as usize] {
+            // SAFETY: this task owns its cell in this generation; the value is owned.
+            unsafe { self.table.store_result(slot, instance, result) };
+        } else {
+            // SAFETY: the kernel handed over ownership; nobody reads this result.
+            drop(unsafe { Value::from_raw(result) });
+        }
     }
 
     /// Counters, cost estimate and trace record of one execution.
@@ -633,7 +644,8 @@ impl<'a> Engine<'a> {
     fn snapshot_outputs(&self, slot: u32) -> FrameOutputs {
         self.sinks
             .iter()
-            .map(|&instance| {
+            .flat_map(|&sink| self.graph.group_of(sink))
+            .map(|instance| {
                 // SAFETY: the frame completed, so every result of the slot is written and no task
                 // of the slot runs until the next frame starts in it, which we do after this.
                 let raw = unsafe { self.table.result(slot, instance) };

@@ -61,8 +61,8 @@ fn unknown_fields() {
 
 #[test]
 fn unsupported_features() {
-    let message = error(one(json!({"name": "x", "function": "f", "group_size": {"k": 1}})));
-    assert_mentions(&message, &[r#"node "x": "group_size" is not supported by this runtime yet"#]);
+    let message = error(one(json!({"name": "x", "function": "f", "group_size": 0})));
+    assert_mentions(&message, &[r#"node "x": group_size 0 is not a positive integer"#]);
     let message = error(json!({"nodes": [{"name": "x", "function": "f"}], "network_config": [{"name": "p"}]}));
     assert_mentions(&message, &[r#""network_config" is not supported"#]);
     assert_mentions(&arg_error(json!({"type": "$network", "port": 1})), &[r#"argument type "$network""#]);
@@ -273,7 +273,8 @@ fn file_that_is_not_utf8() {
 
 #[test]
 fn error_kinds() {
-    let e = parse_str("g.json", r#"{"nodes": [{"name": "x", "function": "f", "group_size": 2}]}"#).unwrap_err();
+    let e =
+        parse_str("g.json", r#"{"nodes": [{"name": "x", "function": "f"}], "network_config": {"a": 1}}"#).unwrap_err();
     assert!(matches!(e, GraphError::Unsupported { .. }));
     let e = parse_str("g.json", "[").unwrap_err();
     assert!(matches!(e, GraphError::Syntax { .. }));
