@@ -56,3 +56,34 @@ fn stream_analytics_matches_its_golden_outputs() {
     let skipped: u64 = outcome.report.per_node.iter().map(|n| n.skipped).sum();
     assert_eq!(skipped, u64::from(SENSORS) * frames, "each sensor runs exactly one of its two branches");
 }
+
+#[test]
+fn matrix_compute_matches_its_golden_outputs() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/compat/matrix_compute.json");
+    let graph = graph::load_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    let kernels = KernelSet::load(&[synthetic_lib()]).unwrap_or_else(|e| panic!("{e}"));
+    let scheduler = SchedulerPlugin::load(&fifo_lib()).unwrap_or_else(|e| panic!("{e}"));
+    let frames = 9;
+    let config = RunConfig { workers: 2, slots: 2, frames, collect_outputs: true, trace: true, ..RunConfig::default() };
+    let outcome = engine::run(&graph, &kernels, &scheduler, &config).unwrap_or_else(|e| panic!("{e}"));
+    common::trace::check(&graph, &config, &outcome.trace);
+    let vec_mat = |frame: u64| -> Vec<u64> {
+        (0..8).map(|i| expected("vec_mat", i, frame, &[expected("gen_vec", i, frame, &[100])])).collect()
+    };
+    for (frame, outputs) in outcome.outputs.iter().enumerate() {
+        let got: Vec<u64> = outputs
+            .iter()
+            .map(|(_, _, v)| match v {
+                Output::UInt(v) => *v,
+                other => panic!("unexpected output {other:?}"),
+            })
+            .collect();
+        assert_eq!(got, vec_mat(frame as u64), "frame {frame}");
+    }
+    // compute_fft ran (the barrier waited for it) on the planner and its gen_vec.
+    let fft_runs = outcome.trace.iter().filter(|r| graph.nodes[r.node as usize].name == "compute_fft").count();
+    assert_eq!(fft_runs as u64, 8 * frames);
+    let list = vec_mat(frames - 1).iter().fold(fnv1a(b""), |h, &w| mix(h, w));
+    let report = expected("write_to_file", 0, frames - 1, &[text("out.npz"), list]);
+    assert_eq!(outcome.post_outputs, vec![("write_to_file".to_owned(), 0, Output::UInt(report))]);
+}
