@@ -20,6 +20,18 @@ use crate::engine::{Output, RunError};
 use crate::graph::{ArgSource, CompiledGraph, Condition, Literal};
 use crate::plugin::KernelSet;
 
+/// What the hot path needs to run one node's tasks, in one place.
+#[derive(Clone, Copy)]
+pub(super) struct NodeRun {
+    pub(super) kernel: TomiiKernelFn,
+    /// The kernel takes the trailing results as one LIST (`TOMII_KERNEL_VARIADIC`).
+    pub(super) variadic: bool,
+    /// No condition, no loop, not variadic: gather the arguments and call the kernel once.
+    pub(super) simple: bool,
+    /// `group_size` > 1: a task runs several instances.
+    pub(super) grouped: bool,
+}
+
 /// A node's condition, bound to its function.
 pub(super) struct BoundCondition {
     pub(super) function: TomiiKernelFn,
@@ -38,16 +50,34 @@ impl Engine<'_> {
         instance: u32,
         frame: u64,
     ) -> Result<Option<TomiiValue>, RunError> {
+        let run = self.runs[node as usize];
+        if run.simple {
+            self.gather(local, slot, instance, self.graph.args_of(instance));
+            return self.call(local, run.kernel, node, slot, instance, frame).map(Some);
+        }
+        self.run_general_body(local, run, node, slot, instance, frame)
+    }
+
+    /// `run_body` for nodes with a condition, a loop or a variadic kernel.
+    fn run_general_body(
+        &self,
+        local: &mut Local,
+        run: NodeRun,
+        node: u32,
+        slot: u32,
+        instance: u32,
+        frame: u64,
+    ) -> Result<Option<TomiiValue>, RunError> {
         if let Some(condition) = &self.conditions[node as usize]
             && !self.condition_holds(local, condition, node, slot, instance, frame)?
         {
             return Ok(None);
         }
         self.gather(local, slot, instance, self.graph.args_of(instance));
-        if self.variadic[node as usize] {
+        if run.variadic {
             self.gather_trailing_results(local, instance);
         }
-        let kernel = self.kernels[node as usize];
+        let kernel = run.kernel;
         let iterations = self.graph.nodes[node as usize].iterations;
         if iterations == 1 {
             return self.call(local, kernel, node, slot, instance, frame).map(Some);
@@ -77,7 +107,8 @@ impl Engine<'_> {
         frame: u64,
     ) -> Result<bool, RunError> {
         self.gather(local, slot, instance, self.graph.condition_args_of(instance));
-        let raw = self.call_named(local, condition.function, &condition.spec.function, node, slot, instance, frame)?;
+        let raw =
+            self.call_named(local, condition.function, Some(&condition.spec.function), node, slot, instance, frame)?;
         // SAFETY: the function handed over ownership of its result.
         let value = unsafe { Value::from_raw(raw) };
         let ordering = compare(&value.view(), &condition.spec.value).map_err(|why| {
@@ -153,19 +184,18 @@ impl Engine<'_> {
         instance: u32,
         frame: u64,
     ) -> Result<TomiiValue, RunError> {
-        let name = &self.graph.nodes[node as usize].function;
-        self.call_named(local, kernel, name, node, slot, instance, frame)
+        self.call_named(local, kernel, None, node, slot, instance, frame)
     }
 
-    /// Calls `kernel` (named `name` in errors) with `local.args`; an error status becomes a
-    /// `RunError::Kernel`.
+    /// Calls `kernel` (named `name` in errors, the node's kernel when `None`) with `local.args`; an
+    /// error status becomes a `RunError::Kernel`.
     #[inline]
     #[allow(clippy::too_many_arguments)]
     fn call_named(
         &self,
         local: &mut Local,
         kernel: TomiiKernelFn,
-        name: &str,
+        name: Option<&str>,
         node: u32,
         slot: u32,
         instance: u32,
@@ -193,7 +223,16 @@ impl Engine<'_> {
     }
 
     #[cold]
-    fn kernel_error(&self, local: &Local, name: &str, node: u32, instance: u32, frame: u64, status: i32) -> RunError {
+    fn kernel_error(
+        &self,
+        local: &Local,
+        name: Option<&str>,
+        node: u32,
+        instance: u32,
+        frame: u64,
+        status: i32,
+    ) -> RunError {
+        let name = name.unwrap_or(&self.graph.nodes[node as usize].function);
         let end = local.error.iter().position(|&b| b == 0).unwrap_or(local.error.len());
         let text = String::from_utf8_lossy(&local.error[..end]).into_owned();
         RunError::Kernel {

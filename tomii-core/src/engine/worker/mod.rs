@@ -19,7 +19,7 @@ use tomii_types::kernel::{Value, ValueRef};
 mod body;
 mod fault;
 
-use body::BoundCondition;
+use body::{BoundCondition, NodeRun};
 
 use fault::Containment;
 
@@ -51,9 +51,8 @@ pub(super) struct Engine<'a> {
     config: &'a RunConfig,
     scheduler: SchedulerInstance<'a>,
     hooks: &'static TomiiSchedulerVtable,
-    kernels: Vec<TomiiKernelFn>,
-    /// Per node: its kernel takes the trailing results as one LIST (`TOMII_KERNEL_VARIADIC`).
-    variadic: Vec<bool>,
+    /// Per node: its kernel and how its tasks run.
+    runs: Vec<NodeRun>,
     /// Per node: its condition, bound to the condition's function.
     conditions: Vec<Option<BoundCondition>>,
     /// The values of the computed initializations, element by element (README, "Computed
@@ -142,11 +141,20 @@ impl<'a> Engine<'a> {
             .iter()
             .map(|node| kernels.resolve(&format!("node {:?}", node.name), &node.function))
             .collect::<Result<Vec<_>, _>>()?;
-        let variadic = bound.iter().map(|&(_, flags)| flags & TOMII_KERNEL_VARIADIC != 0).collect();
+
         let conditions = bind_conditions(graph, kernels)?;
         let computed = body::compute_initializations(graph, kernels, config.workers)?;
         let post_kernels = body::bind_post_nodes(graph, kernels)?;
-        let bound = bound.into_iter().map(|(func, _)| func).collect();
+        let runs = graph
+            .nodes
+            .iter()
+            .zip(bound)
+            .map(|(node, (kernel, flags))| {
+                let variadic = flags & TOMII_KERNEL_VARIADIC != 0;
+                let simple = !variadic && node.condition.is_none() && node.iterations == 1;
+                NodeRun { kernel, variadic, simple, grouped: node.group_size > 1 }
+            })
+            .collect();
         let node_names = graph
             .nodes
             .iter()
@@ -174,8 +182,7 @@ impl<'a> Engine<'a> {
             config,
             hooks: scheduler.hooks(),
             scheduler,
-            kernels: bound,
-            variadic,
+            runs,
             conditions,
             computed,
             post_kernels,
@@ -452,7 +459,9 @@ impl<'a> Engine<'a> {
         let first_start = if self.timing { self.clock.now() } else { 0 };
         let (mut start, mut end) = (first_start, first_start);
         // The task runs its group's instances in order (just `instance` without groups).
-        for member in self.graph.group_of(instance) {
+        let members =
+            if self.runs[node as usize].grouped { self.graph.group_of(instance) } else { instance..instance + 1 };
+        for member in members {
             let result = self.run_body(local, node, slot, member, frame);
             end = if self.timing { self.clock.now() } else { 0 };
             self.store(local, node, slot, member, result?);
