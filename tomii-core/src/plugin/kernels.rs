@@ -112,7 +112,8 @@ impl KernelSet {
 
     /// The function and flags registered as `kernel`, or an error naming its user (e.g.
     /// `node "gen"`) and what was searched.
-    pub fn resolve(&self, user: &str, kernel: &str) -> Result<(TomiiKernelFn, u32), PluginError> {
+    /// `user` describes the kernel's user for the error message; it is called only on error.
+    pub fn resolve(&self, user: impl FnOnce() -> String, kernel: &str) -> Result<(TomiiKernelFn, u32), PluginError> {
         if let Some(&(_, func, flags)) = self.index.get(kernel) {
             return Ok((func, flags));
         }
@@ -133,12 +134,7 @@ impl KernelSet {
         } else {
             "check the name, or add the library that defines it with --dylib"
         };
-        Err(PluginError::KernelNotFound {
-            user: user.to_owned(),
-            kernel: kernel.to_owned(),
-            searched,
-            hint: hint.to_owned(),
-        })
+        Err(PluginError::KernelNotFound { user: user(), kernel: kernel.to_owned(), searched, hint: hint.to_owned() })
     }
 
     pub fn libraries(&self) -> &[KernelLibrary] {

@@ -258,7 +258,7 @@ pub(super) fn compute_initializations(
     let consts: Vec<Value> = graph.consts.iter().map(Literal::to_value).collect();
     let mut computed: Vec<Vec<Value>> = Vec::with_capacity(graph.computed.len());
     for init in &graph.computed {
-        let (kernel, _) = kernels.resolve(&format!("initialization {:?}", init.name), &init.function)?;
+        let (kernel, _) = kernels.resolve(|| format!("initialization {:?}", init.name), &init.function)?;
         let name = CString::new(init.name.as_str()).map_err(|_| {
             RunError::Config(format!("{}: an initialization name contains a NUL character", graph.source))
         })?;
@@ -301,7 +301,7 @@ pub(super) fn bind_post_nodes(
         .post
         .iter()
         .map(|post| {
-            let (kernel, flags) = kernels.resolve(&format!("post-node {:?}", post.node.name), &post.node.function)?;
+            let (kernel, flags) = kernels.resolve(|| format!("post-node {:?}", post.node.name), &post.node.function)?;
             Ok((kernel, flags & TOMII_KERNEL_VARIADIC != 0))
         })
         .collect()

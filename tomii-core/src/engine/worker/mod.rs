@@ -139,7 +139,7 @@ impl<'a> Engine<'a> {
         let bound = graph
             .nodes
             .iter()
-            .map(|node| kernels.resolve(&format!("node {:?}", node.name), &node.function))
+            .map(|node| kernels.resolve(|| format!("node {:?}", node.name), &node.function))
             .collect::<Result<Vec<_>, _>>()?;
 
         let conditions = bind_conditions(graph, kernels)?;
@@ -809,7 +809,7 @@ fn bind_conditions(graph: &CompiledGraph, kernels: &KernelSet) -> Result<Vec<Opt
                     spec.value.type_name()
                 )));
             }
-            let (function, _) = kernels.resolve(&format!("the condition of node {:?}", node.name), &spec.function)?;
+            let (function, _) = kernels.resolve(|| format!("the condition of node {:?}", node.name), &spec.function)?;
             Ok(Some(BoundCondition { function, spec: spec.clone() }))
         })
         .collect()
