@@ -110,7 +110,8 @@ def parse_args() -> argparse.Namespace:
 def discover_schedulers(bin_dir: Path) -> dict[str, Path]:
     """Scheduler name -> plugin path, for every `libtomii_sched_NAME.so` in `bin_dir`."""
     plugins = sorted(bin_dir.glob(f"{SCHEDULER_PREFIX}*.so"))
-    return {p.stem.removeprefix(SCHEDULER_PREFIX): p for p in plugins}
+    # The file name has `_` where the scheduler's name has `-` (multi-slot-batch).
+    return {p.stem.removeprefix(SCHEDULER_PREFIX).replace("_", "-"): p for p in plugins}
 
 
 def discover_graphs(graph_dir: Path) -> dict[str, Path]:
@@ -333,10 +334,12 @@ def plot(rows: list[Row], figure: Figure, path: Path) -> None:
     for ax, graph in zip(axes[0], graphs):
         draw_panel(ax, values, graph, figure)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 6))
+    fig.legend(
+        handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small"
+    )
     fig.suptitle(f"{figure.title} (median over repeats; bars: min to max)")
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    fig.savefig(path, dpi=120)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -344,6 +347,11 @@ def draw_panel(
     ax: Axes, values: dict[Key, list[float]], graph: str, figure: Figure
 ) -> None:
     lines = sorted({(k[0], k[3]) for k in values if k[1] == graph})
+    schedulers = sorted({scheduler for scheduler, _ in lines})
+    worker_counts = sorted({workers for _, workers in lines})
+    # One colour per scheduler, one line style per worker count.
+    palette = matplotlib_colors(len(schedulers))
+    styles = ["-", "--", ":", "-."]
     for i, (scheduler, workers) in enumerate(lines):
         # Nudge each line sideways (on the log-x axis) so error bars do not overlap.
         nudge = 2 ** (0.08 * (i - (len(lines) - 1) / 2))
@@ -358,8 +366,25 @@ def draw_panel(
         spread.append([max(v) - m for m, (_, v) in zip(mid, points)])
         noun = "worker" if workers == 1 else "workers"
         label = f"{scheduler}, {workers} {noun}"
-        ax.errorbar(xs, mid, yerr=spread, marker="o", capsize=3, label=label)
+        ax.errorbar(
+            xs,
+            mid,
+            yerr=spread,
+            marker="o",
+            capsize=3,
+            label=label,
+            color=palette[schedulers.index(scheduler)],
+            linestyle=styles[worker_counts.index(workers) % len(styles)],
+        )
     style_panel(ax, sorted({k[2] for k in values if k[1] == graph}), graph, figure)
+
+
+def matplotlib_colors(count: int) -> list[tuple[float, float, float, float]]:
+    """`count` distinct colours (tab10, or tab20 beyond ten)."""
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10" if count <= 10 else "tab20"]
+    return [cmap(i) for i in range(count)]
 
 
 def style_panel(ax: Axes, slots: list[int], graph: str, figure: Figure) -> None:
