@@ -35,6 +35,8 @@ struct Deque {
 /// Per-worker counters, each on its own cache line (the host's pushes use one more entry).
 #[derive(Default)]
 struct Counters {
+    /// Calls to `pop` by this worker: every `INJECTOR_INTERVAL`-th looks at the shared queue first.
+    ticks: AtomicU64,
     local_pops: AtomicU64,
     injector_pops: AtomicU64,
     restricted_pops: AtomicU64,
@@ -43,6 +45,10 @@ struct Counters {
     pushed_injector: AtomicU64,
     pushed_restricted: AtomicU64,
 }
+
+/// A worker looks at the shared queue before its own deque once every this many pops (as tokio's
+/// scheduler does with its global queue), so that tasks pushed by the host are never starved.
+const INJECTOR_INTERVAL: u64 = 61;
 
 pub struct WorkStealing {
     workers: u32,
@@ -139,8 +145,16 @@ impl WorkStealing {
         let deque = &self.deques[worker as usize];
         let guard = try_own(deque);
         let own = guard.as_deref();
-        let mut count = own.map_or(0, |own| fill(out, || own.pop()));
-        counters.local_pops.fetch_add(count as u64, Ordering::Relaxed);
+        let mut count = 0;
+        // Fairness: a worker whose own deque never runs dry would otherwise leave the host's
+        // pushes (the first frames' roots) in the shared queue until the end of the run.
+        if counters.ticks.fetch_add(1, Ordering::Relaxed) % INJECTOR_INTERVAL == 0 && !out.is_empty() {
+            count = fill(&mut out[..1], || steal_definite(|| self.injector.steal()));
+            counters.injector_pops.fetch_add(count as u64, Ordering::Relaxed);
+        }
+        let local = own.map_or(0, |own| fill(&mut out[count..], || own.pop()));
+        counters.local_pops.fetch_add(local as u64, Ordering::Relaxed);
+        count += local;
         for queue in self.classes.classes_of(worker).iter().filter_map(|&c| self.restricted[c].as_ref()) {
             let n = fill(&mut out[count..], || queue.pop());
             counters.restricted_pops.fetch_add(n as u64, Ordering::Relaxed);
@@ -325,5 +339,18 @@ mod tests {
         assert!(s.push(Some(0), &[task_from(0, (1, 2), 0)]).unwrap_err().contains("1..2"));
         assert!(s.pop(2, &mut [Task::default()]).is_err());
         assert!(s.push(Some(2), &[]).is_err());
+    }
+
+    #[test]
+    fn host_pushes_are_not_starved_by_a_busy_deque() {
+        let s: WorkStealing = create(1, &[(0, 1)], &[]);
+        s.push(None, &[task_from(1_000, (0, 1), 0)]).unwrap();
+        // Worker 0 keeps refilling its own deque; the host's task must still come out.
+        let mut out = [Task::default()];
+        let found = (0..INJECTOR_INTERVAL + 1).any(|h| {
+            s.push(Some(0), &[task_from(h, (0, 1), 0)]).unwrap();
+            s.pop(0, &mut out).unwrap() == 1 && out[0].handle == 1_000
+        });
+        assert!(found, "the injector's task was not taken within {INJECTOR_INTERVAL} pops");
     }
 }
