@@ -148,7 +148,7 @@ impl WorkStealing {
         let mut count = 0;
         // Fairness: a worker whose own deque never runs dry would otherwise leave the host's
         // pushes (the first frames' roots) in the shared queue until the end of the run.
-        if counters.ticks.fetch_add(1, Ordering::Relaxed) % INJECTOR_INTERVAL == 0 && !out.is_empty() {
+        if counters.ticks.fetch_add(1, Ordering::Relaxed).is_multiple_of(INJECTOR_INTERVAL) && !out.is_empty() {
             count = fill(&mut out[..1], || steal_definite(|| self.injector.steal()));
             counters.injector_pops.fetch_add(count as u64, Ordering::Relaxed);
         }
