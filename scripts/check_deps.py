@@ -46,9 +46,7 @@ ALLOWED = {
     ),
     LEAF: (None, ""),  # a leaf may depend on any crate but another leaf
 }
-LEAF_RULE = (
-    "rule 5: bench/, tests/ and experiments/ are leaves: nothing depends on them"
-)
+LEAF_RULE = "rule 5: bench/, tests/ and experiments/ are leaves: nothing depends on them"
 
 
 # Where each role lives, relative to the workspace root.
@@ -156,9 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     repo = Path(__file__).resolve().parent.parent
-    metadata = (
-        json.loads(args.metadata.read_text()) if args.metadata else cargo_metadata(repo)
-    )
+    metadata = json.loads(args.metadata.read_text()) if args.metadata else cargo_metadata(repo)
     violations, checked = check(metadata)
     for line in violations:
         print(line)

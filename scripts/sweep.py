@@ -46,9 +46,7 @@ class Trial:
     frames: int
 
     def label(self) -> str:
-        return (
-            f"{self.scheduler} {self.graph} slots={self.slots} workers={self.workers}"
-        )
+        return f"{self.scheduler} {self.graph} slots={self.slots} workers={self.workers}"
 
     def report_name(self) -> str:
         parts = (self.scheduler, self.graph, self.slots, self.workers, self.repeat)
@@ -85,9 +83,7 @@ class Row:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="runs per configuration")
-    parser.add_argument(
-        "--seed", type=int, default=2024, help="seed of the trial order"
-    )
+    parser.add_argument("--seed", type=int, default=2024, help="seed of the trial order")
     parser.add_argument("--slots", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument(
@@ -98,9 +94,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--bin-dir", type=Path, default=ROOT / "target" / "release")
     parser.add_argument("--graphs", type=Path, default=ROOT / "examples" / "graphs")
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "main")
-    parser.add_argument(
-        "--timeout", type=float, default=120.0, help="seconds before a trial fails"
-    )
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a trial fails")
     args = parser.parse_args()
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
@@ -163,9 +157,7 @@ def run_trial(trial: Trial, cmd: list[str], report: Path, timeout: float) -> Row
     """Runs one trial; a failure becomes a row with ok=False and the error line."""
     report.unlink(missing_ok=True)
     try:
-        done = subprocess.run(
-            cmd, check=False, capture_output=True, text=True, timeout=timeout
-        )
+        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return failed_row(trial, f"timed out after {timeout:g} s")
     if done.returncode != 0:
@@ -219,9 +211,7 @@ def mean_busy_fraction(report: dict[str, Any]) -> float | None:
     return statistics.fmean(fractions)
 
 
-def run_sweep(
-    trials: list[Trial], bin_dir: Path, out: Path, timeout: float
-) -> list[Row]:
+def run_sweep(trials: list[Trial], bin_dir: Path, out: Path, timeout: float) -> list[Row]:
     """Runs the trials in order, printing one progress line each."""
     tomii, kernels = bin_dir / "tomii", bin_dir / "libtomii_synthetic.so"
     reports = out / "reports"
@@ -328,24 +318,18 @@ def plot(rows: list[Row], figure: Figure, path: Path) -> None:
     graphs = sorted({key[1] for key in values})
     if not graphs:
         return
-    fig, axes = plt.subplots(
-        1, len(graphs), figsize=(4.5 * len(graphs), 4.3), squeeze=False
-    )
+    fig, axes = plt.subplots(1, len(graphs), figsize=(4.5 * len(graphs), 4.3), squeeze=False)
     for ax, graph in zip(axes[0], graphs):
         draw_panel(ax, values, graph, figure)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(
-        handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small"
-    )
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
     fig.suptitle(f"{figure.title} (median over repeats; bars: min to max)")
     fig.tight_layout()
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 
-def draw_panel(
-    ax: Axes, values: dict[Key, list[float]], graph: str, figure: Figure
-) -> None:
+def draw_panel(ax: Axes, values: dict[Key, list[float]], graph: str, figure: Figure) -> None:
     lines = sorted({(k[0], k[3]) for k in values if k[1] == graph})
     schedulers = sorted({scheduler for scheduler, _ in lines})
     worker_counts = sorted({workers for _, workers in lines})
@@ -356,9 +340,7 @@ def draw_panel(
         # Nudge each line sideways (on the log-x axis) so error bars do not overlap.
         nudge = 2 ** (0.08 * (i - (len(lines) - 1) / 2))
         points = sorted(
-            (k[2], v)
-            for k, v in values.items()
-            if k[:2] == (scheduler, graph) and k[3] == workers
+            (k[2], v) for k, v in values.items() if k[:2] == (scheduler, graph) and k[3] == workers
         )
         xs = [slots * nudge for slots, _ in points]
         mid = [statistics.median(v) for _, v in points]
@@ -413,9 +395,7 @@ def prepare_out(out: Path) -> None:
         stale.unlink()
 
 
-def check_inputs(
-    bin_dir: Path, schedulers: dict[str, Path], graphs: dict[str, Path]
-) -> str | None:
+def check_inputs(bin_dir: Path, schedulers: dict[str, Path], graphs: dict[str, Path]) -> str | None:
     """An error message if something the sweep needs is missing, else None."""
     build = "run `cargo build --release --workspace` first"
     for name in ("tomii", "libtomii_synthetic.so"):
@@ -448,9 +428,7 @@ def main() -> int:
     print(summary_table(rows))
     for figure in FIGURES:
         plot(rows, figure, args.out / figure.file_name)
-    print(
-        f"\nwrote {args.out / 'results.csv'}, {args.out}/*.png, {args.out / 'reports'}/"
-    )
+    print(f"\nwrote {args.out / 'results.csv'}, {args.out}/*.png, {args.out / 'reports'}/")
     failed = [row for row in rows if not row.ok]
     if failed:
         print(f"error: {len(failed)} of {len(rows)} trials failed", file=sys.stderr)

@@ -7,7 +7,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-ALL_STEPS=(setup build fmt clippy deps headers python test memcheck)
+ALL_STEPS=(setup build fmt clippy deps headers python test pytest memcheck)
 
 run() {
     echo "+ $*"
@@ -43,15 +43,26 @@ step_headers() { run cargo test -p tomii-types --test headers; }
 
 # Python gates (ruff, mypy) in a project-local virtualenv, with pinned tool versions.
 PY_VENV=.venv-test
-step_python() {
+step_python_venv() {
     if ! "$PY_VENV/bin/python" -m pip --version >/dev/null 2>&1; then
         rm -rf "$PY_VENV"
         run python3 -m venv "$PY_VENV"
     fi
     run "$PY_VENV/bin/python" -m pip install --disable-pip-version-check --quiet -r scripts/requirements-test.txt
-    run "$PY_VENV/bin/ruff" check scripts
-    run "$PY_VENV/bin/ruff" format --check scripts
-    run "$PY_VENV/bin/mypy" --strict scripts
+}
+
+step_python() {
+    step_python_venv
+    run "$PY_VENV/bin/ruff" check scripts python tests/python
+    run "$PY_VENV/bin/ruff" format --check scripts python tests/python
+    run "$PY_VENV/bin/mypy" --strict scripts python tests/python
+}
+
+# The Python package, built with maturin into the test virtualenv, and its tests.
+step_pytest() {
+    step_python_venv
+    VIRTUAL_ENV="$PWD/$PY_VENV" run "$PY_VENV/bin/maturin" develop --quiet
+    run "$PY_VENV/bin/pytest" -q tests/python
 }
 step_test() { run cargo test --workspace; }
 

@@ -1,0 +1,115 @@
+"""Tomii: build streaming task graphs and run them in-process with pluggable schedulers.
+
+This is the first slice of the package: running a graph (JSON text, a dict or a file) through the
+compiled runtime, with the GIL released while it runs. The graph builder of the Tomii 1.2 API
+comes next.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+from ._tomii import (
+    ConfigError,
+    GraphError,
+    KernelError,
+    PluginError,
+    SchedulerFault,
+    TomiiError,
+    run_json,
+)
+
+__all__ = [
+    "ConfigError",
+    "GraphError",
+    "KernelError",
+    "PluginError",
+    "RunResult",
+    "SchedulerFault",
+    "TomiiError",
+    "find_scheduler",
+    "run_graph",
+]
+
+GraphSource = Union[str, Path, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run produced."""
+
+    report: dict[str, Any]
+    #: Per frame: (node, instance, value) for every sink instance.
+    outputs: list[list[tuple[str, int, Any]]] = field(default_factory=list)
+    #: (post-node, instance, value) for every post-node instance.
+    post_outputs: list[tuple[str, int, Any]] = field(default_factory=list)
+
+
+def find_scheduler(name: str) -> Path:
+    """The scheduler library `name`: `libtomii_sched_NAME.so` on `$TOMII_SCHEDULER_PATH`."""
+    file = f"libtomii_sched_{name.replace('-', '_')}.so"
+    dirs = [Path(d) for d in os.environ.get("TOMII_SCHEDULER_PATH", "").split(os.pathsep) if d]
+    for directory in dirs:
+        if (directory / file).is_file():
+            return directory / file
+    searched = ", ".join(str(d) for d in dirs) or "nothing ($TOMII_SCHEDULER_PATH is empty)"
+    raise PluginError(f"scheduler {name!r} not found: looked for {file} in {searched}")
+
+
+def _graph_text(graph: GraphSource) -> tuple[str, str]:
+    if isinstance(graph, dict):
+        return json.dumps(graph), "graph"
+    if isinstance(graph, Path) or not graph.lstrip().startswith("{"):
+        path = Path(graph)
+        try:
+            return path.read_text(encoding="utf-8"), str(path)
+        except OSError as error:
+            raise GraphError(f"{path}: cannot read the graph: {error.strerror}") from None
+    return graph, "graph"
+
+
+def run_graph(
+    graph: GraphSource,
+    *,
+    dylibs: list[str | Path],
+    scheduler: str | Path = "fifo",
+    workers: int = 1,
+    slots: int = 1,
+    frames: int = 1,
+    pop_batch: int = 1,
+    task_timing: bool = True,
+    trace: bool = False,
+    collect_outputs: bool = True,
+    stall_timeout_ms: int = 2000,
+    on_scheduler_fault: str = "stop",
+    sched_opts: dict[str, str] | None = None,
+) -> RunResult:
+    """Runs `graph` (JSON text, a dict or a file path) in-process; the GIL is released meanwhile.
+
+    `scheduler` is a name (found on `$TOMII_SCHEDULER_PATH`) or a path to a scheduler library.
+    Raises a `TomiiError` subclass naming what failed.
+    """
+    text, source = _graph_text(graph)
+    path = Path(scheduler)
+    plugin = path if path.suffix == ".so" or path.is_file() else find_scheduler(str(scheduler))
+    report, outputs, post = run_json(
+        text,
+        source=source,
+        dylibs=[str(d) for d in dylibs],
+        scheduler_plugin=str(plugin),
+        workers=workers,
+        slots=slots,
+        frames=frames,
+        pop_batch=pop_batch,
+        task_timing=task_timing,
+        trace=trace,
+        collect_outputs=collect_outputs,
+        stall_timeout_ms=stall_timeout_ms,
+        on_scheduler_fault=on_scheduler_fault,
+        sched_opts=sorted((sched_opts or {}).items()),
+    )
+    return RunResult(report=json.loads(report), outputs=outputs, post_outputs=post)

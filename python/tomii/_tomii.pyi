@@ -1,0 +1,28 @@
+"""Type stubs of the compiled module `tomii._tomii` (tomii-py/src/lib.rs)."""
+
+from typing import Any
+
+class TomiiError(Exception): ...
+class GraphError(TomiiError): ...
+class PluginError(TomiiError): ...
+class KernelError(TomiiError): ...
+class SchedulerFault(TomiiError): ...
+class ConfigError(TomiiError): ...
+
+def run_json(
+    graph_json: str,
+    *,
+    source: str,
+    dylibs: list[str],
+    scheduler_plugin: str,
+    workers: int,
+    slots: int,
+    frames: int,
+    pop_batch: int,
+    task_timing: bool,
+    trace: bool,
+    collect_outputs: bool,
+    stall_timeout_ms: int,
+    on_scheduler_fault: str,
+    sched_opts: list[tuple[str, str]],
+) -> tuple[str, list[list[tuple[str, int, Any]]], list[tuple[str, int, Any]]]: ...
