@@ -18,19 +18,21 @@ use tomii_types::kernel::{Value, ValueRef};
 
 mod body;
 mod fault;
+mod setup;
 
 use body::{BoundCondition, NodeRun};
+use setup::{bind_conditions, check_config, scheduler_setup, templates};
 
 use fault::Containment;
 
 use super::clock::{Clock, Ticks};
 use super::report::{self, NodeCounters, WorkerCounters};
 use super::sleep::{Sleep, Wake};
-use super::slots::{MAX_SLOTS, SlotTable, decode_handle, encode_handle};
+use super::slots::{SlotTable, decode_handle, encode_handle};
 use super::trace::{TracePool, TraceRecord, WorkerTrace};
 use super::{FaultPolicy, FrameOutputs, Output, Report, RunConfig, RunError, RunOutcome, SchedulerReport};
 use crate::graph::{ArgSource, CompiledGraph};
-use crate::plugin::{KernelSet, SchedulerInstance, SchedulerPlugin, SchedulerSetup};
+use crate::plugin::{KernelSet, SchedulerInstance, SchedulerPlugin};
 
 /// Ready tasks pushed to the scheduler in one call, at most.
 const PUSH_CHUNK: usize = 256;
@@ -750,108 +752,6 @@ impl<'a> Engine<'a> {
             per_worker: report::per_worker(counters, &self.clock, wall_s, self.timing),
         }
     }
-}
-
-/// Rejects configurations the engine cannot run, with a message naming the option.
-fn check_config(graph: &CompiledGraph, config: &RunConfig) -> Result<(), RunError> {
-    let bad = |message: String| Err(RunError::Config(message));
-    if config.workers == 0 {
-        return bad("workers is 0: a run needs at least one worker".into());
-    }
-    if config.slots == 0 || config.slots > MAX_SLOTS {
-        return bad(format!("slots is {}: it must be between 1 and {MAX_SLOTS}", config.slots));
-    }
-    if config.frames == 0 || config.frames > MAX_FRAMES {
-        return bad(format!("frames is {}: it must be between 1 and {MAX_FRAMES}", config.frames));
-    }
-    if config.pop_batch == 0 {
-        return bad("pop batch is 0: a worker must be able to take at least one task".into());
-    }
-    let cells = u64::from(config.slots) * graph.instance_count() as u64;
-    if cells > MAX_CELLS {
-        return bad(format!(
-            "{} slots × {} instances = {cells} task cells ({} GiB), more than the {MAX_CELLS} a run may hold; use fewer slots",
-            config.slots,
-            graph.instance_count(),
-            (cells * SlotTable::CELL_BYTES as u64) >> 30
-        ));
-    }
-    for node in &graph.nodes {
-        if let Some((lo, hi)) = node.use_workers
-            && hi > config.workers
-        {
-            return bad(format!(
-                "{}: node {:?} has use_workers {lo}-{}, but the run has {} worker(s) (0-{}); add workers or narrow the range",
-                graph.source,
-                node.name,
-                hi - 1,
-                config.workers,
-                config.workers - 1
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Binds every node's condition to its function; a value no result can be compared with is an
-/// error before the run.
-fn bind_conditions(graph: &CompiledGraph, kernels: &KernelSet) -> Result<Vec<Option<BoundCondition>>, RunError> {
-    graph
-        .nodes
-        .iter()
-        .map(|node| {
-            let Some(spec) = &node.condition else { return Ok(None) };
-            if !body::comparable(&spec.value) {
-                return Err(RunError::Config(format!(
-                    "{}: node {:?}: a condition value of type {} cannot be compared; use a number, a string, a bool or a char",
-                    graph.source,
-                    node.name,
-                    spec.value.type_name()
-                )));
-            }
-            let (function, _) = kernels.resolve(|| format!("the condition of node {:?}", node.name), &spec.function)?;
-            Ok(Some(BoundCondition { function, spec: spec.clone() }))
-        })
-        .collect()
-}
-
-fn scheduler_setup<'g>(graph: &'g CompiledGraph, config: &'g RunConfig) -> SchedulerSetup<'g> {
-    SchedulerSetup {
-        workers: config.workers,
-        slots: config.slots,
-        frames: config.frames,
-        tasks_per_frame: graph.instance_count() as u64,
-        nodes: graph
-            .nodes
-            .iter()
-            .map(|n| {
-                let (lo, hi) = n.use_workers.unwrap_or((0, config.workers));
-                (n.name.as_str(), n.factor, n.priority, lo, hi)
-            })
-            .collect(),
-        knobs: &config.scheduler_options,
-    }
-}
-
-/// The per-instance descriptors with the fields that never change between frames.
-fn templates(graph: &CompiledGraph, workers: u32) -> Vec<TomiiTask> {
-    (0..graph.instance_count())
-        .map(|instance| {
-            let node_id = graph.inst_node[instance];
-            let node = &graph.nodes[node_id as usize];
-            let (worker_lo, worker_hi) = node.use_workers.unwrap_or((0, workers));
-            TomiiTask {
-                node: node_id,
-                instance: graph.inst_index[instance],
-                priority: node.priority,
-                worker_lo,
-                worker_hi,
-                rank: u64::from(graph.rank[instance]),
-                locality: TOMII_NO_WORKER,
-                ..TomiiTask::default()
-            }
-        })
-        .collect()
 }
 
 /// An owned copy of a borrowed value.
