@@ -1,0 +1,413 @@
+"""The graph builder of the Tomii 1.2 Python API: `Graph`, its vars, nodes and dependency handles.
+
+`Graph.to_json()` emits the graph format of tomii-core/src/graph/README.md; `Graph.run()` runs it
+in-process through `tomii.run_graph`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
+
+from .types import String, TypedValue, infer_type
+
+if TYPE_CHECKING:
+    from . import RunResult
+
+__all__ = [
+    "Condition",
+    "Graph",
+    "Loop",
+    "Node",
+    "NodeBarrier",
+    "NodeDep",
+    "NodeOutput",
+    "Var",
+]
+
+_PRIORITIES = ("high", "normal", "low")
+
+
+@dataclass(frozen=True)
+class Var:
+    """An initialization variable; passed as an argument it serializes as a `$ref`."""
+
+    name: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "$ref", "name": self.name}
+
+
+#: A selection start: an offset, a list of offsets, a named reference or a var.
+Start = Union[int, str, list[int], Var]
+#: A range end.
+End = Union[int, str, Var]
+
+
+def _bound(value: int | str | Var, what: str) -> str:
+    if isinstance(value, Var):
+        return value.name
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise TypeError(f"{what} must be an int, a str or a Var, got {type(value).__name__}")
+    return str(value)
+
+
+@dataclass(frozen=True)
+class _Edge:
+    KIND = ""
+
+    node: str
+    start: Start | None = None
+    end: End | None = None
+    group_by: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.group_by is not None:
+            if isinstance(self.group_by, bool) or not isinstance(self.group_by, int):
+                raise TypeError(f"group_by must be an int, got {type(self.group_by).__name__}")
+            if self.group_by < 1:
+                raise ValueError(f"group_by must be positive, got {self.group_by}")
+            if self.start is not None or self.end is not None:
+                raise ValueError("group_by replaces the selection: do not give start or end too")
+        if isinstance(self.start, list):
+            if self.end is not None:
+                raise ValueError("a list of offsets cannot have an end")
+            if not self.start:
+                raise ValueError("a list of offsets cannot be empty")
+            if any(isinstance(k, bool) or not isinstance(k, int) for k in self.start):
+                raise TypeError("a list of offsets must hold ints")
+
+    def _index(self) -> Any:
+        if self.end is not None:
+            start = 0 if self.start is None else self.start
+            if isinstance(start, list):
+                raise ValueError("a list of offsets cannot have an end")
+            return f"{_bound(start, 'start')}-{_bound(self.end, 'end')}"
+        if self.start is None:
+            return None
+        if isinstance(self.start, Var):
+            return self.start.name
+        if isinstance(self.start, list):
+            return list(self.start)
+        if isinstance(self.start, bool) or not isinstance(self.start, (int, str)):
+            raise TypeError(
+                f"start must be an int, a str, a list of ints or a Var, "
+                f"got {type(self.start).__name__}"
+            )
+        return self.start
+
+    def to_json(self) -> dict[str, Any]:
+        predecessor: dict[str, Any] = {"name": self.node}
+        if self.group_by is not None:
+            predecessor["group_by"] = self.group_by
+        else:
+            index = self._index()
+            if index is not None:
+                predecessor["index"] = index
+        return {"type": self.KIND, "predecessor": predecessor}
+
+
+class NodeOutput(_Edge):
+    """A data dependency (`$res`): the successor receives the selected results."""
+
+    KIND = "$res"
+
+
+class NodeDep(_Edge):
+    """An ordering-only dependency (`$dep`): tracked for scheduling, no value passed."""
+
+    KIND = "$dep"
+
+
+class NodeBarrier(_Edge):
+    """A barrier (`$barrier`): by default the successor waits for every predecessor instance."""
+
+    KIND = "$barrier"
+
+
+@dataclass(frozen=True)
+class Node:
+    """A node of a graph; its methods give the dependency handles to pass downstream."""
+
+    name: str
+
+    def out(
+        self, start: Start | None = 0, end: End | None = None, *, group_by: int | None = None
+    ) -> NodeOutput:
+        """Data dependency (`$res`). `out()` reads the same instance, `out(k)` offset k,
+        `out(a, b)` offsets a..b-1 (bounds may be vars), `out([k, ...])` those offsets."""
+        return NodeOutput(self.name, _start(start, end, group_by), end, group_by)
+
+    def dep(
+        self, start: Start | None = 0, end: End | None = None, *, group_by: int | None = None
+    ) -> NodeDep:
+        """Ordering-only dependency (`$dep`), with the same selections as `out`."""
+        return NodeDep(self.name, _start(start, end, group_by), end, group_by)
+
+    def wait(
+        self,
+        start: Start | None = None,
+        end: End | None = None,
+        *,
+        group_by: int | None = None,
+    ) -> NodeBarrier:
+        """Barrier (`$barrier`): `wait()` waits for every instance; a selection narrows it."""
+        return NodeBarrier(self.name, start, end, group_by)
+
+
+def _start(start: Start | None, end: End | None, group_by: int | None) -> Start | None:
+    # Offset 0 alone is the default selection of `$res`/`$dep`: no "index" is emitted.
+    if end is None and (start is None or (type(start) is int and start == 0)):
+        return None
+    return start
+
+
+@dataclass
+class Loop:
+    """A node's loop: `name` is the loop key, `factor` the number of iterations."""
+
+    name: str
+    factor: int | Var
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "factor": _factor(self.factor, "loop factor")}
+
+
+@dataclass
+class Condition:
+    """Run an instance only if `func(*args) <operation> value` holds (value typed `value_type`)."""
+
+    operation: str
+    value: Any
+    value_type: str
+    func: str
+    args: list[Any] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        value = self.value
+        if isinstance(value, TypedValue):
+            value = value.to_json()["value"]
+        elif isinstance(value, complex):
+            value = [value.real, value.imag]
+        return {
+            "operation": self.operation,
+            "value": value,
+            "value_type": self.value_type,
+            "function": self.func,
+            "args": [_arg(a) for a in self.args],
+        }
+
+
+def _factor(factor: int | Var, what: str = "factor") -> int | str:
+    if isinstance(factor, Var):
+        return factor.name
+    if isinstance(factor, bool) or not isinstance(factor, int):
+        raise TypeError(f"{what} must be an int or a Var, got {type(factor).__name__}")
+    if factor < 1:
+        raise ValueError(f"{what} must be positive, got {factor}")
+    return factor
+
+
+def _literal(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        return String(value).to_json()
+    return infer_type(value).to_json()
+
+
+def _arg(value: Any) -> dict[str, Any]:
+    if isinstance(value, (Var, _Edge)):
+        return value.to_json()
+    if isinstance(value, Node):
+        raise TypeError(
+            f"node {value.name!r} passed as an argument: use {value.name}.out(), .dep() or .wait()"
+        )
+    return _literal(value)
+
+
+class Graph:
+    """Top-level graph container: initialization vars, nodes and post-nodes."""
+
+    def __init__(self) -> None:
+        self._vars: list[dict[str, Any]] = []
+        self._var_names: set[str] = set()
+        self._nodes: list[dict[str, Any]] = []
+        self._post_nodes: list[dict[str, Any]] = []
+        self._node_names: set[str] = set()
+
+    def var(
+        self,
+        name: str,
+        value: Any = None,
+        *,
+        func: str | None = None,
+        args: list[Any] | None = None,
+        factor: int | Var | None = None,
+    ) -> Var:
+        """An initialization variable: a literal `value` or computed by `func(*args)` at init."""
+        _check_name(name, "var")
+        if name in self._var_names:
+            raise ValueError(f"duplicate var name {name!r}")
+        if (value is None) == (func is None):
+            raise ValueError(f"var {name!r}: give exactly one of value or func")
+        if value is not None:
+            if args is not None or factor is not None:
+                raise ValueError(f"var {name!r}: args and factor need func, not value")
+            if isinstance(value, (Var, _Edge, Node)):
+                raise TypeError(f"var {name!r}: the value must be a literal")
+            spec: dict[str, Any] = {"name": name, "value": _literal(value)}
+        else:
+            spec_args = []
+            for a in args or []:
+                if isinstance(a, (_Edge, Node)):
+                    raise TypeError(
+                        f"var {name!r}: a computed var cannot depend on a node (nothing has run)"
+                    )
+                spec_args.append(_arg(a))
+            spec = {
+                "name": name,
+                "function": func,
+                "args": spec_args,
+                "factor": 1 if factor is None else _factor(factor),
+            }
+        self._var_names.add(name)
+        self._vars.append(spec)
+        return Var(name)
+
+    def node(
+        self,
+        name: str,
+        *,
+        func: str,
+        args: list[Any] | None = None,
+        factor: int | Var | None = None,
+        priority: str | None = None,
+        use_workers: str | None = None,
+        group_size: int | None = None,
+        loop: Loop | None = None,
+        loop_args: list[Any] | None = None,
+        condition: Condition | None = None,
+    ) -> Node:
+        """A computation node with `factor` instances calling plugin function `func`."""
+        spec = self._node_spec(
+            name, func, args, factor, priority, use_workers, group_size, loop, loop_args, condition
+        )
+        self._nodes.append(spec)
+        return Node(name)
+
+    def post_node(
+        self,
+        name: str,
+        *,
+        func: str,
+        args: list[Any] | None = None,
+        factor: int | Var | None = None,
+        priority: str | None = None,
+        use_workers: str | None = None,
+        group_size: int | None = None,
+        loop: Loop | None = None,
+        loop_args: list[Any] | None = None,
+        condition: Condition | None = None,
+    ) -> Node:
+        """A post-computation node, run once after the last frame (the `post_nodes` section)."""
+        spec = self._node_spec(
+            name, func, args, factor, priority, use_workers, group_size, loop, loop_args, condition
+        )
+        self._post_nodes.append(spec)
+        return Node(name)
+
+    def _node_spec(
+        self,
+        name: str,
+        func: str,
+        args: list[Any] | None,
+        factor: int | Var | None,
+        priority: str | None,
+        use_workers: str | None,
+        group_size: int | None,
+        loop: Loop | None,
+        loop_args: list[Any] | None,
+        condition: Condition | None,
+    ) -> dict[str, Any]:
+        _check_name(name, "node")
+        if name in self._node_names:
+            raise ValueError(f"duplicate node name {name!r}")
+        if not isinstance(func, str) or not func:
+            raise ValueError(f"node {name!r}: func must be a non-empty string")
+        spec: dict[str, Any] = {"name": name, "function": func}
+        if factor is not None:
+            spec["factor"] = _factor(factor)
+        if args is not None:
+            spec["args"] = [_arg(a) for a in args]
+        if priority is not None:
+            if priority not in _PRIORITIES:
+                raise ValueError(
+                    f"node {name!r}: priority must be one of {', '.join(_PRIORITIES)}, "
+                    f"got {priority!r}"
+                )
+            spec["priority"] = priority
+        if use_workers is not None:
+            if not isinstance(use_workers, str):
+                raise TypeError(f"node {name!r}: use_workers must be a string like '0-3'")
+            spec["use_workers"] = use_workers
+        if group_size is not None:
+            if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
+                raise ValueError(f"node {name!r}: group_size must be a positive int")
+            spec["group_size"] = group_size
+        if loop is not None:
+            spec["loop"] = loop.to_json()
+        if loop_args is not None:
+            if loop is None:
+                raise ValueError(f"node {name!r}: loop_args needs a loop")
+            spec["loop_args"] = [_arg(a) for a in loop_args]
+        if condition is not None:
+            spec["condition"] = condition.to_json()
+        self._node_names.add(name)
+        return spec
+
+    def to_dict(self) -> dict[str, Any]:
+        """The graph as a JSON-ready dict."""
+        graph: dict[str, Any] = {}
+        if self._vars:
+            graph["initializations"] = [dict(v) for v in self._vars]
+        graph["nodes"] = [dict(n) for n in self._nodes]
+        if self._post_nodes:
+            graph["post_nodes"] = [dict(n) for n in self._post_nodes]
+        return graph
+
+    def to_json(self, indent: int | None = 4) -> str:
+        """The graph in the graph JSON format."""
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def save_json(self, path: str | Path) -> None:
+        """Writes `to_json()` to `path`."""
+        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
+
+    def run(
+        self,
+        *,
+        dylibs: list[str | Path],
+        scheduler: str | Path = "fifo",
+        **knobs: Any,
+    ) -> RunResult:
+        """Runs the graph in-process via `tomii.run_graph`; `knobs` are its keyword options."""
+        from . import run_graph
+
+        valid = sorted(
+            p.name
+            for p in inspect.signature(run_graph).parameters.values()
+            if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in ("dylibs", "scheduler")
+        )
+        unknown = sorted(set(knobs) - set(valid))
+        if unknown:
+            raise TypeError(
+                f"unknown run knob(s) {', '.join(unknown)}; valid knobs: {', '.join(valid)}"
+            )
+        return run_graph(json.loads(self.to_json()), dylibs=dylibs, scheduler=scheduler, **knobs)
+
+
+def _check_name(name: str, what: str) -> None:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a {what} name must be a non-empty string, got {name!r}")
