@@ -20,6 +20,7 @@ from ._tomii import (
     PluginError,
     SchedulerFault,
     TomiiError,
+    knobs_table,
     run_json,
 )
 from .graph import Condition, Graph, Loop, Node, NodeDep, NodeOutput, Var
@@ -78,6 +79,7 @@ __all__ = [
     "i128",
     "infer_type",
     "isize",
+    "list_knobs",
     "run_graph",
     "u8",
     "u16",
@@ -129,26 +131,36 @@ def run_graph(
     *,
     dylibs: list[str | Path],
     scheduler: str | Path = "fifo",
+    scheduler_plugin: str | Path | None = None,
     workers: int = 1,
     slots: int = 1,
     frames: int = 1,
     pop_batch: int = 1,
     task_timing: bool = True,
-    trace: bool = False,
+    trace: str | Path | None = None,
+    report: str | Path | None = None,
     collect_outputs: bool = True,
     stall_timeout_ms: int = 2000,
     on_scheduler_fault: str = "stop",
     sched_opts: dict[str, str] | None = None,
+    quiet: bool = False,
 ) -> RunResult:
     """Runs `graph` (JSON text, a dict or a file path) in-process; the GIL is released meanwhile.
 
-    `scheduler` is a name (found on `$TOMII_SCHEDULER_PATH`) or a path to a scheduler library.
-    Raises a `TomiiError` subclass naming what failed.
+    The options are the knob catalog's (`tomii knobs`), by the same names; list knobs take the
+    plural (`dylibs`, `sched_opts`). `scheduler` is a name (found on `$TOMII_SCHEDULER_PATH`) or a
+    path to a scheduler library; `scheduler_plugin`, a path, replaces it. `trace` and `report` are
+    file paths written after the run, as the CLI writes them. `quiet` is accepted for parity with
+    the CLI: this function prints nothing either way. Raises a `TomiiError` subclass naming what
+    failed.
     """
     text, source = _graph_text(graph)
-    path = Path(scheduler)
-    plugin = path if path.suffix == ".so" or path.is_file() else find_scheduler(str(scheduler))
-    report, outputs, post = run_json(
+    path = Path(scheduler_plugin if scheduler_plugin is not None else scheduler)
+    if scheduler_plugin is not None or path.suffix == ".so" or path.is_file():
+        plugin = path
+    else:
+        plugin = find_scheduler(str(scheduler))
+    report_json, outputs, post = run_json(
         text,
         source=source,
         dylibs=[str(d) for d in dylibs],
@@ -158,10 +170,23 @@ def run_graph(
         frames=frames,
         pop_batch=pop_batch,
         task_timing=task_timing,
-        trace=trace,
+        trace=False,
+        trace_path=None if trace is None else str(trace),
         collect_outputs=collect_outputs,
         stall_timeout_ms=stall_timeout_ms,
         on_scheduler_fault=on_scheduler_fault,
         sched_opts=sorted((sched_opts or {}).items()),
     )
-    return RunResult(report=json.loads(report), outputs=outputs, post_outputs=post)
+    if report is not None:
+        try:
+            Path(report).write_text(
+                json.dumps(json.loads(report_json), indent=2) + "\n", encoding="utf-8"
+            )
+        except OSError as error:
+            raise TomiiError(f"{report}: cannot write the report: {error.strerror}") from None
+    return RunResult(report=json.loads(report_json), outputs=outputs, post_outputs=post)
+
+
+def list_knobs() -> str:
+    """Every runtime option (`run_graph`, `Graph.run` and `tomii run`), as a table."""
+    return knobs_table()

@@ -9,6 +9,8 @@ class KernelError(TomiiError): ...
 class SchedulerFault(TomiiError): ...
 class ConfigError(TomiiError): ...
 
+def knobs_json() -> str: ...
+def knobs_table() -> str: ...
 def run_json(
     graph_json: str,
     *,
@@ -21,6 +23,7 @@ def run_json(
     pop_batch: int,
     task_timing: bool,
     trace: bool,
+    trace_path: str | None,
     collect_outputs: bool,
     stall_timeout_ms: int,
     on_scheduler_fault: str,

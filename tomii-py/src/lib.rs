@@ -51,7 +51,8 @@ fn output(py: Python<'_>, value: &Output) -> PyResult<Py<PyAny>> {
 /// of `(post_node, instance, value)`.
 #[pyfunction]
 #[pyo3(signature = (graph_json, *, source, dylibs, scheduler_plugin, workers, slots, frames, pop_batch,
-                    task_timing, trace, collect_outputs, stall_timeout_ms, on_scheduler_fault, sched_opts))]
+                    task_timing, trace, trace_path, collect_outputs, stall_timeout_ms, on_scheduler_fault,
+                    sched_opts))]
 #[allow(clippy::too_many_arguments)]
 fn run_json(
     py: Python<'_>,
@@ -65,6 +66,7 @@ fn run_json(
     pop_batch: u32,
     task_timing: bool,
     trace: bool,
+    trace_path: Option<PathBuf>,
     collect_outputs: bool,
     stall_timeout_ms: u64,
     on_scheduler_fault: &str,
@@ -83,7 +85,7 @@ fn run_json(
         slots,
         frames,
         pop_batch,
-        trace,
+        trace: trace || trace_path.is_some(),
         task_timing,
         collect_outputs,
         stall_timeout: Duration::from_millis(stall_timeout_ms),
@@ -96,6 +98,9 @@ fn run_json(
         let scheduler = SchedulerPlugin::load(&scheduler_plugin).map_err(plugin_error)?;
         engine::run(&graph, &kernels, &scheduler, &config).map_err(run_error)
     })?;
+    if let Some(path) = &trace_path {
+        outcome.write_trace_csv(path).map_err(run_error)?;
+    }
     let report = serde_json::to_string(&outcome.report).map_err(|e| TomiiError::new_err(e.to_string()))?;
     let outputs = pyo3::types::PyList::empty(py);
     for frame in &outcome.outputs {
@@ -113,10 +118,24 @@ fn run_json(
     Ok((report, outputs.into_any().unbind(), post.into_any().unbind()))
 }
 
+/// The runtime knob catalog (`tomii knobs --json`), as JSON text.
+#[pyfunction]
+fn knobs_json() -> PyResult<String> {
+    serde_json::to_string(&tomii_core::knobs::LISTING).map_err(|e| TomiiError::new_err(e.to_string()))
+}
+
+/// The runtime knob catalog as an aligned table (`tomii knobs`).
+#[pyfunction]
+fn knobs_table() -> String {
+    tomii_core::knobs::to_table()
+}
+
 #[pymodule]
 fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
+    m.add_function(wrap_pyfunction!(knobs_json, m)?)?;
+    m.add_function(wrap_pyfunction!(knobs_table, m)?)?;
     m.add("TomiiError", py.get_type::<TomiiError>())?;
     m.add("GraphError", py.get_type::<GraphError>())?;
     m.add("PluginError", py.get_type::<PluginError_>())?;
