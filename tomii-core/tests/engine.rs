@@ -365,3 +365,26 @@ fn a_group_reading_a_later_member_of_itself_is_rejected() {
     let error = graph::parse_str("g.json", text).unwrap_err().to_string();
     assert!(error.contains("w[0] reads w[1], which its group (group_size 2) runs after it"), "{error}");
 }
+
+#[test]
+fn node_priorities_reach_the_scheduler_through_the_descriptor() {
+    // One worker and the priority scheduler: once the root ran, every "high" task must start
+    // before any "low" one, although "low" comes first in the file (and would under fifo).
+    let graph = compile("priorities.json");
+    let priority = common::plugin(&tomii_core::plugin::scheduler_file_name("priority"));
+    let outcome = common::within_timeout(Duration::from_secs(60), "a priority run", move || {
+        let kernels = KernelSet::load(&[synthetic_lib()]).unwrap_or_else(|e| panic!("{e}"));
+        let scheduler = SchedulerPlugin::load(&priority).unwrap_or_else(|e| panic!("{e}"));
+        engine::run(&graph, &kernels, &scheduler, &config(1, 1, 3)).unwrap_or_else(|e| panic!("{e}"))
+    });
+    let graph = compile("priorities.json");
+    for frame in 0..3 {
+        let order: Vec<&str> = outcome
+            .trace
+            .iter()
+            .filter(|r| r.frame == frame)
+            .map(|r| graph.nodes[r.node as usize].name.as_str())
+            .collect();
+        assert_eq!(order, ["root", "high", "high", "high", "low", "low", "low"], "frame {frame}");
+    }
+}

@@ -376,3 +376,12 @@ fn group_by_and_wrap_errors() {
     );
     assert_mentions(&edge(json!({"name": "a", "wrap": "yes"}), 2), &["wrap must be true or false"]);
 }
+
+#[test]
+fn group_by_on_a_barrier_groups_the_dependencies() {
+    let g = super::compile(pair(2, json!([{"type": "$barrier", "predecessor": {"name": "a", "group_by": 2}}])));
+    // b[0] waits for a[0], a[1]; b[1] for a[2], a[3]; a barrier passes no argument.
+    assert_eq!(g.predecessors(4), [0, 1]);
+    assert_eq!(g.predecessors(5), [2, 3]);
+    assert!(g.args_of(4).is_empty());
+}
