@@ -7,42 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reference import SYNTHETIC, checksum
 
 import tomii as tm
-
-ROOT = Path(__file__).resolve().parents[2]
-TARGET = ROOT / "target" / "debug"
-SYNTHETIC = TARGET / "libtomii_synthetic.so"
-
-PRIME = 0x100000001B3
-BASIS = 0xCBF29CE484222325
-MASK = (1 << 64) - 1
-
-
-def mix(h: int, w: int) -> int:
-    g = ((h ^ w) * PRIME) & MASK
-    return g ^ (g >> 29)
-
-
-def fnv1a(data: bytes) -> int:
-    h = BASIS
-    for b in data:
-        h = ((h ^ b) * PRIME) & MASK
-    return h
-
-
-def checksum(node: str, instance: int, frame: int, words: list[int]) -> int:
-    h = mix(mix(fnv1a(node.encode()), instance), frame)
-    for w in words:
-        h = mix(h, w)
-    return h
-
-
-@pytest.fixture(autouse=True)
-def scheduler_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    if not SYNTHETIC.is_file():
-        pytest.fail(f"{SYNTHETIC} is missing: run `cargo build --workspace` first")
-    monkeypatch.setenv("TOMII_SCHEDULER_PATH", str(TARGET))
 
 
 def per_node(report: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -7,14 +7,10 @@ import inspect
 import json
 from pathlib import Path
 
-import pytest
+from reference import FIFO, SYNTHETIC
 
 import tomii
 from tomii import _tomii
-
-ROOT = Path(__file__).resolve().parents[2]
-SYNTHETIC = ROOT / "target" / "debug" / "libtomii_synthetic.so"
-FIFO = ROOT / "target" / "debug" / "libtomii_sched_fifo.so"
 
 
 def python_name(knob: dict[str, str]) -> str:
@@ -42,8 +38,6 @@ def test_list_knobs_is_the_catalog_table() -> None:
 
 
 def test_trace_and_report_files_are_written(tmp_path: Path) -> None:
-    if not SYNTHETIC.is_file():
-        pytest.fail(f"{SYNTHETIC} is missing: run `cargo build --workspace` first")
     graph = {"nodes": [{"name": "x", "function": "noop", "factor": 3}]}
     trace, report = tmp_path / "trace.csv", tmp_path / "report.json"
     tomii.run_graph(

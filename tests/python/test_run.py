@@ -2,46 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from reference import GRAPHS, SYNTHETIC, checksum
 
 import tomii
-
-ROOT = Path(__file__).resolve().parents[2]
-TARGET = ROOT / "target" / "debug"
-SYNTHETIC = TARGET / "libtomii_synthetic.so"
-GRAPHS = ROOT / "tomii-core" / "tests" / "graphs"
-
-PRIME = 0x100000001B3
-BASIS = 0xCBF29CE484222325
-MASK = (1 << 64) - 1
-
-
-def mix(h: int, w: int) -> int:
-    g = ((h ^ w) * PRIME) & MASK
-    return g ^ (g >> 29)
-
-
-def fnv1a(data: bytes) -> int:
-    h = BASIS
-    for b in data:
-        h = ((h ^ b) * PRIME) & MASK
-    return h
-
-
-def checksum(node: str, instance: int, frame: int, words: list[int]) -> int:
-    h = mix(mix(fnv1a(node.encode()), instance), frame)
-    for w in words:
-        h = mix(h, w)
-    return h
-
-
-@pytest.fixture(autouse=True)
-def scheduler_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    if not SYNTHETIC.is_file():
-        pytest.fail(f"{SYNTHETIC} is missing: run `cargo build --workspace` first")
-    monkeypatch.setenv("TOMII_SCHEDULER_PATH", str(TARGET))
 
 
 def test_checksums_match_for_every_frame_and_scheduler() -> None:
