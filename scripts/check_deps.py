@@ -5,6 +5,11 @@ Every workspace member gets a role from its directory (tomii-types/, tomii-core/
 plugins/*, tomii-py/, bench/, tests/, experiments/); each role may depend only on the workspace
 crates listed for it, whatever the dependency kind (normal, build or dev). A member in no known
 directory is itself a violation, so a new crate gets a role here before it lands.
+
+One exception, by directory: tomii-types/macros (the `tomii-macros` proc-macro crate behind
+`#[tomii_export]`) has the TYPES role and tomii-types may depend on it. A proc-macro must be a
+crate of its own, and it lives inside tomii-types so that the two ship together as the plugin SDK;
+no other TYPES -> TYPES edge is allowed, and the macros crate itself depends on no crate of ours.
 Python 3 standard library only; importable (`check(metadata)` returns the violations).
 """
 
@@ -49,8 +54,11 @@ ALLOWED = {
 LEAF_RULE = "rule 5: bench/, tests/ and experiments/ are leaves: nothing depends on them"
 
 
+# The one edge between two crates of the same role that rule 1 allows (see the module doc).
+ALLOWED_EDGES = {(PurePosixPath("tomii-types"), PurePosixPath("tomii-types/macros"))}
+
 # Where each role lives, relative to the workspace root.
-AT = {"tomii-types": TYPES, "tomii-core": CORE}  # exactly this directory
+AT = {"tomii-types": TYPES, "tomii-types/macros": TYPES, "tomii-core": CORE}  # exactly these
 ONE_LEVEL_UNDER = {"schedulers": SCHEDULER, "plugins": PLUGIN}  # schedulers/<name>/
 ANYWHERE_UNDER = {
     "tomii-py": BINDING,
@@ -64,8 +72,8 @@ ANYWHERE_UNDER = {
 def role_of(rel_dir: PurePosixPath) -> str | None:
     """The role of the crate whose manifest sits in `rel_dir` (relative to the workspace root)."""
     parts = rel_dir.parts
-    if len(parts) == 1 and parts[0] in AT:
-        return AT[parts[0]]
+    if rel_dir.as_posix() in AT:
+        return AT[rel_dir.as_posix()]
     if len(parts) == 2 and parts[0] in ONE_LEVEL_UNDER:
         return ONE_LEVEL_UNDER[parts[0]]
     if parts and parts[0] in ANYWHERE_UNDER:
@@ -116,6 +124,8 @@ def check_package(pkg: Json, rel: PurePosixPath, role: str, root: Path) -> list[
         if dep_rel is None:
             continue  # a registry, git or out-of-tree crate: not ours
         dep_role = role_of(dep_rel)
+        if (rel, dep_rel) in ALLOWED_EDGES:
+            continue
         if dep_role == LEAF:
             why = LEAF_RULE
         elif allowed is None or dep_role in allowed:

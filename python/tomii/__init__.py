@@ -1,18 +1,29 @@
 """Tomii: build streaming task graphs and run them in-process with pluggable schedulers.
 
-This is the first slice of the package: running a graph (JSON text, a dict or a file) through the
-compiled runtime, with the GIL released while it runs. The graph builder of the Tomii 1.2 API
-comes next.
+    import tomii as tm
+
+    app = tm.Graph()
+    buf_size = app.var("buf_size", 100)
+    gen_vec = app.node("gen_vec", func="generate_vector", factor=8, args=[buf_size])
+    fft = app.node("compute_fft", func="compute_fft", factor=8, args=[gen_vec.out()])
+    app.build(func_path="plugin/src/lib.rs", plugin_manifest="plugin/Cargo.toml")
+    result = app.run(workers=4, slots=2, trace=True)
+    print(result.report.throughput_frames_per_s, result.trace[:5])
+
+Runs happen in this process with the GIL released; kernels are Rust, C (built by `build()` into a
+plugin, never into the runtime) or Python (`@tomii.export` + `Graph.py_node`).
 """
 
 from __future__ import annotations
 
 import json
-import os
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
+from . import knobs
 from ._tomii import (
     ConfigError,
     GraphError,
@@ -20,10 +31,23 @@ from ._tomii import (
     PluginError,
     SchedulerFault,
     TomiiError,
+    knobs_json,
     knobs_table,
     run_json,
 )
-from .graph import Condition, Graph, Loop, Node, NodeDep, NodeOutput, Var
+from .build import BuildResult, build
+from .export import (
+    CallContext,
+    ExportedKernel,
+    TomiiExportError,
+    call_context,
+    export,
+    find_exported,
+    procs,
+)
+from .graph import INDEX, WORKERS, Condition, Graph, IndexFunc, Loop, Node, NodeDep, NodeOutput, Var
+from .knobs import knob_space
+from .plugins import find_plugin, find_scheduler, installed_schedulers
 from .types import (
     Complex32,
     Complex64,
@@ -48,29 +72,44 @@ from .types import (
     usize,
 )
 
+if TYPE_CHECKING:
+    import numpy as np
+
 __all__ = [
+    "INDEX",
+    "TRACE_DTYPE",
+    "WORKERS",
+    "BuildResult",
+    "CallContext",
     "Complex32",
     "Complex64",
     "Condition",
     "ConfigError",
     "Graph",
     "GraphError",
+    "IndexFunc",
     "KernelError",
     "Loop",
     "Node",
     "NodeDep",
     "NodeOutput",
     "PluginError",
+    "Report",
     "RunResult",
     "SchedulerFault",
     "String",
     "TomiiError",
+    "TomiiExportError",
     "Var",
     "Vec",
     "bool_",
+    "build",
+    "call_context",
     "char_",
+    "export",
     "f32",
     "f64",
+    "find_plugin",
     "find_scheduler",
     "i8",
     "i16",
@@ -78,8 +117,12 @@ __all__ = [
     "i64",
     "i128",
     "infer_type",
+    "installed_schedulers",
     "isize",
+    "knob_space",
+    "knobs",
     "list_knobs",
+    "procs",
     "run_graph",
     "u8",
     "u16",
@@ -89,29 +132,111 @@ __all__ = [
     "usize",
 ]
 
-GraphSource = Union[str, Path, dict[str, Any]]
+#: The fields of a trace record (one task execution), as `RunResult.trace` holds them: times in
+#: nanoseconds since the run started; `node` indexes `RunResult.node_names`.
+TRACE_DTYPE: list[tuple[str, str]] = [
+    ("frame", "<u8"),
+    ("ready_ns", "<u8"),
+    ("start_ns", "<u8"),
+    ("end_ns", "<u8"),
+    ("node", "<u4"),
+    ("instance", "<u4"),
+    ("slot", "<u4"),
+    ("worker", "<u4"),
+]
+
+
+class Report(dict[str, Any]):
+    """The run report (the JSON of `--report`), as a dict, with typed attributes for its figures."""
+
+    @property
+    def throughput_frames_per_s(self) -> float:
+        return float(self["throughput_frames_per_s"])
+
+    @property
+    def tasks_per_s(self) -> float:
+        return float(self["tasks_per_s"])
+
+    @property
+    def wall_time_s(self) -> float:
+        return float(self["wall_time_s"])
+
+    @property
+    def frames(self) -> int:
+        return int(self["frames"])
+
+    @property
+    def tasks(self) -> int:
+        return int(self["tasks"])
+
+    @property
+    def workers(self) -> int:
+        return int(self["workers"])
+
+    @property
+    def slots(self) -> int:
+        return int(self["slots"])
+
+    @property
+    def scheduler(self) -> str:
+        """The scheduler's name."""
+        return str(self["scheduler"]["name"])
+
+    @property
+    def latency_us(self) -> dict[str, float]:
+        """Frame latency in microseconds: mean, p50, p95, p99, min, max."""
+        return {key: float(value) for key, value in self["latency_us"].items()}
+
+    @property
+    def per_node(self) -> list[dict[str, Any]]:
+        return list(self["per_node"])
+
+    @property
+    def per_worker(self) -> list[dict[str, Any]]:
+        return list(self["per_worker"])
 
 
 @dataclass(frozen=True)
 class RunResult:
     """What a run produced."""
 
-    report: dict[str, Any]
+    report: Report
     #: Per frame: (node, instance, value) for every sink instance.
     outputs: list[list[tuple[str, int, Any]]] = field(default_factory=list)
     #: (post-node, instance, value) for every post-node instance.
     post_outputs: list[tuple[str, int, Any]] = field(default_factory=list)
+    #: One record per task execution (dtype `TRACE_DTYPE`), sorted by start; None unless traced.
+    trace: np.ndarray[Any, Any] | None = None
+    #: The graph's node names; a trace record's `node` indexes them.
+    node_names: list[str] = field(default_factory=list)
+
+    def output(self, node: str, instance: int = 0, frame: int = -1) -> Any:
+        """The value sink `node` (instance `instance`) produced in `frame` (default: the last)."""
+        if not self.outputs:
+            raise LookupError("no outputs: the run had collect_outputs=False or no frame")
+        rows = self.outputs[frame]
+        for name, index, value in rows:
+            if name == node and index == instance:
+                return value
+        sinks = sorted({name for name, _, _ in rows})
+        raise LookupError(
+            f"no output of node {node!r} instance {instance}; sinks: {', '.join(sinks)}"
+        )
+
+    def trace_frame(self) -> Any:
+        """The trace as a pandas DataFrame with a `node_name` column (needs pandas)."""
+        if self.trace is None:
+            raise LookupError("no trace: run with trace=True (or a trace file path)")
+        try:
+            import pandas as pd  # type: ignore[import-untyped,unused-ignore]
+        except ImportError:
+            raise ImportError("trace_frame() needs pandas: pip install pandas") from None
+        frame = pd.DataFrame(self.trace)
+        frame.insert(0, "node_name", [self.node_names[i] for i in self.trace["node"]])
+        return frame
 
 
-def find_scheduler(name: str) -> Path:
-    """The scheduler library `name`: `libtomii_sched_NAME.so` on `$TOMII_SCHEDULER_PATH`."""
-    file = f"libtomii_sched_{name.replace('-', '_')}.so"
-    dirs = [Path(d) for d in os.environ.get("TOMII_SCHEDULER_PATH", "").split(os.pathsep) if d]
-    for directory in dirs:
-        if (directory / file).is_file():
-            return directory / file
-    searched = ", ".join(str(d) for d in dirs) or "nothing ($TOMII_SCHEDULER_PATH is empty)"
-    raise PluginError(f"scheduler {name!r} not found: looked for {file} in {searched}")
+GraphSource = Union[str, Path, dict[str, Any]]
 
 
 def _graph_text(graph: GraphSource) -> tuple[str, str]:
@@ -126,10 +251,22 @@ def _graph_text(graph: GraphSource) -> tuple[str, str]:
     return graph, "graph"
 
 
+#: Run options of Tomii 1.2 that name a knob of the catalog differently.
+_RENAMED = {"max_frames": "frames", "timing": "trace", "dylib": "dylibs", "sched_opt": "sched_opts"}
+#: Run options of Tomii 1.2 that this runtime has no use for, and why: accepted with a warning,
+#: so that a script written for it runs unchanged.
+_WITHOUT_EFFECT = {
+    "system_threads": "workers propagate dependencies themselves; there are no system threads",
+    "inline_continuation": "a worker always runs its next task without a hand-off",
+    "coalesce_barriers": "barriers are counted per instance, with nothing to coalesce",
+}
+
+
 def run_graph(
     graph: GraphSource,
     *,
-    dylibs: list[str | Path],
+    dylibs: Sequence[str | Path] = (),
+    python_kernels: Sequence[ExportedKernel] = (),
     scheduler: str | Path = "fifo",
     scheduler_plugin: str | Path | None = None,
     workers: int = 1,
@@ -137,30 +274,60 @@ def run_graph(
     frames: int = 1,
     pop_batch: int = 1,
     task_timing: bool = True,
-    trace: str | Path | None = None,
+    trace: bool | str | Path | None = None,
     report: str | Path | None = None,
     collect_outputs: bool = True,
     stall_timeout_ms: int = 2000,
     on_scheduler_fault: str = "stop",
     sched_opts: dict[str, str] | None = None,
     quiet: bool = False,
+    **legacy: Any,
 ) -> RunResult:
-    """Runs `graph` (JSON text, a dict or a file path) in-process; the GIL is released meanwhile.
+    """Runs `graph` (JSON text, a dict or a file path) in this process; the GIL is released while
+    the runtime works and taken by Python kernels only around their calls.
 
-    The options are the knob catalog's (`tomii knobs`), by the same names; list knobs take the
-    plural (`dylibs`, `sched_opts`). `scheduler` is a name (found on `$TOMII_SCHEDULER_PATH`) or a
-    path to a scheduler library; `scheduler_plugin`, a path, replaces it. `trace` and `report` are
-    file paths written after the run, as the CLI writes them. `quiet` is accepted for parity with
-    the CLI: this function prints nothing either way. Raises a `TomiiError` subclass naming what
-    failed.
+    The options are the knob catalog's (`tomii.list_knobs()`), by the same names; list knobs take
+    the plural (`dylibs`, `sched_opts`). `scheduler` is a name (a scheduler shipped with the
+    package, or one on `$TOMII_SCHEDULER_PATH`) or a path; `scheduler_plugin`, a path, replaces it.
+    `trace=True` keeps the trace in `RunResult.trace`; a path also writes it there as CSV.
+    `report` is a path the report JSON is written to. Python kernels come from `python_kernels`
+    and from the graph's function names of the form "module.function" registered by
+    `@tomii.export` (their module is imported if needed). Tomii 1.2 option names are accepted
+    (`max_frames`, `timing`, `dylib`; `system_threads`, `inline_continuation` and
+    `coalesce_barriers` with a warning that they have no effect); any other name raises
+    ConfigError listing the valid ones. Failures raise a `TomiiError` subclass: GraphError,
+    PluginError, KernelError (from a Python kernel's own exception), SchedulerFault, ConfigError.
     """
+    options: dict[str, Any] = {}
+    for name, value in legacy.items():
+        if name in _WITHOUT_EFFECT:
+            warnings.warn(
+                f"run option {name!r} has no effect in this runtime: {_WITHOUT_EFFECT[name]}",
+                stacklevel=2,
+            )
+        elif name in _RENAMED:
+            options[_RENAMED[name]] = value
+        else:
+            valid = sorted(_knob_names() | set(_RENAMED) | set(_WITHOUT_EFFECT))
+            raise ConfigError(f"unknown run option {name!r}; valid options: {', '.join(valid)}")
+    frames = options.get("frames", frames)
+    trace = options.get("trace", trace)
+    sched_opts = options.get("sched_opts", sched_opts)
+    if "dylibs" in options:
+        extra = options["dylibs"]
+        dylibs = [*dylibs, *([extra] if isinstance(extra, (str, Path)) else extra)]
     text, source = _graph_text(graph)
     path = Path(scheduler_plugin if scheduler_plugin is not None else scheduler)
     if scheduler_plugin is not None or path.suffix == ".so" or path.is_file():
         plugin = path
     else:
         plugin = find_scheduler(str(scheduler))
-    report_json, outputs, post = run_json(
+    kernels = {k.name: k for k in python_kernels}
+    for name in _python_names(text, source):
+        if name not in kernels:
+            kernels[name] = find_exported(name)
+    trace_path = None if isinstance(trace, bool) or trace is None else str(trace)
+    report_json, outputs, post, packed = run_json(
         text,
         source=source,
         dylibs=[str(d) for d in dylibs],
@@ -170,12 +337,13 @@ def run_graph(
         frames=frames,
         pop_batch=pop_batch,
         task_timing=task_timing,
-        trace=False,
-        trace_path=None if trace is None else str(trace),
+        trace=trace is True,
+        trace_path=trace_path,
         collect_outputs=collect_outputs,
         stall_timeout_ms=stall_timeout_ms,
         on_scheduler_fault=on_scheduler_fault,
         sched_opts=sorted((sched_opts or {}).items()),
+        python_kernels=[(k.name, k.function, k.variadic) for k in kernels.values()],
     )
     if report is not None:
         try:
@@ -184,7 +352,44 @@ def run_graph(
             )
         except OSError as error:
             raise TomiiError(f"{report}: cannot write the report: {error.strerror}") from None
-    return RunResult(report=json.loads(report_json), outputs=outputs, post_outputs=post)
+    records, names = (None, []) if packed is None else _trace_array(packed)
+    return RunResult(
+        report=Report(json.loads(report_json)),
+        outputs=outputs,
+        post_outputs=post,
+        trace=records,
+        node_names=names,
+    )
+
+
+def _trace_array(packed: tuple[bytes, list[str]]) -> tuple[np.ndarray[Any, Any], list[str]]:
+    import numpy as np
+
+    data, names = packed
+    return np.frombuffer(data, dtype=np.dtype(TRACE_DTYPE)).copy(), list(names)
+
+
+def _knob_names() -> set[str]:
+    catalog = json.loads(knobs_json())
+    return {knob["name"] for knob in catalog["knobs"]} | {"dylibs", "sched_opts", "collect_outputs"}
+
+
+def _python_names(text: str, source: str) -> list[str]:
+    """The function names of the graph that name Python kernels ("module.function")."""
+    try:
+        spec = json.loads(text)
+    except json.JSONDecodeError:
+        return []  # the runtime's parser reports it, naming the line and column
+    if not isinstance(spec, dict):
+        return []
+    names: list[str] = []
+    for section in ("initializations", "nodes", "post_nodes"):
+        for item in spec.get(section) or []:
+            if not isinstance(item, dict):
+                continue
+            functions = [item.get("function"), (item.get("condition") or {}).get("function")]
+            names += [f for f in functions if isinstance(f, str) and "." in f]
+    return names
 
 
 def list_knobs() -> str:

@@ -1,25 +1,33 @@
 """The graph builder of the Tomii 1.2 Python API: `Graph`, its vars, nodes and dependency handles.
 
 `Graph.to_json()` emits the graph format of tomii-core/src/graph/README.md; `Graph.run()` runs it
-in-process through `tomii.run_graph`.
+in-process through `tomii.run_graph`, with the Python kernels of its `py_node`s.
 """
 
 from __future__ import annotations
 
-import inspect
+import contextlib
 import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
+from .export import ExportedKernel, find_exported
 from .types import String, TypedValue, infer_type
 
 if TYPE_CHECKING:
     from . import RunResult
+    from .build import BuildResult
 
 __all__ = [
+    "INDEX",
+    "WORKERS",
     "Condition",
     "Graph",
+    "IndexFunc",
     "Loop",
     "Node",
     "NodeBarrier",
@@ -39,6 +47,22 @@ class Var:
 
     def to_json(self) -> dict[str, Any]:
         return {"type": "$ref", "name": self.name}
+
+
+@dataclass(frozen=True)
+class _Builtin:
+    """An argument the runtime supplies per call: `INDEX` or `WORKERS`."""
+
+    kind: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.kind}
+
+
+#: The argument `{"type": "$index"}`: each instance's own index within its node (a usize).
+INDEX = _Builtin("$index")
+#: The argument `{"type": "$workers"}`: the run's number of workers (a usize).
+WORKERS = _Builtin("$workers")
 
 
 #: A selection start: an offset, a list of offsets, a named reference or a var.
@@ -201,6 +225,32 @@ class Condition:
         }
 
 
+@dataclass
+class IndexFunc:
+    """Index-mapping function of a network source (`Graph.network(index_function=...)`)."""
+
+    function: str
+    args: list[Any] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"function": self.function, "args": [_arg(a) for a in self.args]}
+
+
+#: The keys of `Graph.network()`, as the graph format's `network_config` block names them.
+_NETWORK_KEYS = (
+    "socket_type",
+    "num_sockets",
+    "packet_length",
+    "frame_packets",
+    "buffer_depth",
+    "address",
+    "start_port",
+    "extract_packet_func",
+    "id_function",
+    "index_function",
+)
+
+
 def _factor(factor: int | Var, what: str = "factor") -> int | str:
     if isinstance(factor, Var):
         return factor.name
@@ -218,7 +268,7 @@ def _literal(value: Any) -> dict[str, Any]:
 
 
 def _arg(value: Any) -> dict[str, Any]:
-    if isinstance(value, (Var, _Edge)):
+    if isinstance(value, (Var, _Edge, _Builtin)):
         return value.to_json()
     if isinstance(value, Node):
         raise TypeError(
@@ -236,6 +286,9 @@ class Graph:
         self._nodes: list[dict[str, Any]] = []
         self._post_nodes: list[dict[str, Any]] = []
         self._node_names: set[str] = set()
+        self._python: dict[str, ExportedKernel] = {}
+        self._network: dict[str, Any] | None = None
+        self._built: BuildResult | None = None
 
     def var(
         self,
@@ -318,6 +371,54 @@ class Graph:
         self._post_nodes.append(spec)
         return Node(name)
 
+    def py_node(
+        self,
+        name: str,
+        *,
+        fn: Callable[..., Any] | str,
+        args: list[Any] | None = None,
+        factor: int | Var | None = None,
+        priority: str | None = None,
+        use_workers: str | None = None,
+        group_size: int | None = None,
+    ) -> Node:
+        """A node whose body is a Python function decorated with `@tomii.export`.
+
+        `fn` is the function or its registered name (`"module.fn"`, imported if needed). Raises
+        ValueError if the function is not registered. Barrier and ordering arguments
+        (`pred.wait()`, `pred.dep()`) only order: the function never receives them.
+        """
+        kernel = find_exported(fn)
+        spec = self._node_spec(
+            name, kernel.name, args, factor, priority, use_workers, group_size, None, None, None
+        )
+        self._python[kernel.name] = kernel
+        self._nodes.append(spec)
+        return Node(name)
+
+    def network(self, **config: Any) -> None:
+        """Sets the network receiver configuration (the `network_config` block).
+
+        The graph format keeps it, but this runtime has no network source yet: a graph with one
+        is refused when it runs, with an error that says so.
+        """
+        unknown = sorted(set(config) - set(_NETWORK_KEYS))
+        if unknown:
+            raise ValueError(
+                f"network(): unknown key(s) {', '.join(unknown)}; valid keys: "
+                f"{', '.join(_NETWORK_KEYS)}"
+            )
+        if "index_function" not in config:
+            raise ValueError("network(): index_function is required (an IndexFunc or a dict)")
+        block: dict[str, Any] = {"buffer_depth": 128}
+        for key, value in config.items():
+            if isinstance(value, Var):
+                value = value.name
+            elif isinstance(value, IndexFunc):
+                value = value.to_json()
+            block[key] = value
+        self._network = block
+
     def _node_spec(
         self,
         name: str,
@@ -375,6 +476,8 @@ class Graph:
         graph["nodes"] = [dict(n) for n in self._nodes]
         if self._post_nodes:
             graph["post_nodes"] = [dict(n) for n in self._post_nodes]
+        if self._network is not None:
+            graph["network_config"] = dict(self._network)
         return graph
 
     def to_json(self, indent: int | None = 4) -> str:
@@ -385,27 +488,149 @@ class Graph:
         """Writes `to_json()` to `path`."""
         Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
 
+    def python_kernels(self) -> list[ExportedKernel]:
+        """The Python functions the graph's `py_node`s call."""
+        return list(self._python.values())
+
+    def build(
+        self,
+        *,
+        func_path: str | Path | None = None,
+        wrap_path: str | Path | None = None,
+        reg_path: str | Path | None = None,
+        plugin_manifest: str | Path | None = None,
+        release: bool = True,
+        clean: bool = False,
+        env: dict[str, str] | None = None,
+        python_plugin: bool = False,
+        python_interpreter: str | None = None,
+    ) -> BuildResult | None:
+        """Compiles the kernel plugin of `func_path` (Rust source or annotated C header) and
+        remembers it for `run()`; the runtime itself is never rebuilt.
+
+        `python_plugin=True` builds nothing: Python kernels run in-process, through the binding
+        this package already has; it is accepted so that Tomii 1.2 scripts run unchanged.
+        """
+        if python_plugin:
+            if python_interpreter is not None and python_interpreter != sys.executable:
+                raise ValueError(
+                    "python_interpreter: Python kernels run in the interpreter that calls run(); "
+                    f"run the script with {python_interpreter} instead"
+                )
+            if func_path is None:
+                return None
+        from .build import build
+
+        self._built = build(
+            func_path=func_path,
+            wrap_path=wrap_path,
+            reg_path=reg_path,
+            plugin_manifest=plugin_manifest,
+            release=release,
+            clean=clean,
+            env=env,
+        )
+        return self._built
+
+    def build_and_run(
+        self,
+        *,
+        func_path: str | Path | None = None,
+        wrap_path: str | Path | None = None,
+        reg_path: str | Path | None = None,
+        plugin_manifest: str | Path | None = None,
+        release: bool = True,
+        clean: bool = False,
+        env: dict[str, str] | None = None,
+        python_plugin: bool = False,
+        python_interpreter: str | None = None,
+        **run_knobs: Any,
+    ) -> RunResult:
+        """`build()`, then `run(**run_knobs)`."""
+        self.build(
+            func_path=func_path,
+            wrap_path=wrap_path,
+            reg_path=reg_path,
+            plugin_manifest=plugin_manifest,
+            release=release,
+            clean=clean,
+            env=env,
+            python_plugin=python_plugin,
+            python_interpreter=python_interpreter,
+        )
+        return self.run(**run_knobs)
+
     def run(
         self,
         *,
-        dylibs: list[str | Path],
-        scheduler: str | Path = "fifo",
+        dylib: str | Path | Sequence[str | Path] | None = None,
+        env: dict[str, str] | None = None,
         **knobs: Any,
     ) -> RunResult:
-        """Runs the graph in-process via `tomii.run_graph`; `knobs` are its keyword options."""
+        """Runs the graph in-process (see `tomii.run_graph` for the knobs and the result).
+
+        `dylib` is a kernel library or a list of them; without it, the library of `build()` is
+        used, if any. `env` sets environment variables for the duration of the run (kernels may
+        read them). Python kernels of `py_node`s need no library.
+        """
         from . import run_graph
 
-        valid = sorted(
-            p.name
-            for p in inspect.signature(run_graph).parameters.values()
-            if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in ("dylibs", "scheduler")
-        )
-        unknown = sorted(set(knobs) - set(valid))
-        if unknown:
-            raise TypeError(
-                f"unknown run knob(s) {', '.join(unknown)}; valid knobs: {', '.join(valid)}"
+        libraries: list[str | Path]
+        if dylib is None:
+            libraries = [] if self._built is None else [self._built.path]
+        elif isinstance(dylib, (str, Path)):
+            libraries = [dylib]
+        else:
+            libraries = list(dylib)
+        if "dylibs" in knobs:
+            libraries += list(knobs.pop("dylibs"))
+        if not libraries and not self._python:
+            raise RuntimeError(
+                "run(): no kernel library: pass dylib=PATH, call build() first, or use py_node"
             )
-        return run_graph(json.loads(self.to_json()), dylibs=dylibs, scheduler=scheduler, **knobs)
+        with _environment(env):
+            return run_graph(
+                self.to_dict(), dylibs=libraries, python_kernels=self.python_kernels(), **knobs
+            )
+
+    def visualize(
+        self,
+        mode: str = "ascii",
+        *,
+        editable: bool = False,
+        save_path: str | Path | None = None,
+        port: int | None = None,
+    ) -> None:
+        """Prints the graph as terminal box-drawing art (`mode="ascii"`).
+
+        The browser view (`mode="web"`, `editable`, `save_path`, `port`) is not available yet:
+        asking for it raises NotImplementedError rather than doing something else.
+        """
+        if mode != "ascii" or editable or save_path is not None or port is not None:
+            raise NotImplementedError(
+                "visualize(): only mode='ascii' exists for now; the browser view comes later"
+            )
+        from .visualize import render_ascii
+
+        print(render_ascii(self.to_dict()))
+
+
+@contextlib.contextmanager
+def _environment(env: dict[str, str] | None) -> Iterator[None]:
+    """Sets `env` in os.environ for the block, restoring what was there."""
+    if not env:
+        yield
+        return
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update({key: str(value) for key, value in env.items()})
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def _check_name(name: str, what: str) -> None:

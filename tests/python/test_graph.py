@@ -202,7 +202,7 @@ def test_builder_errors_are_specific() -> None:
     with pytest.raises(ValueError, match="single character"):
         tm.char_("ab")
     with pytest.raises(
-        TypeError, match=r"unknown run knob.*wrokers.*valid knobs: .*frames.*workers"
+        tm.ConfigError, match=r"unknown run option 'wrokers'; valid options: .*frames.*workers"
     ):
         g.run(dylibs=[SYNTHETIC], wrokers=2)
     with pytest.raises(ValueError, match="loop_args needs a loop"):

@@ -27,7 +27,7 @@ def test_every_catalog_knob_is_a_run_graph_keyword_with_the_same_default() -> No
         if knob["default"] not in (None, []):
             assert default == knob["default"], f"{name}: {default!r} != catalog {knob['default']!r}"
     keywords = {name for name, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    library_only = {"collect_outputs"}
+    library_only = {"collect_outputs", "python_kernels"}
     assert keywords - library_only == {python_name(k) for k in catalog}
 
 

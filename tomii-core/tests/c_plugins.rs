@@ -40,6 +40,7 @@ const FIXTURES: &[Fixture] = &[
     ("c_kernels", "kernels.c", &[]),
     ("kernels_v2", "kernels.c", &["-DKERNEL_ABI_MAJOR=2"]),
     ("kernels_null_func", "kernels.c", &["-DNULL_FUNC"]),
+    ("kernels_v1_0", "kernels.c", &["-DABI_V1_0"]),
 ];
 
 /// The fixtures, compiled together by the first test that needs one.
@@ -267,6 +268,23 @@ fn c_kernel_results_feed_rust_kernels() {
         let expected = checksum::expected("check", 0, frame as u64, &[112, checksum::text("end")]);
         assert_eq!(outputs, &[(2, 0, Output::UInt(expected))], "outputs of frame {frame}");
     }
+}
+
+#[test]
+fn a_kernel_reads_its_entry_data_and_a_v1_0_library_still_loads() {
+    let graph = compile_graph(
+        "data.json",
+        r#"{"nodes": [
+            {"name": "ten", "function": "times_ten", "args": [{"type": "u64", "value": 7}]},
+            {"name": "hundred", "function": "times_hundred", "args": [{"type": "u64", "value": 7}]}
+        ]}"#,
+    );
+    let sinks = |library: &str| -> Vec<Output> {
+        let outcome = run_ok(&graph, &[fixture(library)], &fifo_lib(), config(1, 1, 1));
+        outcome.outputs.into_iter().flatten().map(|(_, _, value)| value).collect()
+    };
+    assert_eq!(sinks("c_kernels"), [Output::UInt(70), Output::UInt(700)], "v1.1: data passed back");
+    assert_eq!(sinks("kernels_v1_0"), [Output::UInt(7), Output::UInt(7)], "v1.0 entries: data NULL");
 }
 
 #[test]

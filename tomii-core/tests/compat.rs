@@ -47,8 +47,8 @@ fn stream_analytics_matches_its_golden_outputs() {
     common::trace::check(&graph, &config, &outcome.trace);
     let emit = graph.nodes.iter().position(|n| n.name == "emit").unwrap() as u32;
     for (frame, outputs) in outcome.outputs.iter().enumerate() {
-        let got = outputs.iter().find(|(node, _, _)| *node == emit).map(|(_, _, v)| v.clone());
-        assert_eq!(got, Some(Output::UInt(stream_analytics(frame as u64).0)), "emit, frame {frame}");
+        let got = outputs.iter().find(|(node, _, _)| *node == emit).map(|(_, _, v)| v);
+        assert_eq!(got, Some(&Output::UInt(stream_analytics(frame as u64).0)), "emit, frame {frame}");
     }
     let last = frames - 1;
     let report = expected("final_report", 0, last, &[stream_analytics(last).1]);

@@ -299,8 +299,8 @@ fn runs_graphs_to_the_reference_values(name: &str) {
                 .unwrap_or_else(|e| panic!("{name} on {file} failed: {e}"));
             common::trace::check(&graph, &config, &outcome.trace);
             for (frame, outputs) in outcome.outputs.iter().enumerate() {
-                let value = outputs.iter().find(|(node, _, _)| *node == sink).map(|(_, _, v)| v.clone());
-                assert_eq!(value, Some(Output::UInt(reference(frame as u64))), "{name} on {file}, frame {frame}");
+                let value = outputs.iter().find(|(node, _, _)| *node == sink).map(|(_, _, v)| v);
+                assert_eq!(value, Some(&Output::UInt(reference(frame as u64))), "{name} on {file}, frame {frame}");
             }
         }
     });

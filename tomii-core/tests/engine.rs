@@ -183,8 +183,12 @@ fn index_and_workers_arguments_carry_the_instance_and_the_worker_count() {
             let frame = frame as u64;
             let each: Vec<u64> =
                 (0..3).map(|i| expected("each", i, frame, &[u64::from(i), u64::from(workers)])).collect();
-            let sink = outputs.iter().find(|(node, _, _)| *node == 1).map(|(_, _, v)| v.clone());
-            assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &each))), "workers {workers}, frame {frame}");
+            let sink = outputs.iter().find(|(node, _, _)| *node == 1).map(|(_, _, v)| v);
+            assert_eq!(
+                sink,
+                Some(&Output::UInt(expected("sink", 0, frame, &each))),
+                "workers {workers}, frame {frame}"
+            );
         }
     }
 }
@@ -198,19 +202,15 @@ fn a_variadic_kernel_receives_the_trailing_results_as_one_list() {
         let frame = frame as u64;
         let each: Vec<u64> = (0..5).map(|i| expected("each", i, frame, &[u64::from(i)])).collect();
         let list = each.iter().fold(fnv1a(b""), |h, &w| mix(h, w));
-        let sink = outputs.iter().find(|(node, _, _)| *node == 1).map(|(_, _, v)| v.clone());
-        assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &[9, list]))), "frame {frame}");
+        let sink = outputs.iter().find(|(node, _, _)| *node == 1).map(|(_, _, v)| v);
+        assert_eq!(sink, Some(&Output::UInt(expected("sink", 0, frame, &[9, list]))), "frame {frame}");
     }
 }
 
 /// The sink output of each frame of `outcome` (the graph's last node).
-fn sink_outputs(graph: &CompiledGraph, outcome: &RunOutcome) -> Vec<Option<Output>> {
+fn sink_outputs<'a>(graph: &CompiledGraph, outcome: &'a RunOutcome) -> Vec<Option<&'a Output>> {
     let sink = graph.nodes.len() as u32 - 1;
-    outcome
-        .outputs
-        .iter()
-        .map(|outputs| outputs.iter().find(|(n, _, _)| *n == sink).map(|(_, _, v)| v.clone()))
-        .collect()
+    outcome.outputs.iter().map(|outputs| outputs.iter().find(|(n, _, _)| *n == sink).map(|(_, _, v)| v)).collect()
 }
 
 #[test]
@@ -222,7 +222,7 @@ fn a_condition_skips_instances_and_their_successors_see_none() {
         let frame = frame as u64;
         // Even instances run (index mod 2 == 0); odd ones are skipped and pass NONE (word 0).
         let each: Vec<u64> = (0..6).map(|i| if i % 2 == 0 { expected("each", i, frame, &[3]) } else { 0 }).collect();
-        assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &each))), "frame {frame}");
+        assert_eq!(sink, Some(&Output::UInt(expected("sink", 0, frame, &each))), "frame {frame}");
     }
     let each = &outcome.report.per_node[0];
     assert_eq!((each.count, each.skipped), (60, 30), "every instance is a task; odd ones are skipped");
@@ -272,7 +272,7 @@ fn a_loop_feeds_each_iteration_the_previous_result() {
                 expected("iterate", i, frame, &[5, second])
             })
             .collect();
-        assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &iterate))), "frame {frame}");
+        assert_eq!(sink, Some(&Output::UInt(expected("sink", 0, frame, &iterate))), "frame {frame}");
     }
 }
 
@@ -287,7 +287,7 @@ fn computed_initializations_are_made_once_and_read_per_instance() {
     for (frame, sink) in sink_outputs(&graph, &outcome).into_iter().enumerate() {
         let frame = frame as u64;
         let uses: Vec<u64> = (0..3).map(|i| expected("use", i, frame, &[table[i as usize], summary])).collect();
-        assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &uses))), "frame {frame}");
+        assert_eq!(sink, Some(&Output::UInt(expected("sink", 0, frame, &uses))), "frame {frame}");
     }
 }
 
@@ -331,7 +331,7 @@ fn group_by_reads_whole_groups_and_wrap_reads_around_the_ring() {
         let pairs: Vec<u64> =
             (0..3).map(|i| expected("pairs", i, frame, &[a[2 * i as usize], a[2 * i as usize + 1]])).collect();
         let ring: Vec<u64> = (0..3).map(|i| expected("ring", i, frame, &[pairs[((i + 2) % 3) as usize]])).collect();
-        assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &ring))), "frame {frame}");
+        assert_eq!(sink, Some(&Output::UInt(expected("sink", 0, frame, &ring))), "frame {frame}");
     }
 }
 
@@ -353,7 +353,7 @@ fn group_size_runs_several_instances_per_task_with_every_value_intact() {
                 expected("work", i, frame, &words)
             })
             .collect();
-        assert_eq!(sink, Some(Output::UInt(expected("sink", 0, frame, &work))), "frame {frame}");
+        assert_eq!(sink, Some(&Output::UInt(expected("sink", 0, frame, &work))), "frame {frame}");
     }
     assert_eq!(outcome.report.per_node[1].count, 7 * 4, "every instance is counted");
 }

@@ -5,54 +5,75 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod python_kernels;
+
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use tomii_core::engine::{self, FaultPolicy, Output, RunConfig, RunError};
 use tomii_core::graph;
-use tomii_core::plugin::{KernelSet, PluginError, SchedulerPlugin};
+use tomii_core::plugin::{KernelSet, PluginError as LoadError, SchedulerPlugin};
 
-create_exception!(_tomii, TomiiError, PyException, "Every error raised by Tomii.");
-create_exception!(_tomii, GraphError, TomiiError, "The graph is invalid (names the node, argument or field).");
-create_exception!(_tomii, PluginError_, TomiiError, "A kernel library or scheduler could not be loaded or started.");
-create_exception!(_tomii, KernelError, TomiiError, "A kernel failed; the message names the node, instance and frame.");
-create_exception!(_tomii, SchedulerFault, TomiiError, "The scheduler broke its contract or stalled.");
-create_exception!(_tomii, ConfigError, TomiiError, "A run option is invalid.");
+use python_kernels::PythonKernels;
 
-fn run_error(error: RunError) -> PyErr {
+create_exception!(tomii, TomiiError, PyException, "Every error raised by Tomii.");
+create_exception!(tomii, GraphError, TomiiError, "The graph is invalid (names the node, argument or field).");
+create_exception!(tomii, PluginError, TomiiError, "A kernel library or scheduler could not be loaded or started.");
+create_exception!(tomii, KernelError, TomiiError, "A kernel failed; the message names the node, instance and frame.");
+create_exception!(tomii, SchedulerFault, TomiiError, "The scheduler broke its contract or stalled.");
+create_exception!(tomii, ConfigError, TomiiError, "A run option is invalid.");
+
+/// The Python exception for `error`; a Python kernel's failure is raised from its own exception.
+fn run_error(py: Python<'_>, error: RunError, python: &PythonKernels) -> PyErr {
     let text = error.to_string();
     match error {
-        RunError::Kernel { .. } | RunError::Init { .. } => KernelError::new_err(text),
+        RunError::Kernel { kernel, .. } | RunError::Init { kernel, .. } => {
+            let raised = KernelError::new_err(text);
+            raised.set_cause(py, python.exception(&kernel));
+            raised
+        }
         RunError::SchedulerFault { .. } | RunError::Stall { .. } => SchedulerFault::new_err(text),
-        RunError::Plugin(_) => PluginError_::new_err(text),
+        RunError::Plugin(_) => PluginError::new_err(text),
         RunError::Config(_) => ConfigError::new_err(text),
         RunError::Io { .. } | RunError::Internal(_) => TomiiError::new_err(text),
     }
 }
 
-fn plugin_error(error: PluginError) -> PyErr {
-    PluginError_::new_err(error.to_string())
+fn plugin_error(error: LoadError) -> PyErr {
+    PluginError::new_err(error.to_string())
 }
 
-fn output(py: Python<'_>, value: &Output) -> PyResult<Py<PyAny>> {
+fn output(py: Python<'_>, value: Output) -> PyResult<Py<PyAny>> {
     Ok(match value {
         Output::None => py.None(),
         Output::Bool(b) => b.into_pyobject(py)?.to_owned().into_any().unbind(),
         Output::Int(v) => v.into_pyobject(py)?.into_any().unbind(),
         Output::UInt(v) => v.into_pyobject(py)?.into_any().unbind(),
         Output::Float(v) => v.into_pyobject(py)?.into_any().unbind(),
-        Output::Text(s) | Output::Other(s) => s.into_pyobject(py)?.into_any().unbind(),
-        Output::Bytes(b) => pyo3::types::PyBytes::new(py, b).into_any().unbind(),
+        Output::Text(s) => s.into_pyobject(py)?.into_any().unbind(),
+        Output::Bytes(b) => pyo3::types::PyBytes::new(py, &b).into_any().unbind(),
+        Output::Value(value) => python_kernels::into_python(py, value)?,
     })
 }
 
-/// Runs a graph given as JSON text. Returns `(report_json, outputs, post_outputs)`: `outputs` is
+/// The bytes of one trace record as `trace_bytes` packs it: little-endian frame, ready, start and
+/// end (ns since the run started) as u64, then node, instance, slot and worker as u32.
+const TRACE_RECORD_BYTES: usize = 48;
+
+/// What `run_json` returns to Python.
+type RunReturn = (String, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>);
+
+/// Runs a graph given as JSON text. Returns `(report_json, outputs, post_outputs, trace)`:
+/// `trace` is `(packed records, node names)` when `trace` was set (see `TRACE_RECORD_BYTES`; a
+/// record's node indexes the names), else None;
+/// `outputs` is
 /// one list per frame of `(node, instance, value)` (when `collect_outputs`), `post_outputs` a list
-/// of `(post_node, instance, value)`.
+/// of `(post_node, instance, value)`. `python_kernels` are `(name, function, variadic)`: Python
+/// functions the graph calls by name, next to the kernels of `dylibs`.
 #[pyfunction]
 #[pyo3(signature = (graph_json, *, source, dylibs, scheduler_plugin, workers, slots, frames, pop_batch,
                     task_timing, trace, trace_path, collect_outputs, stall_timeout_ms, on_scheduler_fault,
-                    sched_opts))]
+                    sched_opts, python_kernels))]
 #[allow(clippy::too_many_arguments)]
 fn run_json(
     py: Python<'_>,
@@ -71,7 +92,8 @@ fn run_json(
     stall_timeout_ms: u64,
     on_scheduler_fault: &str,
     sched_opts: Vec<(String, String)>,
-) -> PyResult<(String, Py<PyAny>, Py<PyAny>)> {
+    python_kernels: Vec<(String, Py<PyAny>, bool)>,
+) -> PyResult<RunReturn> {
     let graph = graph::parse_str(source, graph_json).map_err(|e| GraphError::new_err(e.to_string()))?;
     let on_fault = match on_scheduler_fault {
         "stop" => FaultPolicy::Stop,
@@ -93,29 +115,98 @@ fn run_json(
         on_fault,
         progress: None,
     };
-    let outcome = py.detach(|| -> Result<_, PyErr> {
-        let kernels = KernelSet::load(&dylibs).map_err(plugin_error)?;
-        let scheduler = SchedulerPlugin::load(&scheduler_plugin).map_err(plugin_error)?;
-        engine::run(&graph, &kernels, &scheduler, &config).map_err(run_error)
-    })?;
+    let python = PythonKernels::new(python_kernels);
+    let outcome = py.detach(|| -> Result<_, Result<RunError, LoadError>> {
+        let mut kernels = KernelSet::load(&dylibs).map_err(Err)?;
+        kernels.add(python.library()).map_err(Err)?;
+        let scheduler = SchedulerPlugin::load(&scheduler_plugin).map_err(Err)?;
+        engine::run(&graph, &kernels, &scheduler, &config).map_err(Ok)
+    });
+    let mut outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(Ok(error)) => return Err(run_error(py, error, &python)),
+        Err(Err(error)) => return Err(plugin_error(error)),
+    };
     if let Some(path) = &trace_path {
-        outcome.write_trace_csv(path).map_err(run_error)?;
+        outcome.write_trace_csv(path).map_err(|error| run_error(py, error, &python))?;
     }
     let report = serde_json::to_string(&outcome.report).map_err(|e| TomiiError::new_err(e.to_string()))?;
     let outputs = pyo3::types::PyList::empty(py);
-    for frame in &outcome.outputs {
+    for frame in std::mem::take(&mut outcome.outputs) {
         let rows = pyo3::types::PyList::empty(py);
         for (node, instance, value) in frame {
-            let name = &graph.nodes[*node as usize].name;
+            let name = &graph.nodes[node as usize].name;
             rows.append((name, instance, output(py, value)?))?;
         }
         outputs.append(rows)?;
     }
     let post = pyo3::types::PyList::empty(py);
-    for (name, instance, value) in &outcome.post_outputs {
+    for (name, instance, value) in std::mem::take(&mut outcome.post_outputs) {
         post.append((name, instance, output(py, value)?))?;
     }
-    Ok((report, outputs.into_any().unbind(), post.into_any().unbind()))
+    let trace = config.trace.then(|| {
+        let mut packed = Vec::with_capacity(outcome.trace.len() * TRACE_RECORD_BYTES);
+        for r in &outcome.trace {
+            for word in [r.frame, outcome.ns(r.ready), outcome.ns(r.start), outcome.ns(r.end)] {
+                packed.extend_from_slice(&word.to_le_bytes());
+            }
+            for word in [r.node, r.instance, r.slot, r.worker] {
+                packed.extend_from_slice(&word.to_le_bytes());
+            }
+        }
+        let names: Vec<&str> = graph.nodes.iter().map(|n| n.name.as_str()).collect();
+        (pyo3::types::PyBytes::new(py, &packed).into_any().unbind(), names)
+            .into_pyobject(py)
+            .map(|t| t.into_any().unbind())
+    });
+    let trace = trace.transpose()?;
+    Ok((report, outputs.into_any().unbind(), post.into_any().unbind(), trace))
+}
+
+/// Provides the Python kernels a graph run from the command line names ("module.function"),
+/// imported and found through `tomii.export.find_exported`.
+struct PythonKernelProvider {
+    /// Kept alive until the command ends: the libraries point into them.
+    kept: std::sync::Mutex<Vec<PythonKernels>>,
+}
+
+impl tomii_core::cli::app::KernelProvider for PythonKernelProvider {
+    fn provide(&self, wanted: &[String]) -> anyhow::Result<Option<tomii_core::plugin::KernelLibrary>> {
+        let python: Vec<&String> = wanted.iter().filter(|name| name.contains('.')).collect();
+        if python.is_empty() {
+            return Ok(None);
+        }
+        let functions = Python::attach(|py| -> PyResult<Vec<(String, Py<PyAny>, bool)>> {
+            let find = py.import("tomii.export")?.getattr("find_exported")?;
+            python
+                .iter()
+                .map(|name| {
+                    let found = find.call1((name.as_str(),))?;
+                    Ok(((*name).clone(), found.getattr("function")?.unbind(), found.getattr("variadic")?.extract()?))
+                })
+                .collect()
+        })
+        .map_err(|error| anyhow::anyhow!("{error}"))?;
+        let kernels = PythonKernels::new(functions);
+        let library = kernels.library();
+        self.kept.lock().unwrap_or_else(|p| p.into_inner()).push(kernels);
+        Ok(Some(library))
+    }
+}
+
+/// The `tomii` command (`argv` with the program name first), with Python kernels found by name;
+/// returns the exit status. The GIL is released while it runs.
+#[pyfunction]
+fn cli_main(py: Python<'_>, argv: Vec<String>) -> u8 {
+    let provider = PythonKernelProvider { kept: std::sync::Mutex::new(Vec::new()) };
+    py.detach(|| tomii_core::cli::app::main(argv.into_iter().map(Into::into), Some(&provider)))
+}
+
+/// The call a Python kernel serves, from inside it: `(node, instance, frame, slot, worker)`;
+/// None outside a kernel call.
+#[pyfunction]
+fn call_context() -> Option<(String, u32, u64, u32, Option<u32>)> {
+    python_kernels::current_call()
 }
 
 /// The runtime knob catalog (`tomii knobs --json`), as JSON text.
@@ -130,15 +221,24 @@ fn knobs_table() -> String {
     tomii_core::knobs::to_table()
 }
 
+/// The JSON schema of the graph format (`tomii schema`), as JSON text.
+#[pyfunction]
+fn schema_json() -> PyResult<String> {
+    serde_json::to_string_pretty(&graph::schema()).map_err(|e| TomiiError::new_err(e.to_string()))
+}
+
 #[pymodule]
 fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(knobs_json, m)?)?;
     m.add_function(wrap_pyfunction!(knobs_table, m)?)?;
+    m.add_function(wrap_pyfunction!(schema_json, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(call_context, m)?)?;
     m.add("TomiiError", py.get_type::<TomiiError>())?;
     m.add("GraphError", py.get_type::<GraphError>())?;
-    m.add("PluginError", py.get_type::<PluginError_>())?;
+    m.add("PluginError", py.get_type::<PluginError>())?;
     m.add("KernelError", py.get_type::<KernelError>())?;
     m.add("SchedulerFault", py.get_type::<SchedulerFault>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;

@@ -281,6 +281,13 @@ impl fmt::Debug for Value {
     }
 }
 
+impl PartialEq for Value {
+    /// Equal when the contents are (objects: the same object).
+    fn eq(&self, other: &Value) -> bool {
+        self.view() == other.view()
+    }
+}
+
 impl Drop for Value {
     fn drop(&mut self) {
         if matches!(self.0.tag, TOMII_TAG_STR | TOMII_TAG_BYTES | TOMII_TAG_ARRAY | TOMII_TAG_LIST | TOMII_TAG_OBJECT) {
@@ -506,6 +513,7 @@ macro_rules! export_kernels {
                 func: Some(__tomii_kernel_shims::$kernel),
                 flags: 0 $(| $crate::kernel::flags::$flag)?,
                 reserved: 0,
+                data: ::core::ptr::null_mut(),
             }
         ),+];
 

@@ -242,7 +242,9 @@ fn static_asserts() -> String {
         TomiiSchedulerVtable.last_error,
         TomiiValue.payload,
         TomiiCallCtx.err,
+        TomiiCallCtx.data,
         TomiiKernelEntry.flags,
+        TomiiKernelEntry.data,
         TomiiKernelRegistry.count,
     );
     for (t, f, off) in fields {
@@ -290,7 +292,7 @@ static int32_t my_kernel(const TomiiValue *args, size_t nargs, TomiiValue *out,
     return TOMII_OK;
 }
 
-static const TomiiKernelEntry ENTRIES[] = { { "k", my_kernel, 0, 0 } };
+static const TomiiKernelEntry ENTRIES[] = { { .name = "k", .func = my_kernel } };
 static const TomiiKernelRegistry REGISTRY = {
     TOMII_KERNEL_ABI_MAJOR, TOMII_KERNEL_ABI_MINOR, sizeof(TomiiKernelRegistry),
     sizeof(TomiiKernelEntry), "c-check", ENTRIES, 1,

@@ -130,8 +130,8 @@ pub enum RunError {
     Internal(String),
 }
 
-/// An owned copy of one output value.
-#[derive(Clone, Debug, PartialEq)]
+/// One output value, owned by the caller.
+#[derive(Debug, PartialEq)]
 pub enum Output {
     None,
     Bool(bool),
@@ -140,8 +140,27 @@ pub enum Output {
     Float(f64),
     Text(String),
     Bytes(Vec<u8>),
-    /// Anything else (wide integers, complex numbers, arrays, lists, objects), as its debug text.
-    Other(String),
+    /// Anything else (wide integers, complex numbers, chars, arrays, lists, objects): the kernel's
+    /// value itself, moved out of its slot, so an object or array reaches the caller uncopied.
+    Value(tomii_types::kernel::Value),
+}
+
+impl Output {
+    /// Takes ownership of `value`: the simple kinds are copied out, the rest kept as they are.
+    pub fn from_value(value: tomii_types::kernel::Value) -> Output {
+        use tomii_types::kernel::ValueRef;
+        match value.view() {
+            ValueRef::None => Output::None,
+            ValueRef::Bool(b) => Output::Bool(b),
+            ValueRef::Int(v) => Output::Int(v),
+            ValueRef::UInt(v) => Output::UInt(v),
+            ValueRef::F32(v) => Output::Float(v.into()),
+            ValueRef::F64(v) => Output::Float(v),
+            ValueRef::Str(s) => Output::Text(s.to_owned()),
+            ValueRef::Bytes(b) => Output::Bytes(b.to_vec()),
+            _ => Output::Value(value),
+        }
+    }
 }
 
 /// The outputs of one frame: (node, instance, value) for every sink instance.

@@ -206,6 +206,18 @@ impl SlotTable {
         unsafe { *self.results[self.index(slot, instance)].0.get() }
     }
 
+    /// Moves the stored result of `instance` out of its cell, leaving no value.
+    ///
+    /// # Safety
+    /// As for [`SlotTable::result`], and no task may read the result afterwards: the frame is
+    /// complete and nothing else of it reads this cell.
+    pub unsafe fn take_result(&self, slot: u32, instance: u32) -> Value {
+        let cell = self.results[self.index(slot, instance)].0.get();
+        // SAFETY: per the caller's guarantee, nothing else reads or writes the cell meanwhile; the
+        // cell owned the value and now owns nothing.
+        unsafe { Value::from_raw(std::ptr::replace(cell, TomiiValue::NONE)) }
+    }
+
     /// Stores the result of `instance`, releasing the previous generation's value.
     ///
     /// # Safety

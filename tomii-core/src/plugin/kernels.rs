@@ -4,6 +4,7 @@
 //! plain function pointers.
 
 use std::collections::HashMap;
+use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 
 use tomii_types::abi::{
@@ -13,12 +14,30 @@ use tomii_types::abi::{
 use super::PluginError;
 use super::library::{OpenLibrary, static_text};
 
-/// One loaded kernel library.
+/// A resolved kernel: what the engine needs to call it.
+#[derive(Clone, Copy, Debug)]
+pub struct Kernel {
+    pub func: TomiiKernelFn,
+    /// The registry entry's `data`, passed back in `TomiiCallCtx::data` (NULL before ABI v1.1).
+    pub data: *mut c_void,
+    /// `TOMII_KERNEL_*` flags.
+    pub flags: u32,
+}
+
+// SAFETY: `data` is opaque to the host; the kernel ABI requires a kernel (and so its data) to accept
+// calls from any worker thread.
+unsafe impl Send for Kernel {}
+// SAFETY: as above; the host never dereferences `data`.
+unsafe impl Sync for Kernel {}
+
+/// One kernel library: loaded from a file, or made by the embedding program (the Python binding
+/// registers Python functions this way).
 pub struct KernelLibrary {
+    /// The file, or a label in angle brackets (`<python>`) for a library made in-process.
     pub path: PathBuf,
-    pub name: &'static str,
-    /// (kernel name, function, flags), in registry order.
-    pub kernels: Vec<(&'static str, TomiiKernelFn, u32)>,
+    pub name: String,
+    /// (kernel name, kernel), in registry order.
+    pub kernels: Vec<(String, Kernel)>,
 }
 
 impl KernelLibrary {
@@ -47,13 +66,18 @@ impl KernelLibrary {
         // SAFETY: the library name is a static string of the library.
         let name = unsafe { static_text(registry.library, "the registry's library name") }.map_err(invalid)?;
         let kernels = read_entries(registry).map_err(invalid)?;
-        Ok(KernelLibrary { path: path.to_owned(), name, kernels })
+        Ok(KernelLibrary { path: path.to_owned(), name: name.to_owned(), kernels })
+    }
+
+    /// A library of kernels that live in this process, named `label` in messages.
+    pub fn in_process(label: &str, kernels: Vec<(String, Kernel)>) -> KernelLibrary {
+        KernelLibrary { path: PathBuf::from(format!("<{label}>")), name: label.to_owned(), kernels }
     }
 }
 
-fn read_entries(registry: &'static TomiiKernelRegistry) -> Result<Vec<(&'static str, TomiiKernelFn, u32)>, String> {
+fn read_entries(registry: &'static TomiiKernelRegistry) -> Result<Vec<(String, Kernel)>, String> {
     let stride = registry.entry_size as usize;
-    if registry.count > 0 && (registry.entries.is_null() || stride < size_of::<TomiiKernelEntry>()) {
+    if registry.count > 0 && (registry.entries.is_null() || stride < V1_0_ENTRY_SIZE) {
         return Err(format!(
             "kernel registry has {} entries but a NULL array or an entry size of {stride}",
             registry.count
@@ -62,21 +86,27 @@ fn read_entries(registry: &'static TomiiKernelRegistry) -> Result<Vec<(&'static 
     (0..registry.count)
         .map(|i| {
             // SAFETY: `count` entries of `entry_size` bytes each, static data of the library; the
-            // v1 entry is the prefix of every later entry.
+            // v1.0 entry is the prefix of every later entry; fields past it are read only when
+            // `stride` covers them.
             let entry = unsafe { &*registry.entries.cast::<u8>().add(i * stride).cast::<TomiiKernelEntry>() };
             // SAFETY: the name is a static string of the library.
             let name = unsafe { static_text(entry.name, &format!("the name of kernel #{i}")) }?;
             let func = entry.func.ok_or_else(|| format!("kernel {name:?} has a NULL function pointer"))?;
-            Ok((name, func, entry.flags))
+            // A v1.0 entry ends before `data`: reading it would overrun the library's array.
+            let data = if stride >= size_of::<TomiiKernelEntry>() { entry.data } else { std::ptr::null_mut() };
+            Ok((name.to_owned(), Kernel { func, data, flags: entry.flags }))
         })
         .collect()
 }
 
-/// Kernel libraries loaded for one run, with an index from name to function.
+/// The size of a v1.0 registry entry: everything before `data`.
+const V1_0_ENTRY_SIZE: usize = std::mem::offset_of!(TomiiKernelEntry, data);
+
+/// Kernel libraries loaded for one run, with an index from name to kernel.
 #[derive(Default)]
 pub struct KernelSet {
     libraries: Vec<KernelLibrary>,
-    index: HashMap<&'static str, (usize, TomiiKernelFn, u32)>,
+    index: HashMap<String, (usize, Kernel)>,
 }
 
 impl KernelSet {
@@ -96,15 +126,15 @@ impl KernelSet {
     /// Adds a library; a kernel name exported by two libraries is an error.
     pub fn add(&mut self, library: KernelLibrary) -> Result<(), PluginError> {
         let position = self.libraries.len();
-        for &(name, func, flags) in &library.kernels {
-            if let Some(&(other, _, _)) = self.index.get(name) {
+        for (name, kernel) in &library.kernels {
+            if let Some(&(other, _)) = self.index.get(name) {
                 return Err(PluginError::DuplicateKernel {
-                    kernel: name.to_owned(),
+                    kernel: name.clone(),
                     first: self.libraries[other].path.clone(),
                     second: library.path.clone(),
                 });
             }
-            self.index.insert(name, (position, func, flags));
+            self.index.insert(name.clone(), (position, *kernel));
         }
         self.libraries.push(library);
         Ok(())
@@ -113,9 +143,9 @@ impl KernelSet {
     /// The function and flags registered as `kernel`, or an error naming its user (e.g.
     /// `node "gen"`) and what was searched.
     /// `user` describes the kernel's user for the error message; it is called only on error.
-    pub fn resolve(&self, user: impl FnOnce() -> String, kernel: &str) -> Result<(TomiiKernelFn, u32), PluginError> {
-        if let Some(&(_, func, flags)) = self.index.get(kernel) {
-            return Ok((func, flags));
+    pub fn resolve(&self, user: impl FnOnce() -> String, kernel: &str) -> Result<Kernel, PluginError> {
+        if let Some(&(_, found)) = self.index.get(kernel) {
+            return Ok(found);
         }
         let searched = if self.libraries.is_empty() {
             "no kernel library was loaded".to_owned()
@@ -123,7 +153,7 @@ impl KernelSet {
             self.libraries
                 .iter()
                 .map(|lib| {
-                    let names: Vec<&str> = lib.kernels.iter().map(|k| k.0).collect();
+                    let names: Vec<&str> = lib.kernels.iter().map(|k| k.0.as_str()).collect();
                     format!("{} exports {}", lib.path.display(), names.join(", "))
                 })
                 .collect::<Vec<_>>()

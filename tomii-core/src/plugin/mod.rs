@@ -8,7 +8,7 @@ mod kernels;
 mod library;
 mod scheduler;
 
-pub use kernels::{KernelLibrary, KernelSet};
+pub use kernels::{Kernel, KernelLibrary, KernelSet};
 pub use scheduler::{
     SchedulerInstance, SchedulerKnob, SchedulerPlugin, SchedulerSetup, installed_schedulers, scheduler_file_name,
     scheduler_search_path,

@@ -8,12 +8,19 @@
  *              and counts the release in `tomii_test_released` (`tomii_test_made` counts the
  *              texts made), which the test reads through the dynamic loader.
  *
- * Broken variants for the loader's checks:
- *   -DKERNEL_ABI_MAJOR=N   the registry claims kernel ABI vN
- *   -DNULL_FUNC            an extra entry "hollow" has a NULL function
+ *   times_ten  its unsigned argument times the u64 its registry entry's `data` points at (10):
+ *   times_hundred          the same function, registered again with data pointing at 100
+ *              (kernel ABI v1.1: one function, several kernels).
+ *
+ * Variants:
+ *   -DKERNEL_ABI_MAJOR=N   the registry claims kernel ABI vN (rejected)
+ *   -DNULL_FUNC            an extra entry "hollow" has a NULL function (rejected)
+ *   -DABI_V1_0             the registry is laid out as a v1.0 library: entries end before `data`
+ *                          and the minor version is 0; it loads, and its kernels see data NULL
  */
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,9 +97,44 @@ static int32_t make_text(const TomiiValue *args, size_t nargs, TomiiValue *out, 
     return TOMII_OK;
 }
 
-static const TomiiKernelEntry ENTRIES[] = {
+static int32_t times_data(const TomiiValue *args, size_t nargs, TomiiValue *out, const TomiiCallCtx *ctx) {
+    if (nargs != 1 || args[0].tag != TOMII_TAG_U64) {
+        return fail(ctx, "times_data takes one u64");
+    }
+    /* A v1.0 host's context ends before `data`; a v1.0 library's entries have none (NULL). */
+    int has_data = ctx->struct_size >= offsetof(TomiiCallCtx, data) + sizeof(void *) && ctx->data != NULL;
+    uint64_t factor = has_data ? *(const uint64_t *)ctx->data : 1;
+    out->tag = TOMII_TAG_U64;
+    out->elem = 0;
+    out->payload.u = args[0].payload.u * factor;
+    return TOMII_OK;
+}
+
+__attribute__((unused)) static const uint64_t TEN = 10;
+__attribute__((unused)) static const uint64_t HUNDRED = 100;
+
+#ifdef ABI_V1_0
+/* The entry of kernel ABI v1.0, before `data` was appended. */
+typedef struct {
+    const char *name;
+    TomiiKernelFn func;
+    uint32_t flags;
+    uint32_t reserved;
+} EntryV10;
+#define ENTRY_TYPE EntryV10
+#define WITH_DATA(pointer)
+#define ABI_MINOR 0
+#else
+#define ENTRY_TYPE TomiiKernelEntry
+#define WITH_DATA(pointer) , .data = (void *)(pointer)
+#define ABI_MINOR TOMII_KERNEL_ABI_MINOR
+#endif
+
+static const ENTRY_TYPE ENTRIES[] = {
     {.name = "add_u64", .func = add_u64},
     {.name = "make_text", .func = make_text},
+    {.name = "times_ten", .func = times_data WITH_DATA(&TEN)},
+    {.name = "times_hundred", .func = times_data WITH_DATA(&HUNDRED)},
 #ifdef NULL_FUNC
     {.name = "hollow", .func = NULL},
 #endif
@@ -100,11 +142,11 @@ static const TomiiKernelEntry ENTRIES[] = {
 
 static const TomiiKernelRegistry REGISTRY = {
     .abi_major = KERNEL_ABI_MAJOR,
-    .abi_minor = TOMII_KERNEL_ABI_MINOR,
+    .abi_minor = ABI_MINOR,
     .struct_size = sizeof(TomiiKernelRegistry),
-    .entry_size = sizeof(TomiiKernelEntry),
+    .entry_size = sizeof(ENTRY_TYPE),
     .library = "c-kernels",
-    .entries = ENTRIES,
+    .entries = (const TomiiKernelEntry *)ENTRIES,
     .count = sizeof ENTRIES / sizeof ENTRIES[0],
 };
 

@@ -25,8 +25,9 @@
 
 /**
  * Minor version: the number of optional extensions appended since v1.0.
+ * - 1.1: `TomiiKernelEntry::data`, handed back to the kernel in `TomiiCallCtx::data`.
  */
-#define TOMII_KERNEL_ABI_MINOR 0
+#define TOMII_KERNEL_ABI_MINOR 1
 
 /**
  * Kernel flag: the trailing result arguments are passed as one LIST value.
@@ -119,6 +120,11 @@ typedef struct TomiiCallCtx {
    * Where a failing kernel writes its message.
    */
   TomiiErrorBuf err;
+  /**
+   * Since v1.1: the `data` of the kernel's registry entry (NULL for entries of v1.0 libraries).
+   * Read it only when `struct_size` covers it: a v1.0 host does not pass it.
+   */
+  void *data;
 } TomiiCallCtx;
 
 /**
@@ -141,6 +147,11 @@ typedef struct TomiiKernelEntry {
    */
   uint32_t flags;
   uint32_t reserved;
+  /**
+   * Since v1.1: whatever the kernel needs to know which function it serves (a closure, an
+   * interpreter object...); the host passes it back in `TomiiCallCtx::data` and never reads it.
+   */
+  void *data;
 } TomiiKernelEntry;
 
 /**

@@ -14,7 +14,8 @@ use super::common::TomiiErrorBuf;
 /// Major version of the kernel ABI described here.
 pub const TOMII_KERNEL_ABI_MAJOR: u32 = 1;
 /// Minor version: the number of optional extensions appended since v1.0.
-pub const TOMII_KERNEL_ABI_MINOR: u32 = 0;
+/// - 1.1: `TomiiKernelEntry::data`, handed back to the kernel in `TomiiCallCtx::data`.
+pub const TOMII_KERNEL_ABI_MINOR: u32 = 1;
 
 /// Value type tags. Append-only.
 pub type TomiiTag = u32;
@@ -114,6 +115,9 @@ pub struct TomiiCallCtx {
     pub node: *const c_char,
     /// Where a failing kernel writes its message.
     pub err: TomiiErrorBuf,
+    /// Since v1.1: the `data` of the kernel's registry entry (NULL for entries of v1.0 libraries).
+    /// Read it only when `struct_size` covers it: a v1.0 host does not pass it.
+    pub data: *mut c_void,
 }
 
 /// A kernel: reads `nargs` borrowed arguments, writes its result to `out` (pre-set to `TOMII_TAG_NONE`) and
@@ -143,6 +147,9 @@ pub struct TomiiKernelEntry {
     /// `TOMII_KERNEL_*` flags.
     pub flags: u32,
     pub reserved: u32,
+    /// Since v1.1: whatever the kernel needs to know which function it serves (a closure, an
+    /// interpreter object...); the host passes it back in `TomiiCallCtx::data` and never reads it.
+    pub data: *mut c_void,
 }
 
 /// The table a kernel library exports through `tomii_kernels_v1()`. Static for the life of the

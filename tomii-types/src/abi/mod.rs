@@ -20,7 +20,8 @@ pub const KERNELS_ENTRY_SYMBOL: &[u8] = b"tomii_kernels_v1\0";
 unsafe impl Sync for TomiiSchedulerVtable {}
 // SAFETY: as above: a registry points at a static entry array and static names.
 unsafe impl Sync for TomiiKernelRegistry {}
-// SAFETY: as above: an entry holds a static name and a function pointer.
+// SAFETY: as above: an entry holds a static name, a function pointer and a `data` pointer that the
+// host only hands back to the kernel, which must accept calls from any thread.
 unsafe impl Sync for TomiiKernelEntry {}
 // SAFETY: as above: a knob description holds static strings only.
 unsafe impl Sync for TomiiKnobDesc {}

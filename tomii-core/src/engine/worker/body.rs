@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering as MemoryOrdering;
 
 use tomii_types::abi::{
     TOMII_KERNEL_VARIADIC, TOMII_NO_WORKER, TOMII_OK, TOMII_TAG_LIST, TOMII_TAG_USIZE, TomiiBuffer, TomiiCallCtx,
-    TomiiErrorBuf, TomiiKernelFn, TomiiPayload, TomiiValue,
+    TomiiErrorBuf, TomiiPayload, TomiiValue,
 };
 use tomii_types::kernel::{Value, ValueRef};
 
@@ -18,12 +18,12 @@ use std::ffi::CString;
 use super::{Engine, Local};
 use crate::engine::{Output, RunError};
 use crate::graph::{ArgSource, CompiledGraph, Condition, Literal};
-use crate::plugin::KernelSet;
+use crate::plugin::{Kernel, KernelSet};
 
 /// What the hot path needs to run one node's tasks, in one place.
 #[derive(Clone, Copy)]
 pub(super) struct NodeRun {
-    pub(super) kernel: TomiiKernelFn,
+    pub(super) kernel: Kernel,
     /// The kernel takes the trailing results as one LIST (`TOMII_KERNEL_VARIADIC`).
     pub(super) variadic: bool,
     /// No condition, no loop, not variadic: gather the arguments and call the kernel once.
@@ -34,7 +34,7 @@ pub(super) struct NodeRun {
 
 /// A node's condition, bound to its function.
 pub(super) struct BoundCondition {
-    pub(super) function: TomiiKernelFn,
+    pub(super) function: Kernel,
     pub(super) spec: Condition,
 }
 
@@ -178,7 +178,7 @@ impl Engine<'_> {
     fn call(
         &self,
         local: &mut Local,
-        kernel: TomiiKernelFn,
+        kernel: Kernel,
         node: u32,
         slot: u32,
         instance: u32,
@@ -194,7 +194,7 @@ impl Engine<'_> {
     fn call_named(
         &self,
         local: &mut Local,
-        kernel: TomiiKernelFn,
+        kernel: Kernel,
         name: Option<&str>,
         node: u32,
         slot: u32,
@@ -210,10 +210,11 @@ impl Engine<'_> {
             instance: self.graph.inst_index[instance as usize],
             node: self.node_names[node as usize].as_ptr(),
             err: TomiiErrorBuf { ptr: local.error.as_mut_ptr().cast(), cap: local.error.len() },
+            data: kernel.data,
         };
         let mut out = TomiiValue::NONE;
         // SAFETY: arguments are valid borrowed values for the call; `out` and `ctx` are live.
-        let status = unsafe { kernel(local.args.as_ptr(), local.args.len(), &mut out, &ctx) };
+        let status = unsafe { (kernel.func)(local.args.as_ptr(), local.args.len(), &mut out, &ctx) };
         if status == TOMII_OK {
             return Ok(out);
         }
@@ -258,7 +259,7 @@ pub(super) fn compute_initializations(
     let consts: Vec<Value> = graph.consts.iter().map(Literal::to_value).collect();
     let mut computed: Vec<Vec<Value>> = Vec::with_capacity(graph.computed.len());
     for init in &graph.computed {
-        let (kernel, _) = kernels.resolve(|| format!("initialization {:?}", init.name), &init.function)?;
+        let kernel = kernels.resolve(|| format!("initialization {:?}", init.name), &init.function)?;
         let name = CString::new(init.name.as_str()).map_err(|_| {
             RunError::Config(format!("{}: an initialization name contains a NUL character", graph.source))
         })?;
@@ -293,17 +294,11 @@ pub(super) fn compute_initializations(
 }
 
 /// Binds every post-node to its kernel.
-pub(super) fn bind_post_nodes(
-    graph: &CompiledGraph,
-    kernels: &KernelSet,
-) -> Result<Vec<(TomiiKernelFn, bool)>, RunError> {
+pub(super) fn bind_post_nodes(graph: &CompiledGraph, kernels: &KernelSet) -> Result<Vec<Kernel>, RunError> {
     graph
         .post
         .iter()
-        .map(|post| {
-            let (kernel, flags) = kernels.resolve(|| format!("post-node {:?}", post.node.name), &post.node.function)?;
-            Ok((kernel, flags & TOMII_KERNEL_VARIADIC != 0))
-        })
+        .map(|post| Ok(kernels.resolve(|| format!("post-node {:?}", post.node.name), &post.node.function)?))
         .collect()
 }
 
@@ -313,7 +308,8 @@ impl Engine<'_> {
     pub(super) fn run_post_nodes(&self) -> Result<Vec<(String, u32, Output)>, RunError> {
         let slot = self.last_slot.load(MemoryOrdering::Acquire);
         let mut outputs = Vec::new();
-        for (post, &(kernel, variadic)) in self.graph.post.iter().zip(&self.post_kernels) {
+        for (post, &kernel) in self.graph.post.iter().zip(&self.post_kernels) {
+            let variadic = kernel.flags & TOMII_KERNEL_VARIADIC != 0;
             let name = CString::new(post.node.name.as_str()).map_err(|_| {
                 RunError::Config(format!("{}: a post-node name contains a NUL character", self.graph.source))
             })?;
@@ -341,7 +337,7 @@ impl Engine<'_> {
                     message,
                 })?;
                 drop(list);
-                outputs.push((post.node.name.clone(), i, super::to_output(&value.view())));
+                outputs.push((post.node.name.clone(), i, Output::from_value(value)));
             }
         }
         Ok(outputs)
@@ -365,13 +361,7 @@ impl Engine<'_> {
 }
 
 /// One call of a kernel outside any frame: owned result, or the kernel's message.
-fn call_once(
-    kernel: TomiiKernelFn,
-    args: &[TomiiValue],
-    name: &CString,
-    element: u32,
-    frame: u64,
-) -> Result<Value, String> {
+fn call_once(kernel: Kernel, args: &[TomiiValue], name: &CString, element: u32, frame: u64) -> Result<Value, String> {
     let mut error = vec![0u8; 1024];
     let ctx = TomiiCallCtx {
         struct_size: size_of::<TomiiCallCtx>() as u32,
@@ -381,10 +371,11 @@ fn call_once(
         instance: element,
         node: name.as_ptr(),
         err: TomiiErrorBuf { ptr: error.as_mut_ptr().cast(), cap: error.len() },
+        data: kernel.data,
     };
     let mut out = TomiiValue::NONE;
     // SAFETY: the arguments live for the call; `out` and `ctx` are live.
-    let status = unsafe { kernel(args.as_ptr(), args.len(), &mut out, &ctx) };
+    let status = unsafe { (kernel.func)(args.as_ptr(), args.len(), &mut out, &ctx) };
     // SAFETY: the kernel handed over ownership of `out` (NONE or releasable even on failure).
     let value = unsafe { Value::from_raw(out) };
     if status == TOMII_OK {

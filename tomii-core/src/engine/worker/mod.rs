@@ -11,10 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
-use tomii_types::abi::{
-    TOMII_KERNEL_VARIADIC, TOMII_NO_WORKER, TomiiKernelFn, TomiiSchedulerVtable, TomiiTask, TomiiValue,
-};
-use tomii_types::kernel::{Value, ValueRef};
+use tomii_types::abi::{TOMII_KERNEL_VARIADIC, TOMII_NO_WORKER, TomiiSchedulerVtable, TomiiTask, TomiiValue};
+use tomii_types::kernel::Value;
 
 mod body;
 mod fault;
@@ -32,7 +30,7 @@ use super::slots::{SlotTable, decode_handle, encode_handle};
 use super::trace::{TracePool, TraceRecord, WorkerTrace};
 use super::{FaultPolicy, FrameOutputs, Output, Report, RunConfig, RunError, RunOutcome, SchedulerReport};
 use crate::graph::{ArgSource, CompiledGraph};
-use crate::plugin::{KernelSet, SchedulerInstance, SchedulerPlugin};
+use crate::plugin::{Kernel, KernelSet, SchedulerInstance, SchedulerPlugin};
 
 /// Ready tasks pushed to the scheduler in one call, at most.
 const PUSH_CHUNK: usize = 256;
@@ -43,7 +41,7 @@ const MAX_FRAMES: u64 = 100_000_000;
 /// The most (slot, instance) cells a run may hold.
 const MAX_CELLS: u64 = 1 << 28;
 /// Bytes of the buffer a failing kernel writes its message into.
-const ERROR_CAPACITY: usize = 1024;
+const ERROR_CAPACITY: usize = 4096;
 /// A worker publishes its mean duration of a node every this many executions of it.
 const COST_PUBLISH_EVERY: u64 = 16;
 
@@ -61,7 +59,7 @@ pub(super) struct Engine<'a> {
     /// initializations"), made before the first frame.
     computed: Vec<Vec<Value>>,
     /// Per post-node: its kernel and whether it is variadic.
-    post_kernels: Vec<(TomiiKernelFn, bool)>,
+    post_kernels: Vec<Kernel>,
     /// The slot that ran the last frame: post-nodes read their results there.
     last_slot: AtomicU32,
     node_names: Vec<CString>,
@@ -151,8 +149,8 @@ impl<'a> Engine<'a> {
             .nodes
             .iter()
             .zip(bound)
-            .map(|(node, (kernel, flags))| {
-                let variadic = flags & TOMII_KERNEL_VARIADIC != 0;
+            .map(|(node, kernel)| {
+                let variadic = kernel.flags & TOMII_KERNEL_VARIADIC != 0;
                 let simple = !variadic && node.condition.is_none() && node.iterations == 1;
                 NodeRun { kernel, variadic, simple, grouped: node.group_size > 1 }
             })
@@ -637,11 +635,11 @@ impl<'a> Engine<'a> {
             // SAFETY: valid scheduler state.
             unsafe { completed(self.scheduler.state(), frame, slot, latency) };
         }
-        if let Some(cell) = self.outputs.get(frame as usize) {
-            let _ = cell.set(self.snapshot_outputs(slot));
-        }
+        // The last frame's results stay in its slot until the post-nodes, which read them, ran.
         if frame + 1 == self.config.frames {
             self.last_slot.store(slot, Ordering::Relaxed);
+        } else {
+            self.collect_outputs(slot, frame);
         }
         if self.frames_done.fetch_add(1, Ordering::AcqRel) + 1 == self.config.frames {
             self.stop_run();
@@ -651,21 +649,26 @@ impl<'a> Engine<'a> {
         if next < self.config.frames { self.start_frame(pusher, slot, next) } else { Ok(()) }
     }
 
-    /// Copies the sink results of the frame in `slot` (only with `collect_outputs`).
-    fn snapshot_outputs(&self, slot: u32) -> FrameOutputs {
-        self.sinks
+    /// Moves the sink results of `frame`, in `slot`, to its outputs (only with `collect_outputs`).
+    fn collect_outputs(&self, slot: u32, frame: u64) {
+        let Some(cell) = self.outputs.get(frame as usize) else { return };
+        let outputs = self
+            .sinks
             .iter()
             .flat_map(|&sink| self.graph.group_of(sink))
             .map(|instance| {
-                // SAFETY: the frame completed, so every result of the slot is written and no task
-                // of the slot runs until the next frame starts in it, which we do after this.
-                let raw = unsafe { self.table.result(slot, instance) };
-                // SAFETY: the value is borrowed for the copy only.
-                let value = unsafe { tomii_types::kernel::Args::from_raw(std::slice::from_ref(&raw)) }.get(0);
-                let output = value.map(|v| to_output(&v)).unwrap_or(Output::None);
-                (self.graph.inst_node[instance as usize], self.graph.inst_index[instance as usize], output)
+                // SAFETY: the frame completed, so every result of the slot is written; no task of
+                // the slot runs until the next frame starts in it, which happens after this, and
+                // sinks have no successor that could read the moved value.
+                let value = unsafe { self.table.take_result(slot, instance) };
+                (
+                    self.graph.inst_node[instance as usize],
+                    self.graph.inst_index[instance as usize],
+                    Output::from_value(value),
+                )
             })
-            .collect()
+            .collect();
+        let _ = cell.set(outputs);
     }
 
     /// Records the first failure and stops the run.
@@ -711,11 +714,14 @@ impl<'a> Engine<'a> {
             return Err(RunError::Internal(format!("the run ended with {done} of {} frames done", self.config.frames)));
         }
         let post_outputs = self.run_post_nodes()?;
+        if let Some(last) = self.config.frames.checked_sub(1) {
+            self.collect_outputs(self.last_slot.load(Ordering::Acquire), last);
+        }
         let (counters, traces): (Vec<_>, Vec<_>) = results.into_iter().flatten().unzip();
         let mut trace: Vec<TraceRecord> = traces.into_iter().flat_map(WorkerTrace::into_records).collect();
         trace.sort_unstable_by_key(|r| (r.start, r.worker));
         let report = self.report(&counters, wall_s);
-        let outputs = self.outputs.iter().map(|cell| cell.get().cloned().unwrap_or_default()).collect();
+        let outputs = self.outputs.into_iter().map(|cell| cell.into_inner().unwrap_or_default()).collect();
         let node_names = self.graph.nodes.iter().map(|n| n.name.clone()).collect();
         Ok(RunOutcome { report, trace, outputs, post_outputs, clock: self.clock, node_names })
     }
@@ -751,20 +757,5 @@ impl<'a> Engine<'a> {
             per_node: report::per_node(&names, counters, &self.clock, self.timing),
             per_worker: report::per_worker(counters, &self.clock, wall_s, self.timing),
         }
-    }
-}
-
-/// An owned copy of a borrowed value.
-fn to_output(value: &ValueRef<'_>) -> Output {
-    match *value {
-        ValueRef::None => Output::None,
-        ValueRef::Bool(b) => Output::Bool(b),
-        ValueRef::Int(v) => Output::Int(v),
-        ValueRef::UInt(v) => Output::UInt(v),
-        ValueRef::F32(v) => Output::Float(v.into()),
-        ValueRef::F64(v) => Output::Float(v),
-        ValueRef::Str(s) => Output::Text(s.to_owned()),
-        ValueRef::Bytes(b) => Output::Bytes(b.to_vec()),
-        ref other => Output::Other(format!("{other:?}")),
     }
 }

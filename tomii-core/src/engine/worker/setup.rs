@@ -71,7 +71,7 @@ pub(super) fn bind_conditions(
                     spec.value.type_name()
                 )));
             }
-            let (function, _) = kernels.resolve(|| format!("the condition of node {:?}", node.name), &spec.function)?;
+            let function = kernels.resolve(|| format!("the condition of node {:?}", node.name), &spec.function)?;
             Ok(Some(BoundCondition { function, spec: spec.clone() }))
         })
         .collect()

@@ -1,8 +1,11 @@
-//! The command line of the `tomii` binary, as clap derive structs. It lives in the library so that
-//! tests can walk it ([`command`]) and check it against the knob catalog (`knobs.rs`).
+//! The command line of the `tomii` command, as clap derive structs. It lives in the library so that
+//! tests can walk it ([`command`]) and check it against the knob catalog (`knobs.rs`), and so that
+//! the Python package's `tomii` command is the same program ([`app::main`]).
 //!
-//! Only the shape of the command line is here: no I/O, no run. Every `tomii run` flag has an entry
+//! Only the shape of the command line is here; what each command does is in [`app`]. Every `tomii run` flag has an entry
 //! in `knobs::CATALOG` with the same default and choices; `tests/knobs.rs` fails when they drift.
+
+pub mod app;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,294 @@
+"""`build()`: compiles a kernel plugin, Rust or C, into a library `run()` loads; never the runtime.
+
+A Rust plugin is a cdylib crate whose functions carry `#[tomii_export]` and whose root calls
+`tomii_types::kernel_library!`; `cargo build` compiles it against the plugin SDK (the crates
+tomii-types and tomii-macros, shipped with this package) by patching the crates.io dependency
+`tomii-types = "0.1"`. A C plugin is a header whose `// @tomii_export` declarations `_cgen`
+turns into wrappers and a registry, compiled with the C sources into a shared library.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import _cgen
+from ._tomii import PluginError
+
+__all__ = ["BuildResult", "build", "sdk_dir"]
+
+#: How many of the compiler's last lines a PluginError quotes.
+TAIL_LINES = 25
+#: The suffix of a shared library on this platform.
+LIBRARY_SUFFIX = {"darwin": ".dylib", "win32": ".dll"}.get(sys.platform, ".so")
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """A built kernel plugin."""
+
+    #: The library, for `run(dylib=...)` / `run_graph(dylibs=[...])`.
+    path: Path
+    #: "rust" or "c".
+    language: str
+    #: What it was built from: the crate's Cargo.toml, or the annotated header.
+    source: Path
+
+
+def sdk_dir() -> Path:
+    """The plugin SDK: the tomii-types crate directory (with `macros/` and the C headers in
+    `include/`). An installed package carries a copy in `tomii/_sdk/` (put there by
+    scripts/wheel_backend.py); in a source checkout it is the repository's own."""
+    package = Path(__file__).resolve().parent
+    for root in (package / "_sdk", package.parent.parent):
+        sdk = root / "tomii-types"
+        if (sdk / "Cargo.toml").is_file() and (sdk / "include" / "tomii" / "kernel.h").is_file():
+            return sdk
+    raise PluginError(
+        f"the Tomii plugin SDK (tomii-types) is not in {package / '_sdk'}; reinstall tomii"
+    )
+
+
+def build(
+    *,
+    func_path: str | os.PathLike[str] | None = None,
+    wrap_path: str | os.PathLike[str] | None = None,
+    reg_path: str | os.PathLike[str] | None = None,
+    plugin_manifest: str | os.PathLike[str] | None = None,
+    release: bool = True,
+    clean: bool = False,
+    env: Mapping[str, str] | None = None,
+    sources: Sequence[str | os.PathLike[str]] | None = None,
+) -> BuildResult:
+    """Compiles the kernel plugin of `func_path` and returns where its library is.
+
+    `func_path` ending in `.rs` builds the Rust crate of `plugin_manifest`, or of the nearest
+    Cargo.toml above `func_path`; ending in `.h`, it builds a C plugin from the header's
+    `// @tomii_export` declarations and its C sources: `sources`, or else every `.c` file beside
+    the header and in `../src`. For C, `wrap_path` is where the generated wrappers and registry
+    are written (default: beside the library, in the plugin's `target/`), and `reg_path` names a
+    hand-written registry to compile instead of generating one. `release` optimises; `clean` rebuilds from scratch;
+    `env` adds environment variables for the compiler (`CC`, `CFLAGS`, `CARGO_TARGET_DIR`...).
+    Raises PluginError naming the file, with the compiler's last lines when it fails.
+    """
+    compiler_env = {**os.environ, **(env or {})}
+    given = func_path if func_path is not None else plugin_manifest
+    if given is None:
+        raise ValueError("build() needs func_path (a .rs source or a .h header) or plugin_manifest")
+    source = _existing(given)
+    if source.suffix == ".h":
+        if plugin_manifest is not None:
+            raise ValueError(
+                "plugin_manifest is for Rust plugins; a C plugin is built from its header"
+            )
+        if wrap_path is not None and reg_path is not None:
+            raise ValueError(
+                "wrap_path is where the generated registry is written; with reg_path nothing is generated"
+            )
+        return _build_c(
+            source,
+            sources=None if sources is None else [_existing(s) for s in sources],
+            wrap_path=None if wrap_path is None else Path(wrap_path),
+            reg_path=None if reg_path is None else _existing(reg_path),
+            release=release,
+            clean=clean,
+            env=compiler_env,
+        )
+    if source.suffix not in (".rs", ".toml"):
+        raise ValueError(f"func_path must be a Rust source (.rs) or a C header (.h), got {source}")
+    if wrap_path is not None or reg_path is not None:
+        raise ValueError(
+            "wrap_path and reg_path are for C plugins: a Rust plugin's wrappers and registry come "
+            "from #[tomii_export] and tomii_types::kernel_library!"
+        )
+    if sources is not None:
+        raise ValueError("sources are the C files of a C plugin; cargo finds a Rust crate's own")
+    manifest = (
+        _existing(plugin_manifest) if plugin_manifest is not None else _manifest_above(source)
+    )
+    return _build_rust(manifest, named=source, release=release, clean=clean, env=compiler_env)
+
+
+def _existing(path: str | os.PathLike[str]) -> Path:
+    resolved = Path(path).expanduser().resolve()
+    if not resolved.is_file():
+        raise PluginError(f"{path}: no such file")
+    return resolved
+
+
+def _manifest_above(source: Path) -> Path:
+    for directory in source.parents:
+        if (directory / "Cargo.toml").is_file():
+            return directory / "Cargo.toml"
+    raise PluginError(f"{source}: no Cargo.toml above it; pass plugin_manifest=")
+
+
+def _tail(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[-TAIL_LINES:])
+
+
+def _run(command: list[str], *, env: dict[str, str], what: Path, tool: str) -> str:
+    """Runs `command`; its stdout, or a PluginError naming `what` with the tool's last lines."""
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise PluginError(f"{what}: {command[0]} is not on PATH; install {tool}") from None
+    if done.returncode != 0:
+        raise PluginError(
+            f"{what}: {tool} failed (exit code {done.returncode}); its last lines:\n"
+            f"{_tail(done.stderr or done.stdout)}"
+        )
+    return done.stdout
+
+
+# ----------------------------------------------------------------------------------------------
+# Rust
+# ----------------------------------------------------------------------------------------------
+
+
+def _build_rust(
+    manifest: Path, *, named: Path, release: bool, clean: bool, env: dict[str, str]
+) -> BuildResult:
+    cargo = env.get("CARGO", "cargo")
+    sdk = sdk_dir()
+    # A crate outside this repository depends on `tomii-types = "0.1"`; the patch points that at
+    # the SDK. Inside the workspace the crate's path dependency wins and cargo ignores the patch.
+    patch = ["--config", f"patch.crates-io.tomii-types.path={json.dumps(str(sdk))}"]
+    where = ["--manifest-path", str(manifest)]
+    profile = ["--release"] if release else []
+    if clean:
+        package = _package_name(cargo, manifest, env)
+        _run(
+            [cargo, "clean", *where, *patch, *profile, "-p", package],
+            env=env,
+            what=named,
+            tool="cargo",
+        )
+    command = [cargo, "build", "--lib", *where, *patch, *profile]
+    output = _run(
+        [*command, "--message-format", "json-render-diagnostics"], env=env, what=named, tool="cargo"
+    )
+    library = _cdylib_of(output, manifest)
+    if library is None:
+        raise PluginError(
+            f'{manifest}: the crate builds no shared library; add `crate-type = ["cdylib"]` to its [lib]'
+        )
+    return BuildResult(path=library, language="rust", source=manifest)
+
+
+def _package_name(cargo: str, manifest: Path, env: dict[str, str]) -> str:
+    metadata = json.loads(
+        _run(
+            [
+                cargo,
+                "metadata",
+                "--no-deps",
+                "--format-version",
+                "1",
+                "--manifest-path",
+                str(manifest),
+            ],
+            env=env,
+            what=manifest,
+            tool="cargo",
+        )
+    )
+    for package in metadata["packages"]:
+        if Path(package["manifest_path"]).resolve() == manifest:
+            return str(package["name"])
+    raise PluginError(f"{manifest}: cargo metadata does not list this package")
+
+
+def _cdylib_of(messages: str, manifest: Path) -> Path | None:
+    """The shared library that cargo's JSON `messages` report for the crate of `manifest`."""
+    for line in messages.splitlines():
+        if not line.startswith("{"):
+            continue
+        message = json.loads(line)
+        if message.get("reason") != "compiler-artifact":
+            continue
+        if Path(message["manifest_path"]).resolve() != manifest:
+            continue
+        if "cdylib" not in message["target"]["crate_types"]:
+            continue
+        for file in message["filenames"]:
+            if file.endswith(LIBRARY_SUFFIX):
+                return Path(file)
+    return None
+
+
+# ----------------------------------------------------------------------------------------------
+# C
+# ----------------------------------------------------------------------------------------------
+
+
+def _plugin_root(header: Path) -> Path:
+    """The plugin's directory: the header's, or its parent when the header is in `include/`."""
+    return header.parent.parent if header.parent.name == "include" else header.parent
+
+
+def _c_sources(header: Path) -> list[Path]:
+    directories = [header.parent, _plugin_root(header) / "src"]
+    found = sorted({p for d in directories if d.is_dir() for p in d.glob("*.c")})
+    if not found:
+        raise PluginError(
+            f"{header}: no C sources beside it or in {_plugin_root(header) / 'src'}; pass sources="
+        )
+    return found
+
+
+def _build_c(
+    header: Path,
+    *,
+    sources: list[Path] | None,
+    wrap_path: Path | None,
+    reg_path: Path | None,
+    release: bool,
+    clean: bool,
+    env: dict[str, str],
+) -> BuildResult:
+    out_dir = _plugin_root(header) / "target" / ("release" if release else "debug")
+    if clean:
+        shutil.rmtree(out_dir, ignore_errors=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    c_files = sources if sources is not None else _c_sources(header)
+    if reg_path is not None:
+        registry = reg_path
+    else:
+        kernels = _cgen.parse_header(header)
+        registry = (
+            wrap_path.resolve() if wrap_path is not None else out_dir / f"{header.stem}_registry.c"
+        )
+        registry.parent.mkdir(parents=True, exist_ok=True)
+        registry.write_text(_cgen.generate(header, kernels, header.stem), encoding="utf-8")
+    library = out_dir / f"lib{header.stem}{LIBRARY_SUFFIX}"
+    optimise = ["-O2"] if release else ["-O0", "-g"]
+    command = [
+        *shlex.split(env.get("CC", "cc")),
+        "-shared",
+        "-fPIC",
+        *optimise,
+        "-Wall",
+        "-Werror=implicit-function-declaration",
+        "-I",
+        str(sdk_dir() / "include"),
+        "-I",
+        str(header.parent),
+        *shlex.split(env.get("CFLAGS", "")),
+        str(registry),
+        *(str(f) for f in c_files),
+        "-o",
+        str(library),
+        *shlex.split(env.get("LDFLAGS", "")),
+        "-lm",
+    ]
+    _run(command, env=env, what=header, tool="the C compiler")
+    return BuildResult(path=library, language="c", source=header)

@@ -1,0 +1,34 @@
+"""The `tomii` console command: the runtime's command line (`tomii run`, `tomii schedulers`,
+`tomii knobs`, `tomii schema`), run inside Python so that a graph JSON can name Python kernels
+("module.function", imported by name) next to those of `--dylib` libraries.
+
+The schedulers and kernel plugins shipped inside the package are found by name, after those of
+`$TOMII_SCHEDULER_PATH`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from ._tomii import cli_main
+from .plugins import PACKAGED_PLUGINS
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the command line `argv` (default: this process's arguments); returns the exit status."""
+    arguments = sys.argv if argv is None else ["tomii", *argv]
+    # As the native binary: Ctrl-C stops the command at once.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if PACKAGED_PLUGINS.is_dir():
+        path = os.environ.get("TOMII_SCHEDULER_PATH", "")
+        os.environ["TOMII_SCHEDULER_PATH"] = os.pathsep.join(
+            p for p in (path, str(PACKAGED_PLUGINS)) if p
+        )
+    sys.stdout.flush()
+    return int(cli_main(arguments))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""`python -m tomii` as a user runs it: each command's output parses, and every bad input is one
+`error:` line on stderr with a non-zero exit status, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from reference import GRAPHS, ROOT
+
+from tomii import _tomii
+from tomii.cli_module import main
+from tomii.visualize import render_ascii
+
+FANOUT = ROOT / "examples" / "graphs" / "fanout.json"
+
+
+def tomii_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tomii", *map(str, args)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+        check=False,
+    )
+
+
+def test_list_knobs_prints_the_catalog_table() -> None:
+    run = tomii_cli("--list-knobs")
+    assert (run.returncode, run.stderr) == (0, "")
+    assert run.stdout == _tomii.knobs_table()
+
+
+def test_list_knobs_json_is_the_catalog_with_search_hints() -> None:
+    run = tomii_cli("--list-knobs-json")
+    assert (run.returncode, run.stderr) == (0, "")
+    listing = json.loads(run.stdout)
+    assert listing == json.loads(_tomii.knobs_json())
+    assert all(knob["search_hint"] for knob in listing["knobs"])
+
+
+def test_schema_is_the_graph_json_schema() -> None:
+    run = tomii_cli("--schema")
+    assert (run.returncode, run.stderr) == (0, "")
+    schema = json.loads(run.stdout)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["required"] == ["nodes"]
+
+
+def test_visualize_ascii_prints_the_terminal_view() -> None:
+    run = tomii_cli("--visualize", FANOUT, "--ascii")
+    assert (run.returncode, run.stderr) == (0, "")
+    assert run.stdout == render_ascii(json.loads(FANOUT.read_text()))
+
+
+def test_visualize_without_ascii_notes_that_the_browser_view_is_missing() -> None:
+    run = tomii_cli("--visualize", FANOUT)
+    assert run.returncode == 0
+    assert run.stdout == render_ascii(json.loads(FANOUT.read_text()))
+    assert run.stderr.startswith("note: the browser view is not available yet")
+    assert len(run.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--visualize", "no/such/graph.json"], "no/such/graph.json: cannot read the graph"),
+        (["--visualize", GRAPHS / "malformed.json", "--ascii"], "malformed.json: not valid JSON"),
+        (["--visualize", ROOT / "pyproject.toml"], "pyproject.toml: not valid JSON"),
+        (["--visualize", GRAPHS], "cannot read the graph"),
+        (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+        ([], "give a command"),
+        (["--ascii"], "give a command"),
+        (["--schema", "--ascii"], "--ascii goes with --visualize"),
+        (["--schema", "--list-knobs"], "not allowed with"),
+        (["--visualize"], "expected one argument"),
+    ],
+)
+def test_bad_input_is_one_error_line_and_a_failure_status(
+    args: list[str | Path], message: str
+) -> None:
+    run = tomii_cli(*args)
+    assert run.returncode != 0
+    assert run.stdout == ""
+    assert len(run.stderr.splitlines()) == 1, run.stderr
+    assert run.stderr.startswith("error: ")
+    assert message in run.stderr
+
+
+def test_help_lists_every_command() -> None:
+    run = tomii_cli("--help")
+    assert run.returncode == 0
+    for flag in ["--list-knobs", "--list-knobs-json", "--schema", "--visualize", "--ascii"]:
+        assert flag in run.stdout
+
+
+def test_main_returns_the_status_instead_of_exiting(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == 0
+    assert main(["--bogus"]) == 2
+    assert main(["--visualize", "no/such/graph.json"]) == 1
+    assert main(["--list-knobs"]) == 0
+    assert capsys.readouterr().out.endswith(_tomii.knobs_table())

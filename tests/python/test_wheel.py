@@ -1,0 +1,96 @@
+"""`pip install .` gives a package that works on its own: shipped schedulers and kernels found by
+name, and a `tomii` console command that is the runtime's command line, Python kernels included.
+
+Builds a real wheel (release mode, through scripts/wheel_backend.py) into a fresh virtualenv."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from reference import ROOT
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", str(home)], check=True)
+    pip = [str(home / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "install", "maturin>=1.5,<2", "numpy"], check=True)
+    subprocess.run([*pip, "install", "--no-build-isolation", str(ROOT)], check=True)
+    return home
+
+
+def _run(venv: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(venv)}
+    return subprocess.run(
+        args, check=False, capture_output=True, text=True, env=env, cwd=cwd, timeout=300
+    )
+
+
+def test_shipped_schedulers_load_by_name_from_python(venv: Path, tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        """
+        import tomii
+        names = sorted(tomii.installed_schedulers())
+        synthetic = tomii.find_plugin("synthetic")
+        graph = {"nodes": [{"name": "x", "function": "checksum", "factor": 4}]}
+        for name in names:
+            result = tomii.run_graph(graph, dylibs=[synthetic], scheduler=name, workers=2, frames=3)
+            assert result.report.frames == 3, name
+        print(" ".join(names))
+        """
+    )
+    done = _run(venv, str(venv / "bin" / "python"), "-c", script, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    shipped = {p.name for p in (ROOT / "schedulers").iterdir() if (p / "Cargo.toml").is_file()}
+    assert set(done.stdout.split()) == shipped
+
+
+def test_the_console_command_is_the_cli_and_imports_python_kernels(
+    venv: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "mykernels.py").write_text(
+        "import tomii\n\n@tomii.export\ndef plus_one(x):\n    return x + 1\n"
+    )
+    graph = tmp_path / "graph.json"
+    graph.write_text(
+        json.dumps(
+            {
+                "nodes": [
+                    {"name": "a", "function": "mykernels.plus_one", "args": [1]},
+                    {
+                        "name": "b",
+                        "function": "checksum",
+                        "args": [{"type": "$res", "predecessor": {"name": "a"}}],
+                    },
+                ]
+            }
+        )
+    )
+    listed = _run(venv, str(venv / "bin" / "tomii"), "schedulers", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    assert "fifo" in {entry["name"] for entry in json.loads(listed.stdout)}
+    synthetic = _run(
+        venv,
+        str(venv / "bin" / "python"),
+        "-c",
+        "import tomii; print(tomii.find_plugin('synthetic'))",
+    ).stdout.strip()
+    env_path = f"PYTHONPATH={tmp_path}"
+    ran = _run(
+        venv, "/usr/bin/env", env_path, str(venv / "bin" / "tomii"), "run", str(graph),
+        "--dylib", synthetic, "--frames", "4", "--scheduler", "work-stealing",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert "4 frames" in ran.stdout
+    missing = _run(
+        venv, str(venv / "bin" / "tomii"), "run", str(graph), "--dylib", synthetic, cwd=ROOT
+    )
+    assert missing.returncode == 1
+    assert missing.stderr.count("\n") == 1
+    assert "cannot import module 'mykernels'" in missing.stderr

@@ -1,0 +1,260 @@
+//! What the `tomii` command does: `tomii run GRAPH --dylib KERNELS.so ...` replays a graph and
+//! reports; `tomii schedulers`, `tomii knobs` and `tomii schema` describe what a run accepts. The
+//! binary (src/bin/tomii.rs) and the Python package's `tomii` command both call [`main`]; the
+//! Python one adds its kernels through a [`KernelProvider`].
+//!
+//! Every failure is one line on stderr starting with `error:` and a non-zero exit status; the
+//! command never shows a panic trace for bad input.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+
+use super::{Cli, Command, KnobsArgs, OnFault, RunArgs, SchedulersArgs};
+use crate::engine::{self, FaultPolicy, Progress, ProgressFn, Report, RunConfig};
+use crate::graph::{self, CompiledGraph};
+use crate::knobs;
+use crate::plugin::{KernelLibrary, KernelSet, SchedulerPlugin, installed_schedulers, scheduler_search_path};
+
+/// Kernels that an embedding program provides in-process, next to those of `--dylib` libraries.
+pub trait KernelProvider {
+    /// A library holding those of the `wanted` kernel names this provider knows (none when it
+    /// knows none of them); the caller keeps whatever the library points into alive for the run.
+    fn provide(&self, wanted: &[String]) -> Result<Option<KernelLibrary>>;
+}
+
+/// Runs the command line `args` (the program name first) and returns the exit status.
+pub fn main(args: impl IntoIterator<Item = OsString>, provider: Option<&dyn KernelProvider>) -> u8 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(error),
+    };
+    let result = match cli.command {
+        Command::Run(args) => run(*args, provider),
+        Command::Schedulers(args) => list_schedulers(&args),
+        Command::Knobs(args) => list_knobs(&args),
+        Command::Schema => print_schema(),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(error) => {
+            eprintln!("error: {}", one_line(&error));
+            1
+        }
+    }
+}
+
+/// `--help` and `--version` print as usual; a usage error becomes one `error:` line, exit 2.
+fn usage_error(error: clap::Error) -> u8 {
+    use clap::error::ErrorKind;
+    if matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = error.print();
+        return 0;
+    }
+    let text = error.to_string();
+    let first = text.lines().next().unwrap_or("invalid arguments");
+    eprintln!("error: {} (see tomii --help)", first.trim_start_matches("error: "));
+    2
+}
+
+/// The error and its causes on one line, each cause once (many errors already quote their cause).
+fn one_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain().map(|cause| cause.to_string()) {
+        if !line.contains(&cause) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&cause);
+        }
+    }
+    line.replace('\n', " ")
+}
+
+fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
+    let graph_path = args.graph.as_ref().or(args.json.as_ref()).context("no graph given")?;
+    let graph = graph::load_file(graph_path)?;
+    let mut kernels = KernelSet::load(&args.dylibs)?;
+    if let Some(provider) = provider {
+        let wanted: Vec<String> =
+            kernel_names(&graph).into_iter().filter(|name| kernels.resolve(String::new, name).is_err()).collect();
+        if let Some(library) = provider.provide(&wanted)? {
+            kernels.add(library)?;
+        }
+    }
+    let scheduler = match &args.scheduler_plugin {
+        Some(path) => SchedulerPlugin::load(path)?,
+        None => SchedulerPlugin::find(&args.scheduler)?,
+    };
+    // Fail on an unwritable output before spending the run.
+    for path in [&args.trace, &args.report].into_iter().flatten() {
+        check_writable(path)?;
+    }
+    let config = RunConfig {
+        workers: args.workers,
+        slots: args.slots,
+        frames: args.frames,
+        pop_batch: args.pop_batch,
+        trace: args.trace.is_some(),
+        task_timing: !args.no_task_timing,
+        collect_outputs: false,
+        stall_timeout: Duration::from_millis(args.stall_timeout_ms),
+        scheduler_options: args.sched_opts,
+        on_fault: match args.on_scheduler_fault {
+            OnFault::Stop => FaultPolicy::Stop,
+            OnFault::Fallback => FaultPolicy::Fallback,
+        },
+        progress: (!args.quiet && std::io::stderr().is_terminal()).then(progress_line),
+    };
+    let outcome = engine::run(&graph, &kernels, &scheduler, &config)?;
+    if config.progress.is_some() {
+        eprint!("\r\x1b[2K");
+    }
+    if let Some(path) = &args.trace {
+        outcome.write_trace_csv(path)?;
+    }
+    if let Some(path) = &args.report {
+        let text = serde_json::to_string_pretty(&outcome.report)?;
+        std::fs::write(path, text + "\n").with_context(|| format!("{}: cannot write the report", path.display()))?;
+    }
+    if !args.quiet {
+        println!("{}", summary(&outcome.report));
+    }
+    if let Some(ejection) = &outcome.report.scheduler.ejected {
+        eprintln!(
+            "warning: scheduler {:?} was ejected after {} frame(s) ({}); the run finished on the host's FIFO",
+            outcome.report.scheduler.name, ejection.frames_done, ejection.violation
+        );
+    }
+    Ok(())
+}
+
+/// Every kernel name the graph calls: nodes, their conditions, computed initializations, post-nodes.
+fn kernel_names(graph: &CompiledGraph) -> Vec<String> {
+    let nodes = graph.nodes.iter().flat_map(|n| [Some(&n.function), n.condition.as_ref().map(|c| &c.function)]);
+    let others =
+        graph.computed.iter().map(|i| Some(&i.function)).chain(graph.post.iter().map(|p| Some(&p.node.function)));
+    let mut names: Vec<String> = nodes.chain(others).flatten().cloned().collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// `tomii schedulers`: every scheduler found by name, loaded and checked, with its options.
+fn list_schedulers(args: &SchedulersArgs) -> Result<()> {
+    let mut listed = Vec::new();
+    for (name, path) in installed_schedulers() {
+        let entry = match SchedulerPlugin::load(&path) {
+            Ok(plugin) => serde_json::json!({
+                "name": name,
+                "path": plugin.path,
+                "layout_checked": plugin.layout_checked,
+                "flags": plugin.flags(),
+                "options": plugin.knobs()?,
+            }),
+            Err(error) => serde_json::json!({ "name": name, "path": path, "error": error.to_string() }),
+        };
+        listed.push(entry);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&listed)?);
+        return Ok(());
+    }
+    if listed.is_empty() {
+        bail!("no scheduler found: looked in {}", search_path_text());
+    }
+    for entry in &listed {
+        print_scheduler(entry);
+    }
+    Ok(())
+}
+
+/// `tomii knobs`: the knob catalog, as a table or as JSON.
+fn list_knobs(args: &KnobsArgs) -> Result<()> {
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&knobs::LISTING)?);
+    } else {
+        print!("{}", knobs::to_table());
+    }
+    Ok(())
+}
+
+/// `tomii schema`: the JSON Schema of the graph format.
+fn print_schema() -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(&graph::schema())?);
+    Ok(())
+}
+
+fn search_path_text() -> String {
+    scheduler_search_path().iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+fn print_scheduler(entry: &serde_json::Value) {
+    let text = |key: &str| entry[key].as_str().unwrap_or_default().to_owned();
+    if let Some(error) = entry["error"].as_str() {
+        println!("{}  (cannot load: {error})", text("name"));
+        return;
+    }
+    let check = if entry["layout_checked"].as_bool() == Some(true) { "full layout checked" } else { "C-level checks" };
+    println!("{}  {}  ({check})", text("name"), text("path"));
+    for option in entry["options"].as_array().into_iter().flatten() {
+        let field = |key: &str| option[key].as_str().unwrap_or_default().to_owned();
+        let domain = if field("domain").is_empty() { String::new() } else { format!(" in {}", field("domain")) };
+        println!(
+            "    --sched-opt {}=<{}{domain}>  (default {}): {}",
+            field("name"),
+            field("kind"),
+            field("default"),
+            field("description")
+        );
+    }
+}
+
+/// A progress line on stderr, rewritten in place (only when stderr is a terminal).
+fn progress_line() -> ProgressFn {
+    ProgressFn(Arc::new(|p: Progress| {
+        let rate = p.frames_done as f64 / p.elapsed.as_secs_f64().max(1e-9);
+        eprint!(
+            "\r\x1b[2Kframe {}/{} ({:.0}%), {:.1} s, {:.0} frames/s",
+            p.frames_done,
+            p.frames,
+            100.0 * p.frames_done as f64 / p.frames as f64,
+            p.elapsed.as_secs_f64(),
+            rate
+        );
+    }))
+}
+
+fn check_writable(path: &Path) -> Result<()> {
+    if path.is_dir() {
+        bail!("{}: is a directory; give a file name", path.display());
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(drop)
+        .with_context(|| format!("{}: cannot write here", path.display()))
+}
+
+fn summary(report: &Report) -> String {
+    let l = &report.latency_us;
+    format!(
+        "{} on {}: {} frames ({} tasks) in {:.3} s: {:.0} frames/s, {:.0} tasks/s; frame latency p50 {:.1} µs, p95 {:.1} µs, p99 {:.1} µs",
+        report.scheduler.name,
+        if report.graph.is_empty() { "graph" } else { &report.graph },
+        report.frames,
+        report.tasks,
+        report.wall_time_s,
+        report.throughput_frames_per_s,
+        report.tasks_per_s,
+        l.p50,
+        l.p95,
+        l.p99
+    )
+}
