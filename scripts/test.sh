@@ -53,9 +53,9 @@ step_python_venv() {
 
 step_python() {
     step_python_venv
-    run "$PY_VENV/bin/ruff" check scripts python tests/python bench
-    run "$PY_VENV/bin/ruff" format --check scripts python tests/python bench
-    run "$PY_VENV/bin/mypy" --strict scripts python tests/python bench
+    run "$PY_VENV/bin/ruff" check scripts python tests/python bench plugins
+    run "$PY_VENV/bin/ruff" format --check scripts python tests/python bench plugins
+    run "$PY_VENV/bin/mypy" --strict scripts python tests/python bench plugins
 }
 
 # The Python package, built with maturin into the test virtualenv, and its tests.

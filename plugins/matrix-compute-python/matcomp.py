@@ -30,9 +30,14 @@ def fft_planner(length: int) -> FftPlanner:
 
 
 @tomii.export
-def generate_vector(length: int, instance: int) -> Complex64Array:
-    """The deterministic test vector of `instance`: `length` complex numbers from an integer hash,
-    each part a multiple of 1/65536 in [-0.5, 0.5)."""
+def generate_vector(length: int) -> Complex64Array:
+    """The deterministic test vector of the calling instance (`tomii.call_context().instance`):
+    `length` complex numbers from an integer hash, each part a multiple of 1/65536 in [-0.5, 0.5)."""
+    return instance_vector(length, tomii.call_context().instance)
+
+
+def instance_vector(length: int, instance: int) -> Complex64Array:
+    """The vector `generate_vector` returns for `instance` (callable outside a kernel call)."""
     k = np.arange(length, dtype=np.uint64)
     # Only the low 32 bits of the position enter the hash, as in the Rust and C versions.
     position = (np.uint64(instance % 2**32) * np.uint64(1_000_003) + k) & np.uint64(0xFFFFFFFF)
@@ -44,10 +49,21 @@ def generate_vector(length: int, instance: int) -> Complex64Array:
 
 
 @tomii.export
-def compute_fft(planner: FftPlanner, v: Complex64Array) -> Complex64Array:
-    """The spectrum of `v`; `v` must have the planned length."""
-    if len(v) != planner.len:
-        raise ValueError(f"compute_fft: the vector has {len(v)} elements, the plan {planner.len}")
+def compute_fft(
+    planner_or_v: FftPlanner | Complex64Array, v: Complex64Array | None = None
+) -> Complex64Array:
+    """The spectrum of `v`. Called `(planner, v)` like the Rust and C kernels, `v` must have the
+    planned length; called `(v)`, as the Python-plugins document wires it, NumPy plans alone."""
+    if v is None:
+        if isinstance(planner_or_v, FftPlanner):
+            raise TypeError("compute_fft: call it (planner, v) or (v)")
+        return np.fft.fft(planner_or_v).astype(np.complex64)
+    if not isinstance(planner_or_v, FftPlanner):
+        raise TypeError("compute_fft: call it (planner, v) or (v)")
+    if len(v) != planner_or_v.len:
+        raise ValueError(
+            f"compute_fft: the vector has {len(v)} elements, the plan {planner_or_v.len}"
+        )
     return np.fft.fft(v).astype(np.complex64)
 
 

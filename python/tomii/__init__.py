@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from . import knobs
+from . import graphs, knobs
 from ._tomii import (
     ConfigError,
     GraphError,
@@ -35,6 +35,7 @@ from ._tomii import (
     knobs_table,
     run_json,
 )
+from ._warnings import user_stacklevel
 from .build import BuildResult, build
 from .export import (
     CallContext,
@@ -111,6 +112,7 @@ __all__ = [
     "f64",
     "find_plugin",
     "find_scheduler",
+    "graphs",
     "i8",
     "i16",
     "i32",
@@ -303,7 +305,7 @@ def run_graph(
         if name in _WITHOUT_EFFECT:
             warnings.warn(
                 f"run option {name!r} has no effect in this runtime: {_WITHOUT_EFFECT[name]}",
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
         elif name in _RENAMED:
             options[_RENAMED[name]] = value

@@ -6,7 +6,9 @@ The conventions (plugins/matrix-compute-c/README.md has the full table): scalars
 `const char *` for a string; `const T *data, size_t len` for an array of scalars; `const T *` of
 any other type for an opaque handle made by another kernel; a first `const TomiiCallCtx *` for the
 call's context, through which a kernel fails by writing a message; a variadic kernel ends with
-`const TomiiValue *items, size_t count`. Standard library only; it never runs the compiler.
+`const TomiiValue *items, size_t count`; a kernel whose only parameters (besides the context) are
+`const TomiiValue *args, size_t nargs` takes every argument as it comes, however many. Standard
+library only; it never runs the compiler.
 """
 
 from __future__ import annotations
@@ -100,7 +102,8 @@ class CType:
 @dataclass(frozen=True)
 class Param:
     """What one C parameter receives. `kind` is "context", "scalar", "string", "array",
-    "object" or "list"; arrays and lists consume the `size_t` parameter named by `length`."""
+    "object", "list" (a variadic kernel's trailing results) or "raw" (every argument); arrays,
+    lists and raw arguments consume the `size_t` parameter named by `length`."""
 
     name: str
     kind: str
@@ -283,10 +286,15 @@ def _params(parsed: list[tuple[CType, str]], variadic: bool) -> tuple[Param, ...
                 )
             length = following[1]
             i += 1
-            if kind == "list" and (not variadic or i + 1 != len(parsed)):
+            only = all(p.kind == "context" for p in params) and i + 1 == len(parsed)
+            if kind == "list" and not variadic and only:
+                # The whole argument list, as the ABI's values: any number of arguments.
+                kind = "raw"
+            elif kind == "list" and (not variadic or i + 1 != len(parsed)):
                 raise _Problem(
                     f"parameter {name}: `const TomiiValue *items, size_t count` ends a "
-                    "`// @tomii_export(variadic)` declaration"
+                    "`// @tomii_export(variadic)` declaration, or is the only parameter "
+                    "(besides the context) of a kernel that takes its arguments as they come"
                 )
         params.append(Param(name, kind, ctype, length))
         i += 1
@@ -487,9 +495,13 @@ def _wrapper(kernel: Kernel) -> str:
             lines.append(_declare(param))
         if param.length:
             lines.append(f"size_t {param.length} = 0;")
-    lines.append("if (!tomii_check_count(tomii_ctx, &tomii_sig, tomii_nargs)) goto tomii_done;")
-    for index, param in enumerate(arguments):
-        lines += _convert(param, index)
+    if any(p.kind == "raw" for p in arguments):
+        raw = arguments[0]
+        lines += [f"{raw.name} = tomii_args;", f"{raw.length} = tomii_nargs;"]
+    else:
+        lines.append("if (!tomii_check_count(tomii_ctx, &tomii_sig, tomii_nargs)) goto tomii_done;")
+        for index, param in enumerate(arguments):
+            lines += _convert(param, index)
     call_args = []
     for param in kernel.params:
         call_args.append("tomii_ctx" if param.kind == "context" else param.name)

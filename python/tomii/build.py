@@ -15,12 +15,14 @@ import shlex
 import shutil
 import subprocess
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import _cgen
 from ._tomii import PluginError
+from ._warnings import user_stacklevel
 
 __all__ = ["BuildResult", "build", "sdk_dir"]
 
@@ -85,8 +87,11 @@ def build(
     source = _existing(given)
     if source.suffix == ".h":
         if plugin_manifest is not None:
-            raise ValueError(
-                "plugin_manifest is for Rust plugins; a C plugin is built from its header"
+            # Tomii 1.2's "Build options" swap func_path for a header and keep the manifest line.
+            warnings.warn(
+                f"build(): plugin_manifest={str(plugin_manifest)!r} is for Rust plugins; the C "
+                f"plugin of {source.name} is built from its header and sources, so it is ignored",
+                stacklevel=user_stacklevel(),
             )
         if wrap_path is not None and reg_path is not None:
             raise ValueError(

@@ -10,12 +10,13 @@ Python kernel returned. Treat arguments as read-only: several kernels may read t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
@@ -170,6 +171,7 @@ def find_exported(function: Callable[..., Any] | str) -> ExportedKernel:
 
 _POOL: ProcessPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
+_MAIN_LOCK = threading.Lock()
 
 
 def _pool(workers: int | None) -> ProcessPoolExecutor:
@@ -179,6 +181,31 @@ def _pool(workers: int | None) -> ProcessPoolExecutor:
             # "spawn": forking a process whose runtime threads hold locks could deadlock the child.
             _POOL = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"))
         return _POOL
+
+
+@contextlib.contextmanager
+def _main_not_reimported() -> Iterator[None]:
+    """Starts pool processes without re-running the caller's script.
+
+    A "spawn" process imports the parent's `__main__` before anything else, which re-runs a
+    script without an `if __name__ == "__main__":` guard, graph, run and all. The pool needs only
+    the function's own module, so while `submit` may start processes, `__main__` shows no file or
+    spec to re-import.
+    """
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    with _MAIN_LOCK:
+        hidden: dict[str, Any] = {
+            k: main.__dict__.pop(k) for k in ("__file__", "__spec__") if k in main.__dict__
+        }
+        try:
+            main.__spec__ = None
+            yield
+        finally:
+            del main.__spec__
+            main.__dict__.update(hidden)
 
 
 def _call_by_name(module: str, qualname: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -218,7 +245,9 @@ def procs(workers: int | None = None) -> Callable[[F], F]:
                     f"@tomii.procs: {qualname} is defined in a script's __main__, which pool "
                     "processes cannot import: move it to an importable module"
                 )
-            return _pool(workers).submit(_call_by_name, module, qualname, args, kwargs).result()
+            with _main_not_reimported():
+                future = _pool(workers).submit(_call_by_name, module, qualname, args, kwargs)
+            return future.result()
 
         dispatch.__tomii_procs_body__ = function  # type: ignore[attr-defined]
         return dispatch  # type: ignore[return-value]

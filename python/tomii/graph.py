@@ -270,6 +270,11 @@ def _literal(value: Any) -> dict[str, Any]:
 def _arg(value: Any) -> dict[str, Any]:
     if isinstance(value, (Var, _Edge, _Builtin)):
         return value.to_json()
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == "dep":
+        # The Tomii 1.2 spelling of an ordering-only dependency: ("dep", node) is node.dep().
+        if not isinstance(value[1], Node):
+            raise TypeError(f"('dep', x) needs a node, got {type(value[1]).__name__}")
+        return value[1].dep().to_json()
     if isinstance(value, Node):
         raise TypeError(
             f"node {value.name!r} passed as an argument: use {value.name}.out(), .dep() or .wait()"

@@ -44,7 +44,7 @@ def sizes() -> tuple[int, int]:
 
 
 def vector(length: int, instance: int) -> Complex:
-    """generate_vector(length, instance), element by element."""
+    """generate_vector(length) called by `instance`, element by element."""
     out = []
     for k in range(length):
         position = (instance * 1_000_003 + k) & 0xFFFFFFFF

@@ -377,5 +377,9 @@ def test_arguments_that_cannot_go_together_are_value_errors(tmp_path: Path) -> N
         build(func_path=tmp_path / "notes.txt")
     with pytest.raises(ValueError, match="wrap_path and reg_path are for C plugins"):
         build(func_path=RUST_SOURCE, wrap_path=tmp_path / "w.rs")
-    with pytest.raises(ValueError, match="plugin_manifest is for Rust plugins"):
-        build(func_path=C_HEADER, plugin_manifest=RUST_SOURCE.parent.parent / "Cargo.toml")
+    # Tomii 1.2's "Build options" keep the manifest when the header replaces the Rust source.
+    with pytest.warns(
+        UserWarning, match="plugin_manifest=.* is for Rust plugins.*so it is ignored"
+    ):
+        built = build(func_path=C_HEADER, plugin_manifest=RUST_SOURCE.parent.parent / "Cargo.toml")
+    assert built.language == "c"

@@ -57,9 +57,7 @@ def run_python(matcomp: ModuleType, out: Path) -> float:
     buf_size = app.var("buf_size", length)
     num_nodes = app.var("num_nodes", instances)
     planner = app.var("fft_planner", func="matcomp.fft_planner", args=[buf_size])
-    gen_vec = app.py_node(
-        "gen_vec", fn=matcomp.generate_vector, factor=num_nodes, args=[buf_size, tomii.INDEX]
-    )
+    gen_vec = app.py_node("gen_vec", fn=matcomp.generate_vector, factor=num_nodes, args=[buf_size])
     compute_fft = app.py_node(
         "compute_fft", fn=matcomp.compute_fft, factor=num_nodes, args=[planner, gen_vec.out()]
     )
@@ -85,12 +83,23 @@ def shape(spec: dict[str, Any]) -> dict[str, list[tuple[str, str | None]]]:
     return {s: [(e["name"], e.get("function")) for e in spec.get(s, [])] for s in sections}
 
 
-def test_the_python_kernels_compute_the_reference_when_called_directly(matcomp: ModuleType) -> None:
+def test_the_python_vectors_are_the_reference_when_computed_directly(matcomp: ModuleType) -> None:
     length, _ = sizes()
     for instance in (0, 1, 7):
-        v = matcomp.generate_vector(length, instance)
+        v = matcomp.instance_vector(length, instance)
         assert v.dtype == np.complex64
         np.testing.assert_array_equal(v, vector(length, instance).astype(np.complex64))
+
+
+def test_generate_vector_reads_its_instance_from_the_call_context(matcomp: ModuleType) -> None:
+    with pytest.raises(RuntimeError, match="only available inside a kernel call"):
+        matcomp.generate_vector(4)
+    app = tomii.Graph()
+    app.py_node("gen_vec", fn=matcomp.generate_vector, factor=3, args=[5])
+    outputs = {i: v for _, i, v in app.run(workers=2, frames=2).outputs[-1]}
+    assert sorted(outputs) == [0, 1, 2]
+    for instance, v in outputs.items():
+        np.testing.assert_array_equal(v, vector(5, instance).astype(np.complex64))
 
 
 def test_rust_c_and_python_kernels_write_the_same_numbers(

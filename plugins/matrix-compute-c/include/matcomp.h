@@ -22,9 +22,10 @@ fft_plan *fft_planner(size_t len);
 /* Frees a plan made by fft_planner. */
 void fft_plan_destroy(fft_plan *plan);
 
-/* The deterministic test vector of `instance`: `len` complex numbers from an integer hash. */
+/* The deterministic test vector of the calling instance (ctx->instance): `len` complex numbers
+ * from an integer hash. */
 // @tomii_export(out_len=len, free=free)
-float complex *generate_vector(size_t len, size_t instance);
+float complex *generate_vector(const TomiiCallCtx *ctx, size_t len);
 
 /* The spectrum of `v`; fails (through ctx) when `v` does not have the planned length. */
 // @tomii_export(out_len=len, free=free)

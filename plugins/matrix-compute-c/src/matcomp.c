@@ -46,14 +46,14 @@ static float part(uint32_t bits) {
     return (float)(bits & 0xffffu) / 65536.0f - 0.5f;
 }
 
-float complex *generate_vector(size_t len, size_t instance) {
+float complex *generate_vector(const TomiiCallCtx *ctx, size_t len) {
     float complex *v = malloc((len > 0 ? len : 1) * sizeof *v);
     if (v == NULL) {
         return NULL;
     }
     for (size_t k = 0; k < len; k++) {
         /* Only the low 32 bits of the position enter the hash, as in the Rust and NumPy versions. */
-        uint32_t position = (uint32_t)instance * 1000003u + (uint32_t)k;
+        uint32_t position = ctx->instance * 1000003u + (uint32_t)k;
         uint32_t hash = position * 2654435761u;
         hash ^= hash >> 16;
         v[k] = part(hash) + part(hash >> 16) * I;

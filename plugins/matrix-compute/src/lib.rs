@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use rustfft::num_complex::Complex32;
 use rustfft::{Fft, FftPlanner as RustFftPlanner};
+use tomii_types::kernel::CallCtx;
 use tomii_types::tomii_export;
 
 /// A forward FFT of one length, planned once at init and shared by every `compute_fft` call.
@@ -23,17 +24,18 @@ pub fn fft_planner(len: usize) -> FftPlanner {
     FftPlanner { fft: RustFftPlanner::new().plan_fft_forward(len) }
 }
 
-/// The deterministic test vector of `instance`: `len` complex numbers from an integer hash, each
-/// part a multiple of 1/65536 in [−0.5, 0.5), so every language computes it exactly.
+/// The deterministic test vector of the calling instance (`ctx.instance`): `len` complex numbers
+/// from an integer hash, each part a multiple of 1/65536 in [−0.5, 0.5), so every language
+/// computes it exactly.
 #[tomii_export]
-pub fn generate_vector(len: usize, instance: usize) -> Vec<[f32; 2]> {
-    (0..len).map(|k| sample(instance, k)).collect()
+pub fn generate_vector(ctx: &CallCtx, len: usize) -> Vec<[f32; 2]> {
+    (0..len).map(|k| sample(ctx.instance, k)).collect()
 }
 
 /// Element `k` of `instance`'s vector (README.md, "generate_vector").
-fn sample(instance: usize, k: usize) -> [f32; 2] {
+fn sample(instance: u32, k: usize) -> [f32; 2] {
     // Only the low 32 bits of the position enter the hash, as in the C and NumPy versions.
-    let position = (instance as u32).wrapping_mul(1_000_003).wrapping_add(k as u32);
+    let position = instance.wrapping_mul(1_000_003).wrapping_add(k as u32);
     let mut hash = position.wrapping_mul(2_654_435_761);
     hash ^= hash >> 16;
     let part = |bits: u32| (bits & 0xffff) as f32 / 65536.0 - 0.5;

@@ -1,0 +1,17 @@
+"""Warnings that point at the user's line, however deep in the package they are raised."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_PACKAGE = str(Path(__file__).resolve().parent)
+
+
+def user_stacklevel() -> int:
+    """The `stacklevel` of the innermost caller outside this package, for `warnings.warn`."""
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        level += 1
+        frame = frame.f_back  # type: ignore[assignment]
+    return level
