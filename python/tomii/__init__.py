@@ -385,11 +385,16 @@ def _python_names(text: str, source: str) -> list[str]:
     if not isinstance(spec, dict):
         return []
     names: list[str] = []
+    # Anything malformed is skipped here: the runtime's parser reports it, naming the field.
     for section in ("initializations", "nodes", "post_nodes"):
-        for item in spec.get(section) or []:
+        items = spec.get(section)
+        for item in items if isinstance(items, list) else []:
             if not isinstance(item, dict):
                 continue
-            functions = [item.get("function"), (item.get("condition") or {}).get("function")]
+            condition = item.get("condition")
+            functions = [item.get("function")]
+            if isinstance(condition, dict):
+                functions.append(condition.get("function"))
             names += [f for f in functions if isinstance(f, str) and "." in f]
     return names
 

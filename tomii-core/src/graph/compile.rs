@@ -23,6 +23,8 @@ pub(crate) fn compile(resolved: Resolved, source: &str, default_name: &str) -> R
     check_post_selections(&nodes, &post)?;
     let computed = computed_inits(computed);
     check_elements(&nodes, &args, &groups, &computed)?;
+    check_init_elements(&computed)?;
+    check_post_elements(&post, &computed)?;
     let sizes = check_sizes(&nodes, &args)?;
     let mut graph = CompiledGraph {
         name: name.unwrap_or_else(|| default_name.to_owned()),
@@ -113,6 +115,49 @@ fn check_elements(
                 return Err(Issue::Invalid(format!(
                     "node {} {group} {k}: initialization {} has {} elements, one per instance, but the node has {} \
                      instances; give them the same factor",
+                    quote(&node.name),
+                    quote(&init.name),
+                    init.count,
+                    node.factor
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The same rule between computed initializations: element i of one reads element i of a
+/// multi-element one it names, which must have at least as many elements.
+fn check_init_elements(computed: &[ComputedInit]) -> Result<(), Issue> {
+    for init in computed {
+        for source in &init.args {
+            let ArgSource::Computed(c) = source else { continue };
+            let read = &computed[*c as usize];
+            if read.count > 1 && init.count > read.count {
+                return Err(Issue::Invalid(format!(
+                    "initialization {} has {} elements and reads initialization {}, which has {}, one per \
+                     element; give them the same factor",
+                    quote(&init.name),
+                    init.count,
+                    quote(&read.name),
+                    read.count
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The same rule for post-nodes, whose instance i reads element i.
+fn check_post_elements(post: &[(CompiledNode, Vec<Arg>)], computed: &[ComputedInit]) -> Result<(), Issue> {
+    for (node, args) in post {
+        for arg in args {
+            let Arg::Computed(c) = arg else { continue };
+            let init = &computed[*c as usize];
+            if init.count > 1 && node.factor > init.count {
+                return Err(Issue::Invalid(format!(
+                    "post-node {}: initialization {} has {} elements, one per instance, but the post-node has \
+                     {} instances; give them the same factor",
                     quote(&node.name),
                     quote(&init.name),
                     init.count,

@@ -4,9 +4,11 @@
 //! Protocol, for a run with one worker (the host's calls on the left, the test's on the right):
 //! 1. The host pushes ready tasks; they wait in `pending`.
 //! 2. The worker calls `pop` and blocks until the test has chosen one of `pending`.
+//! 0. Before starting the run, the test calls `tomii_scripted_expect_run()`.
 //! 3. The test calls `tomii_scripted_wait(timeout_ms, out, cap)`: it returns once the worker is
 //!    blocked in `pop` (everything the previous step made ready has been pushed by then), with
-//!    the pending tasks copied to `out`; it returns -1 when the run ended, -2 on timeout.
+//!    the pending tasks copied to `out`; it returns -1 once the expected run ended, -2 on timeout
+//!    (also while the run has not started yet).
 //! 4. The test calls `tomii_scripted_choose(index)`: `pop` hands that task to the worker.
 //!
 //! A `pop` with nothing pending returns at once with no task: with one worker and a correct
@@ -42,10 +44,12 @@ struct Control {
     chosen: Option<usize>,
     /// A run is in progress (between `create` and `drop`).
     running: bool,
+    /// The run the test expects has ended (set by `drop`, cleared by `tomii_scripted_expect_run`).
+    ended: bool,
 }
 
 static CONTROL: Mutex<Control> =
-    Mutex::new(Control { pending: Vec::new(), waiting: false, chosen: None, running: false });
+    Mutex::new(Control { pending: Vec::new(), waiting: false, chosen: None, running: false, ended: false });
 static CHANGED: Condvar = Condvar::new();
 
 fn lock() -> MutexGuard<'static, Control> {
@@ -95,6 +99,7 @@ impl Drop for Scripted {
     fn drop(&mut self) {
         let mut control = lock();
         control.running = false;
+        control.ended = true;
         control.pending.clear();
         CHANGED.notify_all();
     }
@@ -117,7 +122,7 @@ pub unsafe extern "C" fn tomii_scripted_wait(timeout_ms: u64, out: *mut Scripted
         if control.waiting && control.chosen.is_none() {
             break;
         }
-        if !control.running {
+        if control.ended {
             return -1;
         }
         let left = deadline.saturating_duration_since(Instant::now());
@@ -133,6 +138,13 @@ pub unsafe extern "C" fn tomii_scripted_wait(timeout_ms: u64, out: *mut Scripted
         unsafe { out.add(i).write(copy) };
     }
     control.pending.len() as i64
+}
+
+/// Step 0 of the protocol: the next `tomii_scripted_wait` waits for a run that has not started yet.
+#[allow(unsafe_code)]
+#[unsafe(no_mangle)]
+pub extern "C" fn tomii_scripted_expect_run() {
+    lock().ended = false;
 }
 
 /// Step 4 of the protocol: hands pending task `index` to the blocked worker. Returns 0, or -1

@@ -79,9 +79,6 @@ impl Engine<'_> {
         }
         let kernel = run.kernel;
         let iterations = self.graph.nodes[node as usize].iterations;
-        if iterations == 1 {
-            return self.call(local, kernel, node, slot, instance, frame).map(Some);
-        }
         let base = local.args.len();
         self.append(local, slot, instance, self.graph.loop_args_of(instance));
         let mut result = self.call(local, kernel, node, slot, instance, frame)?;
@@ -395,11 +392,31 @@ fn usize_value(value: u64) -> TomiiValue {
 /// A value as a condition compares it.
 #[derive(Debug, PartialEq)]
 enum Key<'a> {
-    Int(i128),
+    Int(Integer),
     Float(f64),
     Text(&'a str),
     Bool(bool),
     Char(char),
+}
+
+/// An integer of any width, ordered exactly: every negative below every non-negative.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Integer {
+    Negative(i128),
+    NonNegative(u128),
+}
+
+impl Integer {
+    fn signed(v: i128) -> Integer {
+        u128::try_from(v).map_or(Integer::Negative(v), Integer::NonNegative)
+    }
+
+    fn as_f64(self) -> f64 {
+        match self {
+            Integer::Negative(v) => v as f64,
+            Integer::NonNegative(v) => v as f64,
+        }
+    }
 }
 
 /// How the function's result `got` compares with the condition's value `want`; an error says
@@ -410,8 +427,8 @@ fn compare(got: &ValueRef<'_>, want: &Literal) -> Result<Ordering, String> {
     };
     let ordering = match (got_key, want_key) {
         (Key::Int(a), Key::Int(b)) => Some(a.cmp(&b)),
-        (Key::Int(a), Key::Float(b)) => (a as f64).partial_cmp(&b),
-        (Key::Float(a), Key::Int(b)) => a.partial_cmp(&(b as f64)),
+        (Key::Int(a), Key::Float(b)) => a.as_f64().partial_cmp(&b),
+        (Key::Float(a), Key::Int(b)) => a.partial_cmp(&b.as_f64()),
         (Key::Float(a), Key::Float(b)) => a.partial_cmp(&b),
         (Key::Text(a), Key::Text(b)) => Some(a.cmp(b)),
         (Key::Bool(a), Key::Bool(b)) => Some(a.cmp(&b)),
@@ -423,10 +440,10 @@ fn compare(got: &ValueRef<'_>, want: &Literal) -> Result<Ordering, String> {
 
 fn value_key<'a>(value: &ValueRef<'a>) -> Option<Key<'a>> {
     Some(match *value {
-        ValueRef::Int(v) => Key::Int(i128::from(v)),
-        ValueRef::UInt(v) => Key::Int(i128::from(v)),
-        ValueRef::I128(v) => Key::Int(v),
-        ValueRef::U128(v) => Key::Int(i128::try_from(v).unwrap_or(i128::MAX)),
+        ValueRef::Int(v) => Key::Int(Integer::signed(v.into())),
+        ValueRef::UInt(v) => Key::Int(Integer::NonNegative(v.into())),
+        ValueRef::I128(v) => Key::Int(Integer::signed(v)),
+        ValueRef::U128(v) => Key::Int(Integer::NonNegative(v)),
         ValueRef::F32(v) => Key::Float(f64::from(v)),
         ValueRef::F64(v) => Key::Float(v),
         ValueRef::Str(s) => Key::Text(s),
@@ -438,16 +455,16 @@ fn value_key<'a>(value: &ValueRef<'a>) -> Option<Key<'a>> {
 
 fn literal_key(literal: &Literal) -> Option<Key<'_>> {
     Some(match *literal {
-        Literal::I8(v) => Key::Int(v.into()),
-        Literal::I16(v) => Key::Int(v.into()),
-        Literal::I32(v) => Key::Int(v.into()),
-        Literal::I64(v) | Literal::Isize(v) => Key::Int(v.into()),
-        Literal::I128(v) => Key::Int(v),
-        Literal::U8(v) => Key::Int(v.into()),
-        Literal::U16(v) => Key::Int(v.into()),
-        Literal::U32(v) => Key::Int(v.into()),
-        Literal::U64(v) | Literal::Usize(v) => Key::Int(v.into()),
-        Literal::U128(v) => Key::Int(i128::try_from(v).unwrap_or(i128::MAX)),
+        Literal::I8(v) => Key::Int(Integer::signed(v.into())),
+        Literal::I16(v) => Key::Int(Integer::signed(v.into())),
+        Literal::I32(v) => Key::Int(Integer::signed(v.into())),
+        Literal::I64(v) | Literal::Isize(v) => Key::Int(Integer::signed(v.into())),
+        Literal::I128(v) => Key::Int(Integer::signed(v)),
+        Literal::U8(v) => Key::Int(Integer::NonNegative(v.into())),
+        Literal::U16(v) => Key::Int(Integer::NonNegative(v.into())),
+        Literal::U32(v) => Key::Int(Integer::NonNegative(v.into())),
+        Literal::U64(v) | Literal::Usize(v) => Key::Int(Integer::NonNegative(v.into())),
+        Literal::U128(v) => Key::Int(Integer::NonNegative(v)),
         Literal::F32(v) => Key::Float(v.into()),
         Literal::F64(v) => Key::Float(v),
         Literal::Str(ref s) => Key::Text(s),
@@ -485,5 +502,15 @@ mod tests {
             compare(&ValueRef::Str("1"), &Literal::Usize(1)).unwrap_err().contains("cannot be compared with usize")
         );
         assert!(compare(&ValueRef::F64(f64::NAN), &Literal::F64(1.0)).is_err());
+    }
+
+    #[test]
+    fn compares_128_bit_integers_exactly() {
+        let big = u128::MAX - 1;
+        assert_eq!(compare(&ValueRef::U128(big), &Literal::U128(u128::MAX)), Ok(Less));
+        assert_eq!(compare(&ValueRef::U128(u128::MAX), &Literal::U128(u128::MAX)), Ok(Equal));
+        assert_eq!(compare(&ValueRef::I128(i128::MIN), &Literal::U128(0)), Ok(Less));
+        assert_eq!(compare(&ValueRef::Int(-1), &Literal::U128(u128::MAX)), Ok(Less));
+        assert_eq!(compare(&ValueRef::U128(u128::from(u64::MAX) + 1), &Literal::U64(u64::MAX)), Ok(Greater));
     }
 }

@@ -151,7 +151,9 @@ impl<'a> Engine<'a> {
             .zip(bound)
             .map(|(node, kernel)| {
                 let variadic = kernel.flags & TOMII_KERNEL_VARIADIC != 0;
-                let simple = !variadic && node.condition.is_none() && node.iterations == 1;
+                // A loop of one iteration still appends its loop arguments: not simple.
+                let looped = node.iterations > 1 || !graph.loop_args_of(node.first).is_empty();
+                let simple = !variadic && node.condition.is_none() && !looped;
                 NodeRun { kernel, variadic, simple, grouped: node.group_size > 1 }
             })
             .collect();
@@ -465,7 +467,7 @@ impl<'a> Engine<'a> {
             let result = self.run_body(local, node, slot, member, frame);
             end = if self.timing { self.clock.now() } else { 0 };
             self.store(local, node, slot, member, result?);
-            self.account(local, node, slot, member, frame, start, end);
+            self.account(local, node, slot, member, instance, frame, start, end);
             start = end;
         }
         if let Some(completed) = self.hook(self.hooks.task_completed) {
@@ -498,10 +500,21 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Counters, cost estimate and trace record of one execution.
+    /// Counters, cost estimate and trace record of one execution of `instance`, a member of the
+    /// task scheduled as `task` (itself without groups): the task's ready time is the member's.
     #[inline]
     #[allow(clippy::too_many_arguments)]
-    fn account(&self, local: &mut Local, node: u32, slot: u32, instance: u32, frame: u64, start: Ticks, end: Ticks) {
+    fn account(
+        &self,
+        local: &mut Local,
+        node: u32,
+        slot: u32,
+        instance: u32,
+        task: u32,
+        frame: u64,
+        start: Ticks,
+        end: Ticks,
+    ) {
         let counters = &mut local.counters;
         counters.tasks += 1;
         let per_node = &mut counters.per_node[node as usize];
@@ -517,7 +530,7 @@ impl<'a> Engine<'a> {
             }
         }
         if let Some(pool) = &self.trace_pool {
-            let cell = slot as usize * self.graph.instance_count() + instance as usize;
+            let cell = slot as usize * self.graph.instance_count() + task as usize;
             let record = TraceRecord {
                 frame,
                 ready: self.ready_at[cell].load(Ordering::Relaxed),
