@@ -6,9 +6,10 @@
 build:
 	bash scripts/test.sh build
 
-# cargo fmt --check; clippy -D warnings; crate dependency rules (ARCHITECTURE.md §2); C headers in sync.
+# cargo fmt --check; clippy -D warnings; crate dependency rules (ARCHITECTURE.md §2); C headers in
+# sync; ruff and mypy on the Python code.
 gates:
-	bash scripts/test.sh fmt clippy deps headers
+	bash scripts/test.sh fmt clippy deps headers python
 
 # Builds first: the tests load the plugin .so files from target/debug.
 test:

@@ -165,8 +165,12 @@ def _build_rust(
     cargo = env.get("CARGO", "cargo")
     sdk = sdk_dir()
     # A crate outside this repository depends on `tomii-types = "0.1"`; the patch points that at
-    # the SDK. Inside the workspace the crate's path dependency wins and cargo ignores the patch.
-    patch = ["--config", f"patch.crates-io.tomii-types.path={json.dumps(str(sdk))}"]
+    # the SDK. A crate of the SDK's own workspace uses its path dependency: no patch, which cargo
+    # would otherwise record as unused in the workspace's Cargo.lock.
+    inside = manifest.resolve().is_relative_to(sdk.resolve().parent)
+    patch = (
+        [] if inside else ["--config", f"patch.crates-io.tomii-types.path={json.dumps(str(sdk))}"]
+    )
     where = ["--manifest-path", str(manifest)]
     profile = ["--release"] if release else []
     if clean:

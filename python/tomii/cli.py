@@ -19,6 +19,11 @@ from .plugins import PACKAGED_PLUGINS
 def main(argv: list[str] | None = None) -> int:
     """Runs the command line `argv` (default: this process's arguments); returns the exit status."""
     arguments = sys.argv if argv is None else ["tomii", *argv]
+    if arguments[1:2] == ["sweep"]:
+        # The one command written in Python: sweeps, tables and figures (tomii.experiments).
+        from .experiments.config import main as sweep_main
+
+        return sweep_main(arguments[2:])
     # As the native binary: Ctrl-C stops the command at once.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     if PACKAGED_PLUGINS.is_dir():

@@ -3,24 +3,34 @@ scheduler and returns a report card; built from hypothesis strategies for valid 
 knobs (`strategies`), a pure-Python reference executor of the synthetic kernels (`reference`) and
 the invariants of a run's trace (`invariants`).
 
-Needs hypothesis (`pip install tomii[check]`); `import tomii` never imports this package.
+`check`, the strategies and the suite need hypothesis (`pip install tomii[check]`), imported only
+when one of them is first used; the reference model and the invariants do not (the experiments
+check every trial with them). `import tomii` never imports this package.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from .invariants import Violation, check_trace
 from .reference import Expected, KernelFailure, ModelError, ReferenceModel, expected_run
-from .strategies import (
-    FEATURES,
-    SCHEDULER_OPTIONS,
-    SCHEDULERS,
-    Knobs,
-    graphs,
-    knobs,
-    literals,
-    runs,
-)
-from .suite import PROFILES, PropertyResult, ReportCard, check
+
+#: The names that need hypothesis, and the module of each.
+_WITH_HYPOTHESIS = {
+    "FEATURES": "strategies",
+    "SCHEDULERS": "strategies",
+    "SCHEDULER_OPTIONS": "strategies",
+    "Knobs": "strategies",
+    "graphs": "strategies",
+    "knobs": "strategies",
+    "literals": "strategies",
+    "runs": "strategies",
+    "PROFILES": "suite",
+    "PropertyResult": "suite",
+    "ReportCard": "suite",
+    "check": "suite",
+}
 
 __all__ = [
     "FEATURES",
@@ -43,3 +53,17 @@ __all__ = [
     "literals",
     "runs",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WITH_HYPOTHESIS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tomii.check' has no attribute {name!r}")
+    try:
+        return getattr(importlib.import_module(f".{module}", __name__), name)
+    except ImportError as error:
+        if error.name != "hypothesis":
+            raise
+        raise ImportError(
+            f"tomii.check.{name} needs hypothesis: pip install 'tomii[check]'"
+        ) from None

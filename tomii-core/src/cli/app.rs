@@ -39,6 +39,10 @@ pub fn main(args: impl IntoIterator<Item = OsString>, provider: Option<&dyn Kern
         Command::Schedulers(args) => list_schedulers(&args),
         Command::Knobs(args) => list_knobs(&args),
         Command::Schema => print_schema(),
+        Command::Sweep(_) => Err(anyhow::anyhow!(
+            "`tomii sweep` is part of the Python package: `pip install .` from the repository, then run the \
+             `tomii` command it installs (or `python -m tomii.experiments CONFIG`)"
+        )),
     };
     match result {
         Ok(()) => 0,

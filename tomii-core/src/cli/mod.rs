@@ -31,6 +31,18 @@ pub enum Command {
     Knobs(KnobsArgs),
     /// Print the JSON Schema of the graph format.
     Schema,
+    /// Compare schedulers over graphs and knobs as CONFIG (TOML) describes: a table and figures.
+    /// Part of the Python package (`pip install .`), whose `tomii` command runs it.
+    Sweep(SweepArgs),
+}
+
+#[derive(Args)]
+pub struct SweepArgs {
+    /// The sweep's TOML file (see experiments/README.md).
+    pub config: PathBuf,
+    /// Everything after CONFIG, for the Python package's sweep.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub rest: Vec<String>,
 }
 
 #[derive(Args)]

@@ -1,0 +1,282 @@
+"""`tomii sweep CONFIG`: a sweep described by a TOML file, run, saved, summarised and plotted.
+
+    schedulers = ["fifo", "work-stealing", { name = "random", options = { seed = "1" } },
+                  { path = "libmine.so", label = "mine" }]
+    repeats = 3          # recorded runs per combination
+    warmup = 1           # unrecorded runs before the first of each combination
+    frames = 200
+    seed = 0             # of the trial order
+    out = "results"      # relative to the config file; --out overrides it
+
+    [graphs]
+    standard = "small"                     # tomii.graphs.standard_set(scale)
+    cost = { fixed = 5 }                   # or { uniform = [1, 10] }, { lognormal = [5, 0.5] }
+    files = ["../../examples/graphs/pipeline.json"]        # relative to the config file
+    [[graphs.generate]]                    # any generator of tomii.graphs, with its arguments
+    generator = "streaming_pipeline"
+    width = 16
+    cost = { lognormal = [20, 0.3] }
+
+    [knobs]                                # every combination of these run options
+    workers = [1, 2]
+    slots = [1, 4, 16]
+
+    [plots]
+    formats = ["png"]
+    percentile = "p95"
+
+    [executor]
+    dask = "local:2"     # a LocalCluster of 2 single-thread worker processes, or an address
+
+Every key is checked: an unknown one is an error naming the file, the key and the valid keys.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from .. import graphs as generators
+from .._tomii import ConfigError
+from .sweep import Scheduler, sweep
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - depends on the interpreter
+    import tomli as tomllib
+
+__all__ = ["load_config", "main", "summary"]
+
+_TOP = {"schedulers", "repeats", "warmup", "frames", "seed", "out", "graphs", "knobs", "plots"}
+_TOP |= {"executor", "check"}
+_GRAPHS = {"standard", "cost", "files", "generate", "seed"}
+_PLOTS = {"formats", "percentile"}
+_EXECUTOR = {"dask"}
+_GENERATORS = (
+    "streaming_pipeline",
+    "wavefront",
+    "fork_join",
+    "layered_random",
+    "mimo_uplink",
+    "map_reduce",
+)
+
+
+def _fail(path: Path, what: str) -> ConfigError:
+    return ConfigError(f"{path}: {what}")
+
+
+def _check_keys(path: Path, table: Mapping[str, Any], valid: set[str], where: str) -> None:
+    unknown = sorted(set(table) - valid)
+    if unknown:
+        raise _fail(
+            path,
+            f"unknown key(s) {', '.join(unknown)} in {where}; valid: {', '.join(sorted(valid))}",
+        )
+
+
+def _cost(path: Path, spec: Any, where: str) -> generators.Cost:
+    if not isinstance(spec, dict) or len(spec) != 1:
+        raise _fail(path, f"{where}: cost is one of {{fixed = US}}, {{uniform = [LO, HI]}}, "
+                          "{lognormal = [MEDIAN, SIGMA]}")  # fmt: skip
+    [(kind, value)] = spec.items()
+    try:
+        if kind == "fixed":
+            return generators.Fixed(value)
+        if kind == "uniform":
+            return generators.Uniform(*value)
+        if kind == "lognormal":
+            return generators.LogNormal(*value)
+    except (TypeError, ValueError) as error:
+        raise _fail(path, f"{where}: cost {spec}: {error}") from None
+    raise _fail(path, f"{where}: unknown cost kind {kind!r}; use fixed, uniform or lognormal")
+
+
+def _schedulers(path: Path, specs: Any) -> list[str | Scheduler]:
+    if not isinstance(specs, list) or not specs:
+        raise _fail(path, "schedulers must be a non-empty list of names or tables")
+    chosen: list[str | Scheduler] = []
+    for spec in specs:
+        if isinstance(spec, str):
+            chosen.append(spec)
+            continue
+        if not isinstance(spec, dict):
+            raise _fail(
+                path, f"scheduler {spec!r}: a name or a table {{name|path, options, label}}"
+            )
+        _check_keys(path, spec, {"name", "path", "options", "label"}, "a scheduler")
+        if ("name" in spec) == ("path" in spec):
+            raise _fail(path, f"scheduler {spec}: give exactly one of name and path")
+        target: str | Path = spec["name"] if "name" in spec else (path.parent / spec["path"])
+        options = {str(k): str(v) for k, v in (spec.get("options") or {}).items()}
+        chosen.append(Scheduler(target, options, str(spec.get("label", ""))))
+    return chosen
+
+
+def _graphs(path: Path, table: Any) -> list[Any]:
+    if table is None:
+        return generators.standard_set("small")
+    if not isinstance(table, dict):
+        raise _fail(path, "[graphs] must be a table")
+    _check_keys(path, table, _GRAPHS, "[graphs]")
+    seed = int(table.get("seed", 0))
+    chosen: list[Any] = []
+    if "standard" in table:
+        cost = _cost(path, table["cost"], "[graphs]") if "cost" in table else generators.Fixed(0)
+        try:
+            chosen += generators.standard_set(table["standard"], cost=cost, seed=seed)
+        except (TypeError, ValueError) as error:
+            raise _fail(path, f"[graphs] standard: {error}") from None
+    for file in table.get("files") or []:
+        chosen.append(path.parent / file)
+    for k, spec in enumerate(table.get("generate") or []):
+        where = f"[[graphs.generate]] #{k + 1}"
+        arguments = dict(spec)
+        name = arguments.pop("generator", None)
+        if name not in _GENERATORS:
+            raise _fail(path, f"{where}: generator must be one of {', '.join(_GENERATORS)}")
+        if "cost" in arguments:
+            arguments["cost"] = _cost(path, arguments["cost"], where)
+        try:
+            chosen.append(getattr(generators, name)(**arguments))
+        except (TypeError, ValueError) as error:
+            raise _fail(path, f"{where}: {error}") from None
+    if not chosen:
+        raise _fail(path, "[graphs] selects no graph: give standard, files or generate")
+    return chosen
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """The keyword arguments of `sweep` (plus "plots" and "executor") that a TOML file describes."""
+    path = Path(path)
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise _fail(path, f"cannot read the sweep configuration: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise _fail(path, f"not valid TOML: {error}") from None
+    _check_keys(path, document, _TOP, "the file")
+    plots = document.get("plots") or {}
+    _check_keys(path, plots, _PLOTS, "[plots]")
+    executor = document.get("executor") or {}
+    _check_keys(path, executor, _EXECUTOR, "[executor]")
+    knobs = document.get("knobs") or {}
+    if not isinstance(knobs, dict):
+        raise _fail(path, "[knobs] must be a table of run option = [values]")
+    return {
+        "schedulers": _schedulers(path, document.get("schedulers")),
+        "graphs": _graphs(path, document.get("graphs")),
+        "knobs": knobs,
+        "repeats": int(document.get("repeats", 3)),
+        "warmup": int(document.get("warmup", 1)),
+        "frames": int(document.get("frames", 200)),
+        "seed": int(document.get("seed", 0)),
+        "check": bool(document.get("check", True)),
+        "out": path.parent / document["out"] if "out" in document else None,
+        "plots": plots,
+        "executor": executor,
+    }
+
+
+def summary(rows: Sequence[Mapping[str, Any]]) -> str:
+    """A text table: per graph, knobs and scheduler, the median throughput and latencies over
+    the valid repeats, and how many repeats were invalid."""
+    varying = [k for k in ("workers", "slots", "pop_batch") if len({row[k] for row in rows}) > 1]
+    groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        key = (row["graph"], *(row[k] for k in varying), row["scheduler"])
+        groups.setdefault(key, []).append(row)
+    header = ["graph", *varying, "scheduler", "frames/s", "p50 µs", "p99 µs", "efficiency", "ok"]
+    lines = [header]
+
+    def median(values: list[float]) -> str:
+        finite = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+        return f"{statistics.median(finite):.4g}" if finite else "-"
+
+    for key, members in sorted(groups.items(), key=lambda item: tuple(map(str, item[0]))):
+        valid = [r for r in members if r["valid"]]
+        lines.append(
+            [
+                *map(str, key),
+                median([r["throughput_frames_per_s"] for r in valid]),
+                median([r["latency_p50_us"] for r in valid]),
+                median([r["latency_p99_us"] for r in valid]),
+                median([r["efficiency"] for r in valid]),
+                f"{len(valid)}/{len(members)}",
+            ]
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines)
+
+
+def _executor(spec: Mapping[str, Any], stack: ExitStack) -> Any:
+    address = spec.get("dask")
+    if address is None:
+        return None
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ConfigError(
+            "[executor] dask needs dask.distributed: pip install 'tomii[experiments]'"
+        ) from None
+    if str(address).startswith("local:"):
+        workers = int(str(address).split(":", 1)[1])
+        # One single-thread process per trial at a time: trials do not disturb each other's timing.
+        cluster = LocalCluster(  # type: ignore[no-untyped-call]
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+        stack.enter_context(cluster)
+        return stack.enter_context(Client(cluster))  # type: ignore[no-untyped-call]
+    return stack.enter_context(Client(str(address)))  # type: ignore[no-untyped-call]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`tomii sweep CONFIG [--out DIR] [--no-plots] [--frames N] [--repeats N]`."""
+    parser = argparse.ArgumentParser(
+        prog="tomii sweep", description="Compare schedulers as a TOML file describes."
+    )
+    parser.add_argument("config", type=Path, help="the sweep's TOML file")
+    parser.add_argument(
+        "--out", type=Path, help="where results and figures go (default: the file's out)"
+    )
+    parser.add_argument("--no-plots", action="store_true", help="write the table only")
+    parser.add_argument("--frames", type=int, help="override the file's frames")
+    parser.add_argument("--repeats", type=int, help="override the file's repeats")
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config)
+        for key in ("frames", "repeats"):
+            if getattr(args, key) is not None:
+                config[key] = getattr(args, key)
+        out = args.out or config.pop("out") or Path("out") / args.config.stem
+        config.pop("out", None)
+        plots, executor_spec = config.pop("plots"), config.pop("executor")
+        with ExitStack() as stack:
+            result = sweep(**config, out=out, executor=_executor(executor_spec, stack))
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(summary(result.rows))
+    written = [out / "results.csv"]
+    if not args.no_plots and result.rows:
+        from .plot import plot
+
+        written += plot(
+            result.rows,
+            result.frames,
+            result.traces,
+            out_dir=out,
+            formats=tuple(plots.get("formats", ("png",))),
+            percentile=plots.get("percentile", "p50"),
+        )
+    print(f"\n{len(result.rows)} trials; wrote {', '.join(str(p) for p in written)}")
+    if result.interrupted:
+        print("interrupted: the table holds the trials that finished", file=sys.stderr)
+        return 130
+    return 0

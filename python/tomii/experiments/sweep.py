@@ -1,0 +1,723 @@
+"""Sweeps: every scheduler × graph × combination of knobs × repeat, run in a seeded random order,
+each run's trace checked against the reference model, gathered into a tidy table (`table.py`).
+
+Trials run in this process, or on any executor with `submit(fn, *args)` (`concurrent.futures`,
+Dask's `distributed.Client`) as calls of `run_trial` with plain arguments. A trial that fails or
+breaks an invariant becomes an invalid row; it never stops the sweep. Nothing here plots.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+import math
+import os
+import platform
+import random
+import subprocess
+import sys
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from concurrent.futures import as_completed as std_as_completed
+from contextlib import closing, suppress
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol, Union
+
+import numpy as np
+from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+
+from .. import TRACE_DTYPE, ConfigError, Graph, GraphError, PluginError, run_graph
+from ..graphs import critical_path_us, standard_set, total_work_us
+from ..plugins import find_plugin, find_scheduler
+from .table import (
+    COLUMNS,
+    FRAME_COLUMNS,
+    PID_COLUMN,
+    CsvAppender,
+    SweepResult,
+    write_environment,
+)
+
+__all__ = ["Scheduler", "SupportsSubmit", "run_trial", "sweep"]
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """A scheduler to sweep: `spec` is a name ("fifo", found as `run_graph` finds it) or a
+    scheduler dylib's path; `options` its `sched_opts`; `label` what the rows call it (default:
+    the name, followed by the options when there are any)."""
+
+    spec: str | Path
+    options: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+
+SchedulerSpec = Union[str, Path, Scheduler, tuple[Union[str, Path], Mapping[str, Any]]]
+GraphSpec = Union[Mapping[str, Any], Graph, str, Path]
+
+
+class SupportsSubmit(Protocol):
+    """An executor: `concurrent.futures.Executor`, `distributed.Client` or the like."""
+
+    def submit(self, fn: Any, /, *args: Any) -> Any: ...
+
+
+#: run_graph options a sweep sets itself, so never knobs.
+_RESERVED = {
+    "scheduler",
+    "scheduler_plugin",
+    "sched_opts",
+    "dylibs",
+    "python_kernels",
+    "trace",
+    "report",
+    "collect_outputs",
+}
+#: The knobs every row has, with their values when `knobs` leaves them out (frames: `frames=`).
+_BASE_KNOBS = {"workers": 1, "slots": 1, "frames": None, "pop_batch": 1}
+#: Violations quoted in a row's `problem` (the count says how many there were).
+_QUOTED = 3
+
+
+# ---------------------------------------------------------------------------------------------
+# The inputs, read eagerly
+
+
+@dataclass(frozen=True)
+class _Scheduler:
+    label: str
+    path: str
+    options: dict[str, str]
+
+
+def _option_text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _scheduler(spec: SchedulerSpec) -> _Scheduler:
+    if isinstance(spec, tuple):
+        if len(spec) != 2:
+            raise TypeError(f"sweep: a scheduler tuple is (name_or_path, options), got {spec!r}")
+        spec = Scheduler(spec[0], spec[1])
+    elif not isinstance(spec, Scheduler):
+        spec = Scheduler(spec)
+    if not isinstance(spec.spec, (str, Path)):
+        raise TypeError(f"sweep: a scheduler is a name or a path, got {spec.spec!r}")
+    path = Path(spec.spec)
+    if path.suffix == ".so" or path.is_file():
+        if not path.is_file():
+            raise PluginError(f"scheduler {str(path)!r}: no such file; pass an existing dylib")
+        name = path.stem.removeprefix("lib").removeprefix("tomii_sched_").replace("_", "-")
+    else:
+        name, path = str(spec.spec), find_scheduler(str(spec.spec))
+    options = {str(key): _option_text(value) for key, value in spec.options.items()}
+    label = spec.label or name
+    if options and not spec.label:
+        label += "(" + ",".join(f"{key}={value}" for key, value in options.items()) + ")"
+    return _Scheduler(label, str(path.resolve()), options)
+
+
+def _graph(spec: GraphSpec, position: int) -> tuple[str, dict[str, Any]]:
+    if isinstance(spec, Graph):
+        return f"graph{position}", spec.to_dict()
+    if isinstance(spec, Mapping):
+        return str(spec.get("name") or f"graph{position}"), dict(spec)
+    if isinstance(spec, (str, Path)):
+        try:
+            graph = json.loads(Path(spec).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as error:
+            raise GraphError(f"{spec}: cannot read the graph: {error}") from None
+        return str(graph.get("name") or Path(spec).stem), graph
+    raise TypeError(f"sweep: a graph is a dict, a tomii.Graph or a JSON path, got {spec!r}")
+
+
+def _unique(kind: str, names: Sequence[str]) -> None:
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"sweep: two {kind}s are called {repeated[0]!r}; give them labels")
+
+
+def _knob_names() -> list[str]:
+    parameters = inspect.signature(run_graph).parameters.values()
+    return [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.name not in _RESERVED]
+
+
+def _knob_values(name: str, values: Any) -> list[Any]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, range, set)):
+        values = [values]
+    listed: list[Any] = list(values)
+    if not listed:
+        raise ValueError(f"sweep: knob {name!r} has no values")
+    if name in _BASE_KNOBS:
+        for value in listed:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"sweep: knob {name!r} takes positive integers, got {value!r}")
+    return listed
+
+
+def _combinations(knobs: Mapping[str, Any], frames: int) -> list[dict[str, Any]]:
+    """Every combination of the knobs' values, each with every base knob."""
+    valid = _knob_names()
+    for name in knobs:
+        if name not in valid:
+            raise ConfigError(f"sweep: unknown knob {name!r}; valid knobs: {', '.join(valid)}")
+    grid = {name: _knob_values(name, values) for name, values in knobs.items()}
+    base = {**_BASE_KNOBS, "frames": frames}
+    return [{**base, **dict(zip(grid, chosen))} for chosen in itertools.product(*grid.values())]
+
+
+def _count(name: str, value: object, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"sweep: {name} must be an integer of at least {low}, got {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan
+
+
+@dataclass(frozen=True)
+class _Trial:
+    trial: int
+    order: int
+    scheduler: int
+    graph: int
+    combination: int
+    repeat: int
+    warmup: int
+
+
+@dataclass
+class _Plan:
+    schedulers: list[_Scheduler]
+    graphs: list[tuple[str, dict[str, Any]]]
+    combinations: list[dict[str, Any]]
+    extra_knobs: list[str]
+    dylibs: list[str]
+    check: bool
+    #: Per graph: (critical path, work) per frame in µs, NaN when unknown.
+    bounds: list[tuple[float, float]]
+    trials: list[_Trial] = field(default_factory=list)
+
+    def arrange(self, repeats: int, warmup: int, seed: int) -> None:
+        """Numbers every trial (scheduler, graph, combination, repeat), shuffles them with
+        `seed`, and gives the first trial of each (scheduler, graph, combination) in the
+        shuffled order the warm-ups."""
+        ranges = (self.schedulers, self.graphs, self.combinations, range(repeats))
+        keys = list(itertools.product(*(range(len(r)) for r in ranges)))
+        numbers = list(range(len(keys)))
+        random.Random(seed).shuffle(numbers)
+        warmed: set[tuple[int, int, int]] = set()
+        for order, number in enumerate(numbers):
+            s, g, c, r = keys[number]
+            first = (s, g, c) not in warmed
+            warmed.add((s, g, c))
+            self.trials.append(_Trial(number, order, s, g, c, r, warmup if first else 0))
+
+    def trace_key(self, trial: _Trial) -> str:
+        """The key of the trial's trace: "scheduler|graph|workers=W|slots=S", then "|name=value"
+        for each other knob that takes several values (the form tomii.experiments.plot reads)."""
+        knobs = self.combinations[trial.combination]
+        varying = [
+            name
+            for name in knobs
+            if name not in ("workers", "slots")
+            and len({repr(c[name]) for c in self.combinations}) > 1
+        ]
+        parts = [self.schedulers[trial.scheduler].label, self.graphs[trial.graph][0]]
+        parts += [f"{name}={knobs[name]}" for name in ("workers", "slots", *varying)]
+        return "|".join(parts)
+
+    def label(self, trial: _Trial) -> str:
+        return f"{self.schedulers[trial.scheduler].label} {self.graphs[trial.graph][0]}"
+
+    def arguments(self, trial: _Trial) -> tuple[Any, ...]:
+        """`run_trial`'s arguments: plain, picklable data."""
+        scheduler = self.schedulers[trial.scheduler]
+        return (
+            trial.trial,
+            self.graphs[trial.graph][1],
+            scheduler.path,
+            scheduler.options,
+            self.dylibs,
+            self.combinations[trial.combination],
+            trial.warmup,
+            self.check,
+            trial.repeat == 0,
+        )
+
+    def row(self, trial: _Trial, outcome: Mapping[str, Any]) -> dict[str, Any]:
+        knobs = self.combinations[trial.combination]
+        scheduler = self.schedulers[trial.scheduler]
+        critical, work = self.bounds[trial.graph]
+        row: dict[str, Any] = {
+            "trial": trial.trial,
+            "order": trial.order,
+            "scheduler": scheduler.label,
+            "scheduler_options": json.dumps(scheduler.options, sort_keys=True),
+            "graph": self.graphs[trial.graph][0],
+            **{name: knobs[name] for name in _BASE_KNOBS},
+            "repeat": trial.repeat,
+        }
+        row.update(_measures(outcome, knobs["workers"], knobs["slots"], critical, work))
+        row["valid"] = not outcome["problem"]
+        row["problem"] = outcome["problem"]
+        row.update({name: knobs[name] for name in self.extra_knobs})
+        row[PID_COLUMN] = outcome["worker_pid"]
+        return row
+
+
+def _graph_bounds(graph: Mapping[str, Any]) -> tuple[float, float]:
+    try:
+        return critical_path_us(graph), total_work_us(graph)
+    except (ValueError, KeyError, TypeError):
+        return math.nan, math.nan
+
+
+def _bound(workers: int, slots: int, critical: float, work: float) -> float:
+    """No schedule exceeds workers·1e6/work frames/s, nor slots·1e6/critical (NaN: no cost)."""
+    if not (work > 0 and critical > 0):
+        return math.nan
+    return min(workers * 1e6 / work, slots * 1e6 / critical)
+
+
+def _percentile(ordered: np.ndarray[Any, Any], p: float) -> float:
+    """Nearest rank, as the runtime's report computes it."""
+    n = len(ordered)
+    return float(ordered[min(max(math.ceil(p * n), 1), n) - 1])
+
+
+def _measures(
+    outcome: Mapping[str, Any], workers: int, slots: int, critical: float, work: float
+) -> dict[str, Any]:
+    """The measured columns of a row, NaN where the run produced nothing."""
+    report = outcome["report"] or {}
+    latencies = np.sort(np.asarray(outcome["latencies_us"], dtype=float))
+    latencies = latencies[~np.isnan(latencies)]
+    busy = [float(w["busy_fraction"]) for w in report.get("per_worker", [])]
+    throughput = float(report.get("throughput_frames_per_s", math.nan))
+    bound = _bound(workers, slots, critical, work)
+    have = len(latencies) > 0
+    return {
+        "wall_time_s": float(report.get("wall_time_s", math.nan)),
+        "throughput_frames_per_s": throughput,
+        "tasks_per_s": float(report.get("tasks_per_s", math.nan)),
+        "latency_mean_us": float(latencies.mean()) if have else math.nan,
+        "latency_p50_us": _percentile(latencies, 0.50) if have else math.nan,
+        "latency_p95_us": _percentile(latencies, 0.95) if have else math.nan,
+        "latency_p99_us": _percentile(latencies, 0.99) if have else math.nan,
+        "critical_path_us": critical,
+        "work_us": work,
+        "bound_frames_per_s": bound,
+        "efficiency": throughput / bound if bound > 0 else math.nan,
+        "busy_mean": sum(busy) / len(busy) if busy else math.nan,
+        "busy_per_worker": json.dumps(busy),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# One trial, wherever it runs
+
+
+def run_trial(
+    trial: int,
+    graph: dict[str, Any],
+    scheduler: str,
+    sched_opts: dict[str, str],
+    dylibs: list[str],
+    knobs: dict[str, Any],
+    warmup: int,
+    check: bool,
+    keep_trace: bool,
+) -> dict[str, Any]:
+    """One trial, in the process that calls it: `warmup` unrecorded runs, then the recorded run
+    with a trace, checked when `check`. Returns plain data: `trial`, `worker_pid`, `report`
+    (None when the run failed), `latencies_us` (per frame), `trace` and `node_names` (when
+    `keep_trace`), `problem` (empty when the run succeeded and kept every invariant).
+
+    `trial` also makes every call's arguments distinct: Dask takes a function of equal arguments
+    for the same task and would run the repeats of a configuration once."""
+    options = {"dylibs": dylibs, "scheduler": scheduler, "sched_opts": sched_opts, **knobs}
+    for _ in range(warmup):
+        # A failed warm-up is left unrecorded: the recorded run fails the same way and says why.
+        with suppress(Exception):
+            run_graph(graph, collect_outputs=False, **options)
+    outcome: dict[str, Any] = {
+        "trial": trial,
+        "worker_pid": os.getpid(),
+        "report": None,
+        "latencies_us": [],
+        "trace": None,
+        "node_names": [],
+        "problem": "",
+    }
+    try:
+        result = run_graph(graph, collect_outputs=False, trace=True, **options)
+    except Exception as error:  # noqa: BLE001 (any failure is the row's problem, not the sweep's)
+        outcome["problem"] = f"{type(error).__name__}: {error}"
+        return outcome
+    trace = result.trace if result.trace is not None else np.zeros(0, TRACE_DTYPE)
+    outcome["report"] = dict(result.report)
+    outcome["latencies_us"] = frame_latencies_us(trace, knobs["frames"])
+    if check:
+        outcome["problem"] = _summary(
+            trace_problems(
+                graph,
+                trace,
+                result.node_names,
+                result.report,
+                frames=knobs["frames"],
+                slots=knobs["slots"],
+                workers=knobs["workers"],
+            )
+        )
+    if keep_trace:
+        outcome["trace"], outcome["node_names"] = trace, list(result.node_names)
+    return outcome
+
+
+def frame_latencies_us(trace: np.ndarray[Any, Any], frames: int) -> np.ndarray[Any, Any]:
+    """Per frame, its latency in µs: its last task's end minus its start, the earliest time one
+    of its tasks was ready (its roots, pushed when it entered a slot). NaN for a frame with no
+    task in the trace."""
+    count = max(frames, int(trace["frame"].max()) + 1 if len(trace) else 0)
+    start = np.full(count, np.iinfo(np.int64).max, dtype=np.int64)
+    end = np.full(count, -1, dtype=np.int64)
+    frame = trace["frame"].astype(np.int64)
+    np.minimum.at(start, frame, trace["ready_ns"].astype(np.int64))
+    np.maximum.at(end, frame, trace["end_ns"].astype(np.int64))
+    latencies = (end - start).astype(float) / 1e3
+    latencies[end < 0] = math.nan
+    return latencies
+
+
+def trace_problems(
+    graph: Mapping[str, Any],
+    trace: np.ndarray[Any, Any],
+    node_names: Sequence[str],
+    report: Mapping[str, Any],
+    *,
+    frames: int,
+    slots: int,
+    workers: int,
+) -> list[str]:
+    """The invariants (tomii.check.invariants.check_trace) a run's trace broke, as text."""
+    from ..check import invariants, reference
+
+    try:
+        model = reference.ReferenceModel(graph)
+    except reference.ModelError as error:
+        return [f"not checked: the reference model cannot read the graph: {error}"]
+    violations = invariants.check_trace(
+        invariants.rows_of(trace, node_names),
+        tasks=model.tasks,
+        depends_on=model.deps,
+        frames=frames,
+        slots=slots,
+        workers=workers,
+        ranges=model.worker_ranges(),
+        report=report,
+    )
+    return [str(violation) for violation in violations]
+
+
+def _summary(problems: Sequence[str]) -> str:
+    if not problems:
+        return ""
+    quoted = "; ".join(problems[:_QUOTED])
+    more = f"; and {len(problems) - _QUOTED} more" if len(problems) > _QUOTED else ""
+    return f"{len(problems)} invariant violation(s): {quoted}{more}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Running the plan
+
+
+#: Each trial as it finishes, with what `run_trial` returned.
+_Outcomes = Generator[tuple[_Trial, dict[str, Any]], None, None]
+
+
+def _serially(plan: _Plan, bar: Any) -> _Outcomes:
+    for trial in plan.trials:
+        bar.set_postfix_str(plan.label(trial), refresh=False)
+        yield trial, run_trial(*plan.arguments(trial))
+
+
+def _as_completed(futures: list[Any]) -> Iterator[Any]:
+    """Futures as they complete: Dask's own `as_completed` for Dask futures (imported only
+    then), `concurrent.futures.as_completed` for any other."""
+    if futures and type(futures[0]).__module__.partition(".")[0] == "distributed":
+        from distributed import as_completed
+
+        return iter(as_completed(futures))  # type: ignore[no-untyped-call,unused-ignore]
+    return std_as_completed(futures)
+
+
+def _on_executor(plan: _Plan, executor: SupportsSubmit, bar: Any) -> _Outcomes:
+    futures = {executor.submit(run_trial, *plan.arguments(t)): t for t in plan.trials}
+    try:
+        for future in _as_completed(list(futures)):
+            trial = futures[future]
+            bar.set_postfix_str(plan.label(trial), refresh=False)
+            try:
+                outcome = future.result()
+            except Exception as error:  # noqa: BLE001 (the executor lost the trial: a row says so)
+                outcome = _lost(trial, error)
+            yield trial, outcome
+    finally:
+        for future in futures:
+            if not future.done():
+                future.cancel()
+
+
+def _lost(trial: _Trial, error: Exception) -> dict[str, Any]:
+    """The outcome of a trial the executor lost (a worker died, say)."""
+    return {
+        "trial": trial.trial,
+        "worker_pid": -1,
+        "report": None,
+        "latencies_us": [],
+        "trace": None,
+        "node_names": [],
+        "problem": f"executor: {type(error).__name__}: {error}",
+    }
+
+
+class _Files:
+    """The files of `out` while the sweep runs: environment.json first, then every finished
+    trial's row and frames appended as it finishes."""
+
+    def __init__(self, directory: Path, columns: Sequence[str], environment: Mapping[str, Any]):
+        directory.mkdir(parents=True, exist_ok=True)
+        write_environment(directory, environment, interrupted=None)
+        self.rows = CsvAppender(directory / "results.csv", columns)
+        self.frames = CsvAppender(directory / "frames.csv", list(FRAME_COLUMNS))
+
+    def append(self, row: Mapping[str, Any], frames: Sequence[Mapping[str, Any]]) -> None:
+        self.rows.append([row])
+        self.frames.append(frames)
+
+    def close(self) -> None:
+        self.rows.close()
+        self.frames.close()
+
+
+def sweep(
+    schedulers: Sequence[SchedulerSpec],
+    graphs: Sequence[GraphSpec] | None = None,
+    knobs: Mapping[str, Any] | None = None,
+    *,
+    repeats: int = 3,
+    warmup: int = 1,
+    frames: int = 200,
+    seed: int = 0,
+    executor: SupportsSubmit | None = None,
+    check: bool = True,
+    progress: bool = True,
+    out: str | Path | None = None,
+    dylibs: Sequence[str | Path] | None = None,
+    on_trial: Callable[[dict[str, Any]], None] | None = None,
+) -> SweepResult:
+    """Runs every scheduler on every graph for every combination of `knobs`, `repeats` times.
+
+    `schedulers`: names, dylib paths, `(name_or_path, options)` or `Scheduler`s. `graphs`:
+    graph dicts, `tomii.Graph`s or JSON paths (default: `tomii.graphs.standard_set("small")`).
+    `knobs`: run option → list of values (`{"workers": [1, 2], "slots": [1, 4]}`); each knob
+    other than workers, slots, frames and pop_batch adds a column. `dylibs`: kernel plugins
+    (default: the synthetic kernels).
+
+    Order: the trials are shuffled with `seed`, so that drift on the machine (heat, other load)
+    spreads over every scheduler instead of favouring one. Warm-up: the first trial of each
+    (scheduler, graph, knobs) in that order runs `warmup` unrecorded runs just before its own,
+    in the same call and so the same process: the costs of a first run (the scheduler's dylib
+    loaded and paged in, the graph compiled, memory for these workers and slots first touched,
+    caches and predictors trained on this scheduler) belong to a configuration, and a single
+    global warm-up would leave them to whichever configuration the shuffle put first.
+
+    Each trial runs `run_graph(..., trace=True)`; with `check`, its trace is checked
+    (tomii.check.invariants.check_trace: exactly once, every frame, dependencies, slots, worker
+    ranges, against the reference model). A failed run or a broken invariant makes the row
+    invalid, with the reason in `problem`; the sweep goes on. Frame latency is computed from
+    the trace: a frame's last task end minus the earliest ready time of its tasks.
+
+    `executor`: anything with `submit(fn, *args)` returning a future (a concurrent.futures
+    executor, a Dask `distributed.Client`); trials, warm-ups included, are submitted in the
+    shuffled order and gathered as they complete. For fair timing let it run one trial per
+    core at a time (Dask: `LocalCluster(n_workers=k, threads_per_worker=1)`), and no more
+    than the cores the trials' workers leave free. A later repeat may land on a process that
+    has not run its configuration yet: the warm-up only warms the process that ran it.
+
+    `out`: a directory that receives results.csv and frames.csv row by row as trials finish
+    (a killed sweep loses nothing that finished), then everything `SweepResult.save` writes.
+    Ctrl-C (KeyboardInterrupt) stops the sweep: the finished rows are kept and returned with
+    `interrupted=True`. `on_trial(row)` is called with each row once it is recorded.
+    `progress` shows a tqdm bar on stderr (only on a terminal).
+    """
+    plan = _plan(schedulers, graphs, knobs, frames=frames, dylibs=dylibs, check=check)
+    plan.arrange(_count("repeats", repeats, 1), _count("warmup", warmup, 0), seed)
+    columns = [*COLUMNS, *plan.extra_knobs, PID_COLUMN]
+    parameters = _parameters(plan, repeats, warmup, frames, seed, executor)
+    result = SweepResult([], [], {}, environment(parameters), columns)
+    files = None if out is None else _Files(Path(out), columns, result.environment)
+    try:
+        _collect(plan, result, executor, files, progress, on_trial)
+    finally:
+        if files is not None:
+            files.close()
+    if out is not None:
+        result.save(out)
+    return result
+
+
+def _plan(
+    schedulers: Sequence[SchedulerSpec],
+    graphs: Sequence[GraphSpec] | None,
+    knobs: Mapping[str, Any] | None,
+    *,
+    frames: int,
+    dylibs: Sequence[str | Path] | None,
+    check: bool,
+) -> _Plan:
+    if isinstance(schedulers, (str, Path, Scheduler, tuple)) or not schedulers:
+        raise ValueError("sweep: schedulers must be a non-empty list")
+    chosen = [_scheduler(spec) for spec in schedulers]
+    read = [
+        _graph(spec, i)
+        for i, spec in enumerate(standard_set("small") if graphs is None else graphs)
+    ]
+    if not read:
+        raise ValueError("sweep: graphs must not be empty")
+    _unique("scheduler", [s.label for s in chosen])
+    _unique("graph", [name for name, _ in read])
+    libraries = [find_plugin("synthetic")] if dylibs is None else list(dylibs)
+    combinations = _combinations(knobs or {}, _count("frames", frames, 1))
+    extra = [name for name in (knobs or {}) if name not in _BASE_KNOBS]
+    bounds = [_graph_bounds(graph) for _, graph in read]
+    paths = [str(Path(d).resolve()) for d in libraries]
+    return _Plan(chosen, read, combinations, extra, paths, check, bounds)
+
+
+def _collect(
+    plan: _Plan,
+    result: SweepResult,
+    executor: SupportsSubmit | None,
+    files: _Files | None,
+    progress: bool,
+    on_trial: Callable[[dict[str, Any]], None] | None,
+) -> None:
+    """Runs the plan into `result`, until done or interrupted."""
+    bar = tqdm(
+        total=len(plan.trials), desc="sweep", unit="trial", file=sys.stderr,
+        disable=None if progress else True, dynamic_ncols=True,
+    )  # fmt: skip
+    outcomes = _serially(plan, bar) if executor is None else _on_executor(plan, executor, bar)
+    try:
+        with closing(outcomes):
+            for trial, outcome in outcomes:
+                row = plan.row(trial, outcome)
+                frames = [
+                    {"trial": trial.trial, "frame": frame, "latency_us": float(latency)}
+                    for frame, latency in enumerate(outcome["latencies_us"])
+                ]
+                if outcome["trace"] is not None:
+                    kept = (outcome["trace"], list(outcome["node_names"]))
+                    result.traces[plan.trace_key(trial)] = kept
+                result.rows.append(row)
+                result.frames += frames
+                if files is not None:
+                    files.append(row, frames)
+                bar.update(1)
+                if on_trial is not None:
+                    on_trial(row)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    finally:
+        bar.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The environment
+
+
+def _parameters(
+    plan: _Plan, repeats: int, warmup: int, frames: int, seed: int, executor: Any
+) -> dict[str, Any]:
+    return {
+        "schedulers": [
+            {"label": s.label, "path": s.path, "options": s.options} for s in plan.schedulers
+        ],
+        "graphs": [name for name, _ in plan.graphs],
+        "knobs": [dict(c) for c in plan.combinations],
+        "repeats": repeats,
+        "warmup": warmup,
+        "frames": frames,
+        "seed": seed,
+        "check": plan.check,
+        "dylibs": plan.dylibs,
+        "executor": None if executor is None else type(executor).__qualname__,
+        "trials": len(plan.trials),
+    }
+
+
+def environment(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """Where and with what a sweep ran: versions, machine, git commit, date, its parameters."""
+    commit, dirty = _git()
+    return {
+        "tomii_version": _tomii_version(),
+        "python_version": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "numpy_version": np.__version__,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "hostname": platform.node(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "parameters": dict(parameters),
+    }
+
+
+def _tomii_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tomii")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Processor", "cpu model"):
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _git() -> tuple[str | None, bool | None]:
+    """The commit of the git checkout the tomii package is in, and whether tracked files
+    differ from it; (None, None) outside a checkout or without git."""
+    where = Path(__file__).resolve().parent
+    if "site-packages" in where.parts:
+        return None, None  # an installed copy: a checkout around it is not its source
+    try:
+        commit = _git_output(where, "rev-parse", "HEAD")
+        dirty = bool(_git_output(where, "status", "--porcelain", "--untracked-files=no"))
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    return commit, dirty
+
+
+def _git_output(where: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(where), *args], capture_output=True, text=True, timeout=10, check=True
+    )
+    return done.stdout.strip()

@@ -1,0 +1,81 @@
+"""`tomii sweep CONFIG` (and `python -m tomii.experiments CONFIG`): a TOML file to a table, saved
+results and figures; a bad file is one error line naming the file and the key."""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from reference import ROOT, TARGET
+
+from tomii.experiments.config import load_config
+
+ENV = {**os.environ, "TOMII_SCHEDULER_PATH": str(TARGET), "TOMII_PLUGIN_PATH": str(TARGET)}
+
+
+def sweep(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "tomii.cli", "sweep", *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, env=ENV, cwd=cwd, timeout=300, check=False
+    )
+
+
+def test_a_sweep_file_gives_a_table_results_and_figures(tmp_path: Path) -> None:
+    config = tmp_path / "sweep.toml"
+    config.write_text(
+        """
+schedulers = ["fifo", { name = "random", options = { seed = "3" }, label = "random-3" }]
+repeats = 2
+warmup = 0
+frames = 10
+out = "results"
+
+[[graphs.generate]]
+generator = "fork_join"
+width = 4
+depth = 2
+cost = { fixed = 2 }
+
+[knobs]
+slots = [1, 2]
+""",
+        encoding="utf-8",
+    )
+    done = sweep(str(config), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split()[:3] == ["graph", "slots", "scheduler"]
+    assert sum("random-3" in line for line in lines) == 2  # one per slots value
+    assert "8 trials; wrote" in done.stdout
+    out = tmp_path / "results"
+    with (out / "results.csv").open(encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    assert len(rows) == 8 and {row["valid"] for row in rows} == {"True"}
+    assert {row["scheduler"] for row in rows} == {"fifo", "random-3"}
+    for figure in ("throughput.png", "latency_p50.png", "latency_cdf.png"):
+        assert (out / figure).stat().st_size > 1000
+    assert (out / "scaling_slots_throughput.png").is_file()
+
+
+def test_a_bad_sweep_file_is_one_error_line(tmp_path: Path) -> None:
+    config = tmp_path / "bad.toml"
+    config.write_text('schedulers = ["fifo"]\nrepeat = 3\n', encoding="utf-8")
+    done = sweep(str(config), cwd=tmp_path)
+    assert done.returncode == 1
+    valid = "check, executor, frames, graphs, knobs, out, plots, repeats, schedulers, seed, warmup"
+    assert done.stderr.strip().splitlines() == [
+        f"error: {config}: unknown key(s) repeat in the file; valid: {valid}"
+    ]
+    config.write_text("schedulers = [", encoding="utf-8")
+    done = sweep(str(config), cwd=tmp_path)
+    assert done.returncode == 1 and "not valid TOML" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_experiments_files_load() -> None:
+    for path in sorted((ROOT / "experiments").glob("*/sweep.toml")):
+        config = load_config(path)
+        assert config["schedulers"] and config["graphs"], path
