@@ -1,9 +1,13 @@
-"""Shared by the Python tests: where the built plugins are, and an independent implementation of
-the synthetic `checksum` kernel (plugins/synthetic/README.md) to compute expected outputs."""
+"""Shared by the Python tests: where the built plugins are, and the synthetic `checksum` kernel
+recomputed in Python (the reference model's, plugins/synthetic/README.md) for expected outputs."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+# The synthetic `checksum` kernel recomputed in Python (plugins/synthetic/README.md): the reference
+# model's, independent of the runtime.
+from tomii.check.reference import BASIS, MASK, checksum, fnv1a, mix
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = ROOT / "target" / "debug"
@@ -11,25 +15,15 @@ SYNTHETIC = TARGET / "libtomii_synthetic.so"
 FIFO = TARGET / "libtomii_sched_fifo.so"
 GRAPHS = ROOT / "tomii-core" / "tests" / "graphs"
 
-PRIME = 0x100000001B3
-BASIS = 0xCBF29CE484222325
-MASK = (1 << 64) - 1
-
-
-def mix(h: int, w: int) -> int:
-    g = ((h ^ w) * PRIME) & MASK
-    return g ^ (g >> 29)
-
-
-def fnv1a(data: bytes) -> int:
-    h = BASIS
-    for b in data:
-        h = ((h ^ b) * PRIME) & MASK
-    return h
-
-
-def checksum(node: str, instance: int, frame: int, words: list[int]) -> int:
-    h = mix(mix(fnv1a(node.encode()), instance), frame)
-    for w in words:
-        h = mix(h, w)
-    return h
+__all__ = [
+    "BASIS",
+    "FIFO",
+    "GRAPHS",
+    "MASK",
+    "ROOT",
+    "SYNTHETIC",
+    "TARGET",
+    "checksum",
+    "fnv1a",
+    "mix",
+]

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import random
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -289,21 +290,23 @@ def test_save_and_load_round_trip(serial: SweepResult, tmp_path: Path) -> None:
         assert loaded.traces[key][1] == names
 
 
-def test_parquet_needs_pyarrow(serial: SweepResult, tmp_path: Path) -> None:
-    try:
-        import pyarrow  # type: ignore[import-not-found,import-untyped,unused-ignore]  # noqa: F401
-    except ImportError:
-        with pytest.raises(ImportError, match="pyarrow"):
-            serial.save(tmp_path, format="parquet")
-        serial.save(tmp_path)  # "auto": CSV only
-        assert not (tmp_path / "results.parquet").exists()
-        return
-    serial.save(tmp_path, format="parquet")
-    assert (tmp_path / "results.parquet").is_file()
+def test_parquet_holds_the_table_and_needs_pyarrow(
+    serial: SweepResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow.parquet as pq  # type: ignore[import-not-found,import-untyped,unused-ignore]
+
+    serial.save(tmp_path / "with", format="parquet")
+    table = pq.read_table(tmp_path / "with" / "results.parquet")
+    assert table.column_names == serial.columns and table.num_rows == len(serial.rows)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(ImportError, match="pyarrow"):
+        serial.save(tmp_path / "without", format="parquet")
+    serial.save(tmp_path / "auto")  # "auto": CSV only when pyarrow is missing
+    assert not (tmp_path / "auto" / "results.parquet").exists()
 
 
 def test_to_pandas(serial: SweepResult) -> None:
-    pytest.importorskip("pandas")
     frame = serial.to_pandas()
     assert list(frame.columns) == serial.columns and len(frame) == 16
     assert frame["valid"].all()

@@ -8,13 +8,11 @@ enter a statistic, and every figure says how many were left out. Never imports p
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,234 +40,23 @@ __all__ = [
     "throughput",
 ]
 
-#: One trial of the sweep: trial, scheduler (its label), scheduler_options, graph, the knobs, the
-#: figures of its report, `valid` and `problem` (see `plot`).
-Row = Mapping[str, Any]
-
-#: The columns of a row that are not knobs: bookkeeping and measurements. Every other column
-#: (scheduler, scheduler_options, graph, workers, slots, frames, pop_batch and any further knob)
-#: is part of a trial's configuration; the trials of one configuration are its repeats.
-MEASURES = frozenset(
-    ("trial", "order", "repeat", "wall_time_s", "throughput_frames_per_s", "tasks_per_s",
-     "latency_mean_us", "latency_p50_us", "latency_p95_us", "latency_p99_us", "critical_path_us",
-     "work_us", "bound_frames_per_s", "efficiency", "busy_mean", "busy_per_worker", "valid",
-     "problem", "worker_pid")
-)  # fmt: skip
-#: Configuration columns that are not run knobs (titles name the run knobs a figure holds fixed).
-_IDENTITY = ("scheduler", "scheduler_options", "graph")
-PERCENTILES = ("mean", "p50", "p95", "p99")
-
-# ---------------------------------------------------------------------------------------------
-# Confidence intervals
-
-#: t_{0.975, df} for df = 1..30: the two-sided 95% critical values of Student's t.
-_T975 = (
-    12.706204736, 4.302652730, 3.182446305, 2.776445105, 2.570581836,
-    2.446911851, 2.364624252, 2.306004135, 2.262157163, 2.228138852,
-    2.200985160, 2.178812830, 2.160368656, 2.144786688, 2.131449546,
-    2.119905299, 2.109815578, 2.100922040, 2.093024054, 2.085963447,
-    2.079613845, 2.073873068, 2.068657610, 2.063898562, 2.059538553,
-    2.055529439, 2.051830516, 2.048407142, 2.045229642, 2.042272456,
-)  # fmt: skip
-_Z975 = NormalDist().inv_cdf(0.975)
-
-
-def t_critical(df: int) -> float:
-    """The two-sided 95% critical value of Student's t with `df` degrees of freedom: a table for
-    df ≤ 30, above it the Cornish-Fisher expansion around the normal quantile (error < 2e-6)."""
-    if isinstance(df, bool) or not isinstance(df, int) or df < 1:
-        raise ValueError(f"t_critical: degrees of freedom must be an int ≥ 1, got {df!r}")
-    if df <= len(_T975):
-        return _T975[df - 1]
-    z = _Z975
-    g1 = (z**3 + z) / 4
-    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
-    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
-    return z + g1 / df + g2 / df**2 + g3 / df**3
-
-
-@dataclass(frozen=True)
-class Interval:
-    """The mean of `n` samples and the half-width of its 95% confidence interval (NaN if n < 2)."""
-
-    mean: float
-    half_width: float
-    n: int
-
-    @property
-    def low(self) -> float:
-        return self.mean - self.half_width
-
-    @property
-    def high(self) -> float:
-        return self.mean + self.half_width
-
-
-def mean_ci(values: Iterable[float]) -> Interval:
-    """Mean ± t_{0.975, n−1}·s/√n over the finite values (s: the sample standard deviation)."""
-    sample = [v for v in (_number(value) for value in values) if math.isfinite(v)]
-    n = len(sample)
-    if n == 0:
-        return Interval(math.nan, math.nan, 0)
-    mean = math.fsum(sample) / n
-    if n == 1:
-        return Interval(mean, math.nan, 1)
-    deviation = math.sqrt(math.fsum((v - mean) ** 2 for v in sample) / (n - 1))
-    return Interval(mean, t_critical(n - 1) * deviation / math.sqrt(n), n)
-
-
-def _number(value: Any) -> float:
-    """`value` as a float; NaN when it is missing or not a number."""
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-# ---------------------------------------------------------------------------------------------
-# Selecting and summarizing rows
-
-
-@dataclass(frozen=True)
-class Summary:
-    """`metric` per cell (a tuple of the values of `keys`) over the valid trials, the repeats of
-    one configuration; `excluded` invalid trials matched and were left out, `missing` valid trials
-    had no finite value; `config` holds the run knobs with one value over every selected trial."""
-
-    metric: str
-    keys: tuple[str, ...]
-    cells: dict[tuple[Any, ...], Interval]
-    excluded: int
-    missing: int
-    config: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class _Selection:
-    keys: tuple[str, ...]
-    cells: dict[tuple[Any, ...], list[Row]]
-    excluded: int
-    config: dict[str, Any]
-
-    def levels(self, position: int) -> list[Any]:
-        return _ordered(cell[position] for cell in self.cells)
-
-
-def _ordered(values: Iterable[Any]) -> list[Any]:
-    """The distinct values in order of first appearance; numbers sorted."""
-    seen = list(dict.fromkeys(values))
-    if seen and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in seen):
-        return sorted(seen)
-    return seen
-
-
-def summarize(
-    rows: Sequence[Row],
-    metric: str,
-    *,
-    keys: Sequence[str] = ("scheduler", "graph"),
-    where: Mapping[str, Any] | None = None,
-) -> Summary:
-    """Mean and 95% confidence interval of `metric` over the repeats of each cell of `keys`.
-
-    `where` keeps the rows whose columns equal its values. Every cell must hold one
-    configuration (every column outside `MEASURES`): a knob that still varies raises ValueError
-    naming it."""
-    selection = _select(rows, keys, where)
-    values = {
-        key: [_number(row.get(metric)) for row in group] for key, group in selection.cells.items()
-    }
-    cells = {key: mean_ci(sample) for key, sample in values.items()}
-    missing = sum(not math.isfinite(v) for sample in values.values() for v in sample)
-    return Summary(metric, selection.keys, cells, selection.excluded, missing, selection.config)
-
-
-def _select(
-    rows: Sequence[Row], keys: Sequence[str], where: Mapping[str, Any] | None
-) -> _Selection:
-    keys = tuple(keys)
-    conditions = dict(where or {})
-    for key in (*keys, *conditions):
-        _check_key(rows, key)
-    matched = [row for row in rows if all(_matches(row, k, v) for k, v in conditions.items())]
-    valid = _in_trial_order([row for row in matched if _is_valid(row)])
-    cells: dict[tuple[Any, ...], list[Row]] = {}
-    for row in valid:
-        cells.setdefault(tuple(_value(row, key) for key in keys), []).append(row)
-    for cell, group in cells.items():
-        _check_one_configuration(keys, cell, group)
-    config = {}
-    for knob in _run_knobs(valid):
-        values = _distinct(row.get(knob) for row in valid)
-        if knob not in keys and len(values) == 1 and values[0] is not None:
-            config[knob] = values[0]
-    return _Selection(keys, cells, len(matched) - len(valid), config)
-
-
-def _in_trial_order(rows: Sequence[Row]) -> list[Row]:
-    """The rows by trial number: the sweep's plan order, so schedulers and graphs come in the
-    order they were given (the rows themselves come in the order the trials finished)."""
-    numbers = [_number(row.get("trial")) for row in rows]
-    order = sorted(
-        range(len(rows)), key=lambda i: numbers[i] if math.isfinite(numbers[i]) else math.inf
-    )
-    return [rows[i] for i in order]
-
-
-def _run_knobs(rows: Sequence[Row]) -> list[str]:
-    """The knob columns of `rows` other than scheduler, its options and graph, in column order."""
-    columns = dict.fromkeys(key for row in rows for key in row)
-    return [key for key in columns if key not in MEASURES and key not in _IDENTITY]
-
-
-def _distinct(values: Iterable[Any]) -> list[Any]:
-    """The distinct values, a dict or list compared by its JSON text."""
-    return list(
-        dict.fromkeys(
-            json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v for v in values
-        )
-    )
-
-
-def _check_key(rows: Sequence[Row], key: str) -> None:
-    if rows and not any(key in row for row in rows):
-        known = ", ".join(sorted(rows[0]))
-        raise ValueError(f"no row has the key {key!r}; the rows' keys: {known}")
-
-
-def _check_one_configuration(
-    keys: tuple[str, ...], cell: tuple[Any, ...], group: list[Row]
-) -> None:
-    knobs = dict.fromkeys(key for row in group for key in row if key not in MEASURES)
-    for knob in knobs:
-        if knob in keys:
-            continue
-        values = _distinct(row.get(knob) for row in group)
-        if len(values) > 1:
-            where = ", ".join(f"{k}={v!r}" for k, v in zip(keys, cell))
-            shown = ", ".join(str(v) for v in sorted(values, key=str))
-            raise ValueError(
-                f"the trials of {where} hold several values of {knob} ({shown}): pass "
-                f"where={{{knob!r}: ...}} to pick one, or draw it as an axis (scaling(x={knob!r}))"
-            )
-
-
-def _value(row: Row, key: str) -> Any:
-    if key not in row:
-        raise ValueError(f"trial {row.get('trial', '?')} has no key {key!r}")
-    return row[key]
-
-
-def _matches(row: Row, key: str, wanted: Any) -> bool:
-    return key in row and row[key] == wanted
-
-
-def _is_valid(row: Row) -> bool:
-    flag = row.get("valid", False)
-    if isinstance(flag, str):
-        return flag.strip().lower() in ("true", "1", "yes")
-    return bool(flag)
-
+from .stats import (
+    MEASURES,
+    PERCENTILES,
+    Interval,
+    Row,
+    Summary,
+    distinct,
+    in_trial_order,
+    is_valid,
+    mean_ci,
+    number,
+    ordered,
+    run_knobs,
+    select,
+    summarize,
+    t_critical,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Bars: one metric per scheduler per graph
@@ -383,7 +170,7 @@ def _floor(cell: Interval) -> float:
 
 
 def _levels(summary: Summary, position: int) -> list[Any]:
-    return _ordered(cell[position] for cell in summary.cells)
+    return ordered(cell[position] for cell in summary.cells)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,7 +193,7 @@ def latency_cdf(
     conditions = dict(where or {})
     if graph is not None:
         conditions["graph"] = graph
-    selection = _select(rows, ("graph", by), conditions)
+    selection = select(rows, ("graph", by), conditions)
     graphs, series = selection.levels(0), selection.levels(1)
     if not graphs:
         raise ValueError(
@@ -445,7 +232,7 @@ def _frame_latencies(frames: Sequence[Row]) -> dict[Any, list[float]]:
         for key in ("trial", "latency_us"):
             if key not in record:
                 raise ValueError(f"a frame record has no {key!r}: {dict(record)}")
-        value = _number(record["latency_us"])
+        value = number(record["latency_us"])
         if math.isfinite(value):
             by_trial.setdefault(record["trial"], []).append(value)
     return by_trial
@@ -539,7 +326,7 @@ class _TraceKey:
 
     def order(self) -> tuple[tuple[int, float, str], ...]:
         """Sorts the keys of one scheduler by their knobs, numbers as numbers."""
-        return tuple((0, _number(v), "") if math.isfinite(_number(v)) else (1, 0.0, v)
+        return tuple((0, number(v), "") if math.isfinite(number(v)) else (1, 0.0, v)
                      for v in self.knobs.values())  # fmt: skip
 
 
@@ -772,7 +559,7 @@ def plot(
             figures.append((f"scaling_{knob}_throughput", scaling(rows, x=knob, where=others)))
             latency_figure = scaling(rows, x=knob, y=metric, where=others)
             figures.append((f"scaling_{knob}_latency_{percentile}", latency_figure))
-    order = _distinct(row.get("scheduler") for row in _in_trial_order(rows))
+    order = distinct(row.get("scheduler") for row in in_trial_order(rows))
     for graph in dict.fromkeys(_parse_key(key).graph for key in traces or {}):
         timeline = gantts(traces or {}, graph=graph, schedulers=order)
         figures.append((f"gantt_{_slug(graph)}", timeline))
@@ -784,13 +571,13 @@ def _representative(rows: Sequence[Row]) -> dict[str, Any]:
     """The run knobs that vary among the valid trials of one scheduler and graph, each with the
     value the other figures show: the largest that every scheduler and graph ran (else the
     largest)."""
-    valid = [row for row in rows if _is_valid(row)]
+    valid = [row for row in rows if is_valid(row)]
     groups: dict[tuple[Any, Any], list[Row]] = {}
     for row in valid:
         groups.setdefault((row.get("scheduler"), row.get("graph")), []).append(row)
     chosen: dict[str, Any] = {}
-    for knob in _run_knobs(valid):
-        ran = [set(_distinct(row.get(knob) for row in group)) for group in groups.values()]
+    for knob in run_knobs(valid):
+        ran = [set(distinct(row.get(knob) for row in group)) for group in groups.values()]
         if any(len(values) > 1 for values in ran):
             chosen[knob] = _largest(set.intersection(*ran) or set.union(*ran))
     return chosen
@@ -917,7 +704,7 @@ def _palette(rows: Sequence[Row], by: str, shown: list[Any]) -> dict[Any, Any]:
     """A colour for each of the values `shown`: the same in every figure of the same rows."""
     import matplotlib
 
-    names = _distinct(row.get(by) for row in _in_trial_order(rows))
+    names = distinct(row.get(by) for row in in_trial_order(rows))
     cycle = matplotlib.colormaps["tab10" if len(names) <= 10 else "tab20"]
     return {name: cycle(names.index(name) % cycle.N) for name in shown}
 
