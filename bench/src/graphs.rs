@@ -1,4 +1,5 @@
-//! Graph generators for the benchmarks: chains, fan-outs and pipelines of `noop` or `spin` nodes.
+//! Graph generators for the benchmarks: chains, fan-outs, fan-ins and pipelines of `noop` or
+//! `spin` nodes.
 //!
 //! Each generator writes graph JSON text and compiles it with `graph::parse_str`, the path a user's
 //! file takes, so a benchmark runs exactly what the format produces. A generator that produces a
@@ -66,6 +67,34 @@ pub fn fan_out_with(n: u32, kernel: Kernel) -> CompiledGraph {
         node("c", kernel, 1, vec![edge("$dep", "b", all())]),
     ];
     compile(&format!("fan_out_{n}"), nodes)
+}
+
+/// `a(1) → b(n)`, `noop`: every `b` instance has a `$dep` on `a` (index `"all"`) and nothing
+/// follows them, so `a`'s one completion releases all n. n + 1 tasks, n edges.
+pub fn scatter(n: u32) -> CompiledGraph {
+    assert!(n > 0, "a scatter needs at least one successor");
+    let nodes = vec![
+        node("a", Kernel::Noop, 1, Vec::new()),
+        node("b", Kernel::Noop, n, vec![edge("$dep", "a", Some(json!("all")))]),
+    ];
+    compile(&format!("scatter_{n}"), nodes)
+}
+
+/// `a(n) → c(1)`, `noop`: n roots and one join with a `$dep` on every `a` instance (index
+/// `"all"`), so each completion counts one predecessor of `c`. n + 1 tasks, n edges.
+pub fn gather(n: u32) -> CompiledGraph {
+    assert!(n > 0, "a gather needs at least one predecessor");
+    let nodes = vec![
+        node("a", Kernel::Noop, n, Vec::new()),
+        node("c", Kernel::Noop, 1, vec![edge("$dep", "a", Some(json!("all")))]),
+    ];
+    compile(&format!("gather_{n}"), nodes)
+}
+
+/// One node `a` of factor n, `noop`, no edges: n roots, the baseline of [`scatter`] and [`gather`].
+pub fn independent(n: u32) -> CompiledGraph {
+    assert!(n > 0, "a node needs at least one instance");
+    compile(&format!("independent_{n}"), vec![node("a", Kernel::Noop, n, Vec::new())])
 }
 
 /// `stages` nodes of factor `width`, `noop`: see [`pipeline_with`].
@@ -144,6 +173,33 @@ mod tests {
         assert_eq!(g.predecessors(5), [1, 2, 3, 4]);
         assert_eq!(edges(&g), 8);
         assert_eq!(g.roots, [0]);
+    }
+
+    #[test]
+    fn scatter_releases_every_successor_from_one_task() {
+        let g = scatter(4);
+        assert_eq!(g.instance_count(), 5);
+        assert_eq!(g.dep_count, [0, 1, 1, 1, 1]);
+        assert_eq!(g.successors(0), [1, 2, 3, 4]);
+        assert!((1..5).all(|i| g.successors(i).is_empty()));
+        assert_eq!((g.roots.as_slice(), edges(&g)), (&[0][..], 4));
+    }
+
+    #[test]
+    fn gather_joins_every_root() {
+        let g = gather(4);
+        assert_eq!(g.instance_count(), 5);
+        assert_eq!(g.dep_count, [0, 0, 0, 0, 4]);
+        assert_eq!(g.roots, [0, 1, 2, 3]);
+        assert_eq!(g.predecessors(4), [0, 1, 2, 3]);
+        assert_eq!(edges(&g), 4);
+    }
+
+    #[test]
+    fn independent_is_all_roots() {
+        let g = independent(3);
+        assert_eq!((g.instance_count(), edges(&g)), (3, 0));
+        assert_eq!(g.roots, [0, 1, 2]);
     }
 
     #[test]

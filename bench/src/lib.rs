@@ -1,17 +1,20 @@
 //! Benchmarks of the Tomii engine and its schedulers: graph generators (`graphs`), run-time plugin
-//! loading (`plugins`), the direct push/pop drive of a scheduler (`push_pop`), and the workloads
-//! that `benches/*.rs` (criterion) and the `*_figures` binaries share. What each benchmark
-//! measures is in README.md.
+//! loading (`plugins`), the direct push/pop drive of a scheduler (`push_pop`), direct kernel calls
+//! through the kernel ABI (`kernel_call`), and the workloads that `benches/*.rs` (criterion) and
+//! the `*_figures` binaries share. What each benchmark measures is in README.md.
 //!
 //! A leaf crate (ARCHITECTURE.md §2): it depends on tomii-core (and tomii-types, for the task
 //! descriptor) only and must never link a scheduler or kernel plugin crate; it loads their dylibs
 //! at run time.
 
 mod graphs;
+pub mod kernel_call;
 mod plugins;
 mod push_pop;
 
-pub use graphs::{Kernel, chain, chain_with, fan_out, fan_out_with, pipeline, pipeline_with};
+pub use graphs::{
+    Kernel, chain, chain_with, fan_out, fan_out_with, gather, independent, pipeline, pipeline_with, scatter,
+};
 pub use plugins::{Plugins, SHIPPED_SCHEDULERS, plugin_dir, plugins, schedulers};
 pub use push_pop::{FIFO_TARGET_NS, PREFILL, PushPop, SLOTS, TwoThreads, setup, task};
 
@@ -32,9 +35,31 @@ pub const PIPELINE_SLOTS: [u32; 3] = [1, 4, 16];
 /// The slot count of the `trace_cost` runs (and of the pipeline target).
 pub const TRACE_COST_SLOTS: u32 = 4;
 
+/// Workers of the engine-part benchmarks (`successors`, `slot_recycle`): one, so that a figure is
+/// one thread's work, with no hand-off between threads and no parking.
+pub const PART_WORKERS: u32 = 1;
+/// The fan-out and fan-in widths n of the `successors` benchmarks.
+pub const FAN_COUNTS: [u32; 4] = [10, 100, 1_000, 10_000];
+/// Successors (predecessors, tasks) per `successors` run: n-wide runs have this ÷ n frames.
+pub const FAN_TASKS_PER_RUN: u64 = 10_000;
+/// Frames of every `slot_recycle` run.
+pub const RECYCLE_FRAMES: u64 = 10_000;
+/// The slot counts `slot_recycle` is measured at.
+pub const RECYCLE_SLOTS: [u32; 3] = [1, 4, 16];
+
 /// A run on [`WORKERS`] workers with neither trace nor task timing: what the engine costs alone.
 pub fn config(slots: u32, frames: u64) -> RunConfig {
     RunConfig { workers: WORKERS, slots, frames, trace: false, task_timing: false, ..RunConfig::default() }
+}
+
+/// [`config`] on [`PART_WORKERS`] worker.
+pub fn part_config(slots: u32, frames: u64) -> RunConfig {
+    RunConfig { workers: PART_WORKERS, ..config(slots, frames) }
+}
+
+/// The frames of a `successors` run `n` wide: [`FAN_TASKS_PER_RUN`] ÷ n, at least 1.
+pub fn fan_frames(n: u32) -> u64 {
+    (FAN_TASKS_PER_RUN / u64::from(n)).max(1)
 }
 
 /// The `trace_cost` variants: (label, trace, task_timing), the baseline first.
@@ -66,5 +91,12 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
         assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn every_fan_run_releases_the_same_number_of_tasks() {
+        assert!(FAN_COUNTS.iter().all(|&n| fan_frames(n) * u64::from(n) == FAN_TASKS_PER_RUN));
+        assert_eq!(fan_frames(20_000), 1);
+        assert_eq!(part_config(4, 9).workers, PART_WORKERS);
     }
 }

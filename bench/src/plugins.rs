@@ -25,8 +25,13 @@ pub struct Plugins {
 impl Plugins {
     /// Runs `graph` with these plugins; a failed run is a bug in the benchmark or the engine.
     pub fn run(&self, graph: &CompiledGraph, config: &RunConfig) -> RunOutcome {
-        engine::run(graph, &self.kernels, &self.scheduler, config)
-            .unwrap_or_else(|e| panic!("running {} ({config:?}) failed: {e}", graph.name))
+        self.run_with(&self.scheduler, graph, config)
+    }
+
+    /// Runs `graph` with these kernels and `scheduler` instead of fifo; a failed run panics.
+    pub fn run_with(&self, scheduler: &SchedulerPlugin, graph: &CompiledGraph, config: &RunConfig) -> RunOutcome {
+        engine::run(graph, &self.kernels, scheduler, config)
+            .unwrap_or_else(|e| panic!("running {} with {} ({config:?}) failed: {e}", graph.name, scheduler.name))
     }
 }
 

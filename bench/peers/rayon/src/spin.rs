@@ -1,0 +1,13 @@
+//! The busy-wait kernel: the loop of plugins/synthetic's `spin`, unchanged, so that a kernel of
+//! N µs costs the same here as in Tomii. Never call it for an empty kernel (Tomii runs `noop`).
+
+use std::time::{Duration, Instant};
+
+/// Busy-waits until the monotonic clock has advanced `us` microseconds.
+pub fn spin(us: u64) {
+    let duration = Duration::from_micros(us);
+    let start = Instant::now();
+    while start.elapsed() < duration {
+        std::hint::spin_loop();
+    }
+}

@@ -1,0 +1,110 @@
+"""How each runtime runs one configuration: one process per measurement, its wall time back.
+
+Tomii runs through `target/release/tomii run` with one scheduler and `--report` JSON (its engine
+wall time); the peers (bench/peers/) read the expanded DAG file and print one JSON line. Every
+runtime gets 2 workers. A failure is returned as a `Result` with the reason, never raised: the
+table says what failed and why.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .plan import WORKERS, Config
+
+SCHEDULERS = (
+    "fifo",
+    "c-fifo",
+    "random",
+    "priority",
+    "critical-path",
+    "locality",
+    "work-stealing",
+    "multi-slot-batch",
+)
+#: The peers, by the name the table gives them.
+TBB, RAYON, DASK = "oneTBB", "Rayon", "Dask"
+#: Who runs the Python-kernel workloads (pykernels.py), in table order.
+PY_RUNTIMES = [f"tomii-{s}" for s in SCHEDULERS] + [DASK]
+
+
+@dataclass(frozen=True)
+class Result:
+    """A measurement: the run's wall time and the tasks it ran, or why there is none."""
+
+    wall_s: float | None
+    tasks: int | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Files:
+    """The inputs of one configuration: the Tomii graph and the peers' DAG file."""
+
+    graph: Path
+    dag: Path
+    report: Path
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A runtime under test: Tomii with a scheduler (`scheduler` set) or a peer binary."""
+
+    name: str
+    binary: Path
+    synthetic: Path | None = None
+    scheduler: str | None = None
+
+    def command(self, config: Config, files: Files) -> list[str]:
+        counts = ["--workers", str(WORKERS), "--frames", str(config.frames)]
+        counts += ["--slots", str(config.slots)]
+        if self.scheduler is None:
+            return [str(self.binary), "--dag", str(files.dag), *counts]
+        assert self.synthetic is not None
+        return [
+            *(str(self.binary), "run", str(files.graph), "--dylib", str(self.synthetic)),
+            *(*counts, "--scheduler", self.scheduler, "--no-task-timing"),
+            *("--report", str(files.report), "--quiet"),
+        ]
+
+    def measure(self, config: Config, files: Files, timeout_s: float) -> Result:
+        try:
+            done = subprocess.run(
+                self.command(config, files),
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return Result(None, None, f"timed out after {timeout_s:.0f} s")
+        if done.returncode != 0:
+            lines = (done.stderr or done.stdout).strip().splitlines() or ["(no output)"]
+            return Result(None, None, f"exit {done.returncode}: {lines[-1][:200]}")
+        try:
+            if self.scheduler:  # Tomii: the --report file
+                report = json.loads(files.report.read_text(encoding="utf-8"))
+            else:  # a peer: its last line of output
+                report = json.loads(done.stdout.strip().splitlines()[-1])
+            threads = int(report["workers"] if self.scheduler else report["threads"])
+            if threads != WORKERS:
+                return Result(None, None, f"ran on {threads} threads, not {WORKERS}")
+            return Result(float(report["wall_time_s"]), int(report["tasks"]))
+        except (OSError, ValueError, KeyError, IndexError) as error:
+            return Result(None, None, f"unreadable output: {error}")
+
+
+def tomii_runtimes(root: Path) -> list[Runtime]:
+    release = root / "target" / "release"
+    synthetic = release / "libtomii_synthetic.so"
+    return [Runtime(f"tomii-{s}", release / "tomii", synthetic, s) for s in SCHEDULERS]
+
+
+def peer_runtimes(root: Path) -> list[Runtime]:
+    return [
+        Runtime(TBB, root / "target" / "peers" / "tomii-peer-tbb"),
+        Runtime(RAYON, root / "target" / "release" / "tomii-peer-rayon"),
+    ]
