@@ -4,7 +4,8 @@ Also the example's graph, writing to a given file, for any of the three kernel l
 
 from __future__ import annotations
 
-import json
+import importlib.util
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import numpy.typing as npt
 from reference import ROOT
 
 PLUGINS = ROOT / "plugins"
-GRAPH = PLUGINS / "matrix-compute" / "matrix_compute.json"
+RUNNER = PLUGINS / "matrix-compute" / "run.py"
 RUST_SOURCE = PLUGINS / "matrix-compute" / "src" / "lib.rs"
 C_HEADER = PLUGINS / "matrix-compute-c" / "include" / "matcomp.h"
 PYTHON_KERNELS = PLUGINS / "matrix-compute-python"
@@ -23,16 +24,18 @@ RTOL, ATOL = 1e-3, 1e-5
 Complex = npt.NDArray[np.complex128]
 
 
-def graph(out: Path, *, python: bool = False) -> dict[str, Any]:
-    """The example graph writing to `out`; with `python`, calling the "matcomp.NAME" kernels."""
-    spec: dict[str, Any] = json.loads(GRAPH.read_text(encoding="utf-8"))
-    spec["post_nodes"][0]["args"][0] = str(out)
-    if python:
-        for section in ("initializations", "nodes", "post_nodes"):
-            for entry in spec[section]:
-                if "function" in entry:
-                    entry["function"] = f"matcomp.{entry['function']}"
-    return spec
+def _example_runner() -> Any:
+    """plugins/matrix-compute/run.py, the example's own runner, loaded as a module."""
+    spec = importlib.util.spec_from_file_location("matrix_compute_run", RUNNER)
+    assert spec is not None and spec.loader is not None, RUNNER
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: The example graph writing to `out`; with `python`, calling the "matcomp.NAME" kernels (the
+#: runner's own function, so that the tests run the graph a user runs).
+graph: Callable[..., dict[str, Any]] = _example_runner().graph
 
 
 def sizes() -> tuple[int, int]:
