@@ -6,17 +6,30 @@
 //! `batch` of its tasks, oldest frame first. A pop never returns nothing while a node the worker may
 //! run has a task. See README.md for the policy and its costs.
 //!
+//! # The index
+//! Nodes are grouped by worker range (most graphs have one range: every worker). Each range keeps
+//! a min-heap of `(frame, node)` entries, so a pop looks at one heap top per range its worker is
+//! in, not at every node. Every change of a node's oldest frame to a new value pushes an entry;
+//! an entry is *stale* when the node's oldest frame is no longer its frame, and stale entries are
+//! dropped when they reach the top. Invariant: a node with tasks has an entry for its current
+//! oldest frame, pushed after that frame was published (a pop drops an entry only after reading a
+//! different oldest frame, which its own change pushed an entry for). Entries stay while their
+//! node has tasks, so a second worker popping meanwhile finds the node too.
+//!
 //! # Memory ordering
-//! Each node's queue sits behind a mutex, taken with `try_lock` and a short backoff, never by
-//! waiting in the kernel. `NodeQueue::oldest` mirrors the queue's oldest frame: written under the
-//! lock, read relaxed to choose a node, and confirmed under the lock, so a stale read costs a retry,
-//! never a wrong answer. A push's store to `oldest` is ordered before a parking worker's re-check
-//! by the host's fence pair (tomii-core/src/engine/README.md, "Idle workers"). The statistics are
-//! relaxed counters read after the run.
+//! Each node's queue and each range's heap sit behind a mutex, taken with `try_lock` and a short
+//! backoff, never by waiting in the kernel; locks nest only node → heap. `NodeQueue::oldest`
+//! mirrors the queue's oldest frame: written under the node's lock before the entry is pushed
+//! (so a pop that sees the entry, under the heap's lock, sees that frame or a later one), read
+//! relaxed to check an entry, and confirmed under the node's lock, so a stale read costs a retry,
+//! never a wrong answer. A push's entry is in the heap before `push` returns, so the host's fence
+//! pair (tomii-core/src/engine/README.md, "Idle workers") orders it before a parking worker's
+//! re-check. The statistics are relaxed counters read after the run.
 
 #![deny(unsafe_code)]
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
@@ -61,17 +74,23 @@ impl SlotQueues {
 }
 
 struct NodeQueue {
+    /// The node's index in the graph.
+    node: u32,
     worker_lo: u32,
     worker_hi: u32,
+    /// The range (an index of `MultiSlotBatch::ranges`) whose heap holds the node's entries.
+    range: usize,
     /// The frame of the oldest queued task, or `EMPTY`. Written only while `tasks` is locked.
     oldest: AtomicU64,
     tasks: Mutex<SlotQueues>,
 }
 
-impl NodeQueue {
-    fn publish_oldest(&self, tasks: &SlotQueues) {
-        self.oldest.store(tasks.oldest().map_or(EMPTY, |(_, frame)| frame), Ordering::Relaxed);
-    }
+/// The nodes of one worker range that have tasks, by oldest frame (see "The index" above).
+struct RangeIndex {
+    worker_lo: u32,
+    worker_hi: u32,
+    /// Min-heap of `(oldest frame, node)`; ties go to the node first in the graph.
+    heap: Mutex<BinaryHeap<Reverse<(u64, u32)>>>,
 }
 
 /// Per-worker counters, each on its own cache line (the host's pushes use one more entry).
@@ -88,17 +107,19 @@ pub struct MultiSlotBatch {
     batch: usize,
     slots: u32,
     nodes: Box<[CachePadded<NodeQueue>]>,
-    /// Per worker: the nodes it may run.
-    runnable: Vec<Box<[u32]>>,
+    /// One per distinct worker range of the graph's nodes.
+    ranges: Box<[CachePadded<RangeIndex>]>,
+    /// Per worker: the ranges (indices of `ranges`) it is inside.
+    runnable: Vec<Box<[usize]>>,
     /// `workers + 1` entries: one per worker, then the host's.
     counters: Box<[CachePadded<Counters>]>,
 }
 
-/// Locks `queue`'s tasks without waiting in the kernel: spins, then yields, until it is free.
-fn lock<'a>(queue: &'a NodeQueue, counters: &Counters) -> MutexGuard<'a, SlotQueues> {
+/// Locks `mutex` without waiting in the kernel: spins, then yields, until it is free.
+fn lock<'a, T>(mutex: &'a Mutex<T>, counters: &Counters) -> MutexGuard<'a, T> {
     let backoff = Backoff::new();
     loop {
-        match queue.tasks.try_lock() {
+        match mutex.try_lock() {
             Ok(guard) => return guard,
             Err(TryLockError::Poisoned(poisoned)) => return poisoned.into_inner(),
             Err(TryLockError::WouldBlock) => {
@@ -110,17 +131,32 @@ fn lock<'a>(queue: &'a NodeQueue, counters: &Counters) -> MutexGuard<'a, SlotQue
 }
 
 impl MultiSlotBatch {
-    /// The node `worker` may run whose oldest task has the smallest frame (the first such node).
-    fn oldest_node(&self, worker: u32) -> Option<&NodeQueue> {
-        let mut best: Option<(u64, &NodeQueue)> = None;
-        for &node in self.runnable[worker as usize].iter() {
-            let queue = &self.nodes[node as usize];
-            let frame = queue.oldest.load(Ordering::Relaxed);
-            if frame != EMPTY && best.is_none_or(|(oldest, _)| frame < oldest) {
-                best = Some((frame, queue));
+    /// The node `worker` may run whose oldest task has the smallest frame (the first such node):
+    /// the smallest valid heap top among the worker's ranges, dropping stale tops on the way.
+    fn oldest_node(&self, worker: u32, counters: &Counters) -> Option<&NodeQueue> {
+        let mut best: Option<(u64, u32)> = None;
+        for &range in self.runnable[worker as usize].iter() {
+            let mut heap = lock(&self.ranges[range].heap, counters);
+            while let Some(&Reverse((frame, node))) = heap.peek() {
+                if self.nodes[node as usize].oldest.load(Ordering::Relaxed) == frame {
+                    if best.is_none_or(|oldest| (frame, node) < oldest) {
+                        best = Some((frame, node));
+                    }
+                    break;
+                }
+                heap.pop();
             }
         }
-        best.map(|(_, queue)| queue)
+        best.map(|(_, node)| &*self.nodes[node as usize])
+    }
+
+    /// Publishes the oldest frame of `queue`, whose `tasks` the caller holds locked; a new one gets
+    /// an entry in its range's heap.
+    fn publish_oldest(&self, queue: &NodeQueue, tasks: &SlotQueues, counters: &Counters) {
+        let oldest = tasks.oldest().map_or(EMPTY, |(_, frame)| frame);
+        if queue.oldest.swap(oldest, Ordering::Relaxed) != oldest && oldest != EMPTY {
+            lock(&self.ranges[queue.range].heap, counters).push(Reverse((oldest, queue.node)));
+        }
     }
 
     /// The queue of `task`'s node, after checking that the task matches what the graph declared.
@@ -162,25 +198,39 @@ impl Scheduler for MultiSlotBatch {
             return Err(format!("scheduler option \"batch\" must be in 1..1024, not {batch}"));
         }
         init.check_worker_ranges()?;
+        let mut distinct: Vec<(u32, u32)> = init.nodes.iter().map(|n| (n.worker_lo, n.worker_hi)).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
         let mut nodes = Vec::with_capacity(init.nodes.len());
-        for node in &init.nodes {
+        let mut per_range = vec![0usize; distinct.len()];
+        for (id, node) in init.nodes.iter().enumerate() {
             let by_slot = (0..init.slots).map(|_| VecDeque::with_capacity(node.factor as usize)).collect();
+            let range = distinct.binary_search(&(node.worker_lo, node.worker_hi)).unwrap_or_default();
+            per_range[range] += 1;
             nodes.push(CachePadded::new(NodeQueue {
+                node: id as u32,
                 worker_lo: node.worker_lo,
                 worker_hi: node.worker_hi,
+                range,
                 oldest: AtomicU64::new(EMPTY),
                 tasks: Mutex::new(SlotQueues { by_slot }),
             }));
         }
-        let runnable = (0..init.workers)
-            .map(|w| {
-                (0..nodes.len() as u32)
-                    .filter(|&n| (nodes[n as usize].worker_lo..nodes[n as usize].worker_hi).contains(&w))
-                    .collect()
+        // Room for an entry per node and slot (a live one each, plus as many stale): the heaps
+        // rarely grow during a run.
+        let ranges: Box<[_]> = distinct
+            .iter()
+            .zip(&per_range)
+            .map(|(&(worker_lo, worker_hi), &count)| {
+                let heap = BinaryHeap::with_capacity(2 * count * init.slots as usize);
+                CachePadded::new(RangeIndex { worker_lo, worker_hi, heap: Mutex::new(heap) })
             })
             .collect();
+        let runnable = (0..init.workers)
+            .map(|w| (0..ranges.len()).filter(|&r| (ranges[r].worker_lo..ranges[r].worker_hi).contains(&w)).collect())
+            .collect();
         let counters = (0..=init.workers).map(|_| CachePadded::default()).collect();
-        Ok(MultiSlotBatch { batch, slots: init.slots, nodes: nodes.into(), runnable, counters })
+        Ok(MultiSlotBatch { batch, slots: init.slots, nodes: nodes.into(), ranges, runnable, counters })
     }
 
     fn push(&self, worker: Option<u32>, tasks: &[Task]) -> Result<(), String> {
@@ -194,11 +244,11 @@ impl Scheduler for MultiSlotBatch {
             for task in &group[1..] {
                 self.queue_of(task)?;
             }
-            let mut queued = lock(queue, counters);
+            let mut queued = lock(&queue.tasks, counters);
             for task in group {
                 queued.by_slot[task.slot as usize].push_back(*task);
             }
-            queue.publish_oldest(&queued);
+            self.publish_oldest(queue, &queued, counters);
         }
         Ok(())
     }
@@ -213,10 +263,10 @@ impl Scheduler for MultiSlotBatch {
             return Ok(0);
         }
         // A node chosen from a stale `oldest` may be empty by the time it is locked: choose again.
-        while let Some(queue) = self.oldest_node(worker) {
-            let mut queued = lock(queue, counters);
+        while let Some(queue) = self.oldest_node(worker, counters) {
+            let mut queued = lock(&queue.tasks, counters);
             let count = queued.take(&mut out[..limit]);
-            queue.publish_oldest(&queued);
+            self.publish_oldest(queue, &queued, counters);
             if count > 0 {
                 self.record(counters, count, limit);
                 return Ok(count);
@@ -280,6 +330,37 @@ mod tests {
         let stats: serde_json::Value = serde_json::from_str(&s.stats()).unwrap();
         assert_eq!((stats["batches"].as_u64(), stats["tasks"].as_u64()), (Some(2), Some(9)));
         assert_eq!(stats["largest_batch"].as_u64(), Some(5));
+    }
+
+    #[test]
+    fn refilled_nodes_and_late_older_frames_still_come_out_oldest_first() {
+        let s: MultiSlotBatch = create(2, &[(0, 2), (0, 2)], &[]);
+        s.push(Some(0), &[framed(50, 0, 5), framed(30, 1, 3)]).unwrap();
+        assert_eq!(pop_once(&s, 0, 8), [30]);
+        // Node 0 gets an older frame than the one it holds; node 1 is refilled.
+        s.push(Some(1), &[framed(20, 0, 2), framed(40, 1, 4)]).unwrap();
+        assert_eq!(pop_once(&s, 1, 8), [20, 50]);
+        assert_eq!(pop_once(&s, 0, 8), [40]);
+        assert!(pop_once(&s, 0, 8).is_empty());
+        s.push(None, &[framed(60, 1, 6)]).unwrap();
+        assert_eq!(pop_once(&s, 1, 8), [60]);
+    }
+
+    #[test]
+    fn the_index_stays_small_over_a_long_run() {
+        // 10,000 frames through a 3-node chain, one task at a time: stale entries are dropped as
+        // they reach the top, so the heap never holds more than a few.
+        let s: MultiSlotBatch = create(1, &[(0, 1), (0, 1), (0, 1)], &[]);
+        let mut largest = 0;
+        for frame in 0..10_000u64 {
+            for node in 0..3 {
+                let t = Task { node, frame, slot: (frame % 4) as u32, ..task(frame * 3 + u64::from(node), (0, 1)) };
+                s.push(Some(0), &[t]).unwrap();
+                assert_eq!(pop_once(&s, 0, 1), [t.handle]);
+                largest = largest.max(s.ranges[0].heap.lock().unwrap().len());
+            }
+        }
+        assert!(largest <= 3, "the heap grew to {largest} entries");
     }
 
     #[test]
