@@ -259,7 +259,6 @@ _RENAMED = {"max_frames": "frames", "timing": "trace", "dylib": "dylibs", "sched
 #: so that a script written for it runs unchanged.
 _WITHOUT_EFFECT = {
     "system_threads": "workers propagate dependencies themselves; there are no system threads",
-    "inline_continuation": "a worker always runs its next task without a hand-off",
     "coalesce_barriers": "barriers are counted per instance, with nothing to coalesce",
 }
 
@@ -275,6 +274,7 @@ def run_graph(
     slots: int = 1,
     frames: int = 1,
     pop_batch: int = 1,
+    inline_continuation: bool = False,
     task_timing: bool = True,
     trace: bool | str | Path | None = None,
     report: str | Path | None = None,
@@ -295,8 +295,8 @@ def run_graph(
     `report` is a path the report JSON is written to. Python kernels come from `python_kernels`
     and from the graph's function names of the form "module.function" registered by
     `@tomii.export` (their module is imported if needed). Tomii 1.2 option names are accepted
-    (`max_frames`, `timing`, `dylib`; `system_threads`, `inline_continuation` and
-    `coalesce_barriers` with a warning that they have no effect); any other name raises
+    (`max_frames`, `timing`, `dylib`; `system_threads` and `coalesce_barriers` with a warning
+    that they have no effect); any other name raises
     ConfigError listing the valid ones. Failures raise a `TomiiError` subclass: GraphError,
     PluginError, KernelError (from a Python kernel's own exception), SchedulerFault, ConfigError.
     """
@@ -338,6 +338,7 @@ def run_graph(
         slots=slots,
         frames=frames,
         pop_batch=pop_batch,
+        inline_continuation=inline_continuation,
         task_timing=task_timing,
         trace=trace is True,
         trace_path=trace_path,

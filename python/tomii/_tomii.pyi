@@ -25,6 +25,7 @@ def run_json(
     slots: int,
     frames: int,
     pop_batch: int,
+    inline_continuation: bool,
     task_timing: bool,
     trace: bool,
     trace_path: str | None,

@@ -165,9 +165,12 @@ def _build_rust(
     cargo = env.get("CARGO", "cargo")
     sdk = sdk_dir()
     # A crate outside this repository depends on `tomii-types = "0.1"`; the patch points that at
-    # the SDK. A crate of the SDK's own workspace uses its path dependency: no patch, which cargo
+    # the SDK. A crate of Tomii's own workspace uses its path dependency: no patch, which cargo
     # would otherwise record as unused in the workspace's Cargo.lock.
-    inside = manifest.resolve().is_relative_to(sdk.resolve().parent)
+    inside = any(
+        (root / "Cargo.toml").is_file() and (root / "tomii-types" / "Cargo.toml").is_file()
+        for root in manifest.resolve().parents
+    )
     patch = (
         [] if inside else ["--config", f"patch.crates-io.tomii-types.path={json.dumps(str(sdk))}"]
     )

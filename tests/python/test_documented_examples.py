@@ -536,10 +536,9 @@ app.run(workers=8, system_threads=2, slots=4, max_frames=3,
 """
 )
 
-#: What the three Tomii 1.2 options without effect here warn.
+#: What the two Tomii 1.2 options without effect here warn.
 NO_EFFECT_WARNINGS = [
     "UserWarning: run option 'system_threads' has no effect in this runtime",
-    "UserWarning: run option 'inline_continuation' has no effect in this runtime",
     "UserWarning: run option 'coalesce_barriers' has no effect in this runtime",
 ]
 
@@ -549,6 +548,7 @@ def test_readme_build_and_run_options(tmp_path: Path) -> None:
     run = script.only_run()
     for warning in NO_EFFECT_WARNINGS:
         assert warning in script.stderr
+    assert "inline_continuation" not in script.stderr
     assert len(run["outputs"]) == 3
     for rows in run["outputs"]:
         assert_matrices(rows, "vec_mat", 100, 200)
@@ -561,6 +561,7 @@ def test_readme_build_and_run_options(tmp_path: Path) -> None:
         3,
         1800,
     )
+    assert written["inline_continuation"] is True
 
 
 #: "Build options" with its alternative line in place of the Rust one: the readme's C header.

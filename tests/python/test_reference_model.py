@@ -276,6 +276,7 @@ HAND_KNOBS = [
     Knobs("priority", workers=3, slots=8, frames=6, pop_batch=4),
     Knobs("random", workers=2, slots=2, frames=4, sched_opts=(("seed", "7"),)),
     Knobs("c-fifo", workers=3, slots=4, frames=2),
+    Knobs("fifo", workers=2, slots=3, frames=4, pop_batch=2, inline_continuation=True),
 ]
 
 

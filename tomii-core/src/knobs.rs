@@ -311,6 +311,16 @@ pub const CATALOG: &[Knob] = &[
         search_hint: "powers of two 1..=64; helps short tasks and batching schedulers (multi-slot-batch), may hurt balance",
     },
     Knob {
+        name: "inline_continuation",
+        cli: "--inline-continuation",
+        kind: Kind::Bool,
+        default: Preset::Bool(false),
+        domain: Domain::Bool,
+        role: Role::Perf,
+        description: "A worker runs one task its completion made ready itself, without the scheduler (which never sees that task)",
+        search_hint: "on for chains and 1:1 pipelines of short tasks; it bypasses the scheduler's policy for those tasks, so leave it off when comparing schedulers",
+    },
+    Knob {
         name: "task_timing",
         cli: "--no-task-timing",
         kind: Kind::Bool,

@@ -388,3 +388,71 @@ fn node_priorities_reach_the_scheduler_through_the_descriptor() {
         assert_eq!(order, ["root", "high", "high", "high", "low", "low", "low"], "frame {frame}");
     }
 }
+
+/// A chain of `n` `checksum` nodes of factor 1, each reading the previous one.
+fn chain_graph(n: usize) -> CompiledGraph {
+    let nodes: Vec<String> = (0..n)
+        .map(|i| match i {
+            0 => r#"{"name": "n0", "function": "checksum", "args": [{"type": "u64", "value": 1}]}"#.to_owned(),
+            _ => format!(
+                r#"{{"name": "n{i}", "function": "checksum", "args": [{{"type": "$res", "predecessor": {{"name": "n{}"}}}}]}}"#,
+                i - 1
+            ),
+        })
+        .collect();
+    graph::parse_str("chain.json", &format!(r#"{{"nodes": [{}]}}"#, nodes.join(","))).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs `graph` with the scheduler `name` (a shipped one).
+fn run_with(name: &str, graph: &CompiledGraph, config: RunConfig) -> RunOutcome {
+    let plugin = common::plugin(&tomii_core::plugin::scheduler_file_name(name));
+    let graph = graph.clone();
+    common::within_timeout(TIMEOUT, "a run", move || {
+        let kernels = KernelSet::load(&[synthetic_lib()]).unwrap_or_else(|e| panic!("{e}"));
+        let scheduler = SchedulerPlugin::load(&plugin).unwrap_or_else(|e| panic!("{e}"));
+        engine::run(&graph, &kernels, &scheduler, &config).unwrap_or_else(|e| panic!("{e}"))
+    })
+}
+
+/// The work-stealing scheduler's pops over the run, from its stats.
+fn pops(outcome: &RunOutcome) -> u64 {
+    let stats = outcome.report.scheduler.stats.as_ref().expect("work-stealing reports stats");
+    ["local_pops", "injector_pops", "restricted_pops"].iter().map(|key| stats[*key].as_u64().unwrap()).sum()
+}
+
+#[test]
+fn inline_continuation_runs_a_chain_past_the_scheduler_with_the_same_results() {
+    // One worker, a chain of 5: every task but the root is its predecessor's continuation, so the
+    // scheduler is handed the 20 roots only; the values are those of a run without it.
+    let graph = chain_graph(5);
+    let off = run_with("work-stealing", &graph, config(1, 2, 20));
+    let on = run_with("work-stealing", &graph, RunConfig { inline_continuation: true, ..config(1, 2, 20) });
+    assert_eq!(on.outputs, off.outputs);
+    assert_eq!((off.report.tasks_inlined, pops(&off)), (0, 100));
+    assert_eq!((on.report.tasks_inlined, pops(&on)), (80, 20));
+    assert!(on.report.inline_continuation && !off.report.inline_continuation);
+    check_trace(&graph, &config(1, 2, 20), &on.trace);
+}
+
+#[test]
+fn inline_continuation_keeps_every_invariant_on_several_workers() {
+    for (name, workers, slots) in [("checksum_chain.json", 2, 3), ("diamond.json", 3, 8), ("group_size.json", 2, 2)] {
+        let graph = compile(name);
+        let config = RunConfig { inline_continuation: true, pop_batch: 2, ..config(workers, slots, 200) };
+        let outcome = run_ok(&graph, config.clone());
+        let reference = run_ok(&graph, RunConfig { inline_continuation: false, ..config.clone() });
+        assert_eq!(outcome.outputs, reference.outputs, "{name}");
+        assert!(outcome.report.tasks_inlined > 0, "{name}: nothing ran inline");
+        check_trace(&graph, &config, &outcome.trace);
+    }
+}
+
+#[test]
+fn inline_continuation_never_runs_a_task_outside_its_workers() {
+    let graph = compile("use_workers.json");
+    let config = RunConfig { inline_continuation: true, ..config(2, 2, 100) };
+    let outcome = run_ok(&graph, config.clone());
+    check_trace(&graph, &config, &outcome.trace);
+    let pinned = graph.node_id("pinned").unwrap() as u32;
+    assert!(outcome.trace.iter().filter(|r| r.node == pinned).all(|r| r.worker == 1));
+}

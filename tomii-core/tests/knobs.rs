@@ -148,6 +148,7 @@ fn run_config_defaults_are_the_catalog_defaults() {
         slots,
         frames,
         pop_batch,
+        inline_continuation,
         trace,
         task_timing,
         collect_outputs: _, // library-only: tests keep the sink outputs of every frame
@@ -161,6 +162,7 @@ fn run_config_defaults_are_the_catalog_defaults() {
     assert_eq!(default("slots"), Preset::Int(slots.into()));
     assert_eq!(default("frames"), Preset::Int(frames));
     assert_eq!(default("pop_batch"), Preset::Int(pop_batch.into()));
+    assert_eq!(default("inline_continuation"), Preset::Bool(inline_continuation));
     assert!(!trace, "RunConfig records a trace by default, but the trace knob is unset by default");
     assert_eq!(default("trace"), Preset::Unset);
     assert_eq!(default("task_timing"), Preset::Bool(task_timing));

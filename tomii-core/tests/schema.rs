@@ -37,9 +37,9 @@ const MALFORMED: &[(&str, Schema)] = &[
 /// JSON files of the repository that are not graphs, each with what it is.
 const NOT_GRAPHS: &[(&str, &str)] = &[];
 
-/// Directories never searched for graphs: build output, run output, hidden directories (`.git`,
-/// virtual environments).
-const SKIPPED_DIRS: &[&str] = &["target", "out", "node_modules", "__pycache__"];
+/// Directories never searched for graphs: build output, run output (`out`, and the `results` of
+/// experiments and the benchmark suite), hidden directories (`.git`, virtual environments).
+const SKIPPED_DIRS: &[&str] = &["target", "out", "results", "node_modules", "__pycache__"];
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tomii-core sits in the workspace").to_path_buf()

@@ -72,7 +72,7 @@ type RunReturn = (String, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>);
 /// functions the graph calls by name, next to the kernels of `dylibs`.
 #[pyfunction]
 #[pyo3(signature = (graph_json, *, source, dylibs, scheduler_plugin, workers, slots, frames, pop_batch,
-                    task_timing, trace, trace_path, collect_outputs, stall_timeout_ms, on_scheduler_fault,
+                    inline_continuation, task_timing, trace, trace_path, collect_outputs, stall_timeout_ms, on_scheduler_fault,
                     sched_opts, python_kernels))]
 #[allow(clippy::too_many_arguments)]
 fn run_json(
@@ -85,6 +85,7 @@ fn run_json(
     slots: u32,
     frames: u64,
     pop_batch: u32,
+    inline_continuation: bool,
     task_timing: bool,
     trace: bool,
     trace_path: Option<PathBuf>,
@@ -107,6 +108,7 @@ fn run_json(
         slots,
         frames,
         pop_batch,
+        inline_continuation,
         trace: trace || trace_path.is_some(),
         task_timing,
         collect_outputs,

@@ -24,6 +24,7 @@ from .metrics import Bounds, Measurement, summarize
 from .plan import PY_SHAPES, SHAPES, Config, Plan, make_plan
 from .records import Csv
 from .runtimes import (
+    FIFO_INLINE,
     PY_RUNTIMES,
     RAYON,
     TBB,
@@ -132,7 +133,7 @@ def run_rounds(
                 )
                 done.append(m)
                 sink.add(m)
-                if runtime.name in ("tomii-fifo", TBB, RAYON) or result.error:
+                if runtime.name in ("tomii-fifo", FIFO_INLINE, TBB, RAYON) or result.error:
                     shown.append(_brief(runtime.name, config, result, b))
             took = time.monotonic() - started
             print(f"  {config.label()}: {'; '.join(sorted(shown))} ({took:.1f} s)", flush=True)

@@ -25,6 +25,8 @@ SCHEDULERS = (
     "work-stealing",
     "multi-slot-batch",
 )
+#: Tomii with fifo and the inline-continuation fast path.
+FIFO_INLINE = "tomii-fifo-inline"
 #: The peers, by the name the table gives them.
 TBB, RAYON, DASK = "oneTBB", "Rayon", "Dask"
 #: Who runs the Python-kernel workloads (pykernels.py), in table order.
@@ -57,6 +59,8 @@ class Runtime:
     binary: Path
     synthetic: Path | None = None
     scheduler: str | None = None
+    #: Further `tomii run` options (Tomii only).
+    options: tuple[str, ...] = ()
 
     def command(self, config: Config, files: Files) -> list[str]:
         counts = ["--workers", str(WORKERS), "--frames", str(config.frames)]
@@ -66,7 +70,7 @@ class Runtime:
         assert self.synthetic is not None
         return [
             *(str(self.binary), "run", str(files.graph), "--dylib", str(self.synthetic)),
-            *(*counts, "--scheduler", self.scheduler, "--no-task-timing"),
+            *(*counts, "--scheduler", self.scheduler, "--no-task-timing", *self.options),
             *("--report", str(files.report), "--quiet"),
         ]
 
@@ -98,9 +102,14 @@ class Runtime:
 
 
 def tomii_runtimes(root: Path) -> list[Runtime]:
+    """Every shipped scheduler, then fifo with `--inline-continuation` (a worker runs one task its
+    completion made ready itself, past the scheduler): the runtime's fast path, shown apart."""
     release = root / "target" / "release"
     synthetic = release / "libtomii_synthetic.so"
-    return [Runtime(f"tomii-{s}", release / "tomii", synthetic, s) for s in SCHEDULERS]
+    binary = release / "tomii"
+    return [Runtime(f"tomii-{s}", binary, synthetic, s) for s in SCHEDULERS] + [
+        Runtime(FIFO_INLINE, binary, synthetic, "fifo", ("--inline-continuation",))
+    ]
 
 
 def peer_runtimes(root: Path) -> list[Runtime]:

@@ -86,6 +86,7 @@ class Knobs:
     frames: int = 1
     pop_batch: int = 1
     sched_opts: tuple[tuple[str, str], ...] = field(default=())
+    inline_continuation: bool = False
 
     def run_options(self) -> dict[str, Any]:
         """The keyword arguments of `tomii.run_graph` for these knobs."""
@@ -96,6 +97,7 @@ class Knobs:
             "frames": self.frames,
             "pop_batch": self.pop_batch,
             "sched_opts": dict(self.sched_opts),
+            "inline_continuation": self.inline_continuation,
         }
 
 
@@ -118,6 +120,7 @@ def _knobs(
         frames=draw(st.integers(*frames)),
         pop_batch=draw(st.integers(*pop_batch)),
         sched_opts=chosen,
+        inline_continuation=draw(st.booleans()),
     )
 
 
@@ -129,8 +132,8 @@ def knobs(
     frames: tuple[int, int] = (1, 6),
     pop_batch: tuple[int, int] = (1, 4),
 ) -> st.SearchStrategy[Knobs]:
-    """Knobs of a run: a scheduler of `schedulers` with some of its options, and the counts in
-    the given inclusive ranges."""
+    """Knobs of a run: a scheduler of `schedulers` with some of its options, the counts in the
+    given inclusive ranges, and inline continuation on or off."""
     return _knobs(schedulers, workers, slots, frames, pop_batch)
 
 

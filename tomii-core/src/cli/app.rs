@@ -104,6 +104,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         slots: args.slots,
         frames: args.frames,
         pop_batch: args.pop_batch,
+        inline_continuation: args.inline_continuation,
         trace: args.trace.is_some(),
         task_timing: !args.no_task_timing,
         collect_outputs: false,

@@ -98,6 +98,10 @@ pub struct RunArgs {
     /// The most tasks a worker takes from the scheduler at once.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub pop_batch: u32,
+    /// A worker runs one task its completion made ready itself, without the scheduler (which never
+    /// sees that task).
+    #[arg(long)]
+    pub inline_continuation: bool,
     /// Do not time each kernel (per-node times and busy fractions are then absent).
     #[arg(long)]
     pub no_task_timing: bool,

@@ -31,6 +31,9 @@ pub struct RunConfig {
     pub frames: u64,
     /// The most tasks a worker asks the scheduler for at once.
     pub pop_batch: u32,
+    /// A worker runs one of the tasks its completion made ready itself, without the scheduler
+    /// (README.md, "Inline continuation").
+    pub inline_continuation: bool,
     /// Record one trace record per task.
     pub trace: bool,
     /// Measure every kernel's duration (per-node times, busy fractions, cost estimates).
@@ -96,6 +99,7 @@ impl Default for RunConfig {
             slots: 1,
             frames: 1,
             pop_batch: 1,
+            inline_continuation: false,
             trace: false,
             task_timing: true,
             collect_outputs: false,

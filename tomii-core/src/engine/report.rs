@@ -22,6 +22,8 @@ pub struct NodeCounters {
 #[derive(Clone, Debug, Default)]
 pub struct WorkerCounters {
     pub tasks: u64,
+    /// Tasks run as an inline continuation (counted in `tasks` too).
+    pub inlined: u64,
     /// Ticks spent inside kernels.
     pub busy: Ticks,
     pub per_node: Vec<NodeCounters>,
@@ -36,6 +38,10 @@ pub struct Report {
     pub slots: u32,
     pub frames: u64,
     pub tasks: u64,
+    /// Tasks a worker ran as the continuation of the task that made them ready, without the
+    /// scheduler (only with `inline_continuation`).
+    pub tasks_inlined: u64,
+    pub inline_continuation: bool,
     pub wall_time_s: f64,
     /// Frames completed per second of wall time over the whole run.
     pub throughput_frames_per_s: f64,

@@ -80,6 +80,10 @@ pub(super) struct Engine<'a> {
     frames_done: AtomicU64,
     /// Set when the run finished or failed; workers exit when they see it.
     stop: AtomicBool,
+    /// When `stop` was first set: the end of the run's wall time.
+    stopped_at: OnceLock<Instant>,
+    /// Where workers wait, ready, for the first frames to start.
+    start_line: StartLine,
     failure: Mutex<Option<RunError>>,
     /// Per frame: its latency in nanoseconds.
     latencies: Box<[AtomicU64]>,
@@ -100,6 +104,22 @@ struct Pusher {
     ready: Vec<TomiiTask>,
     /// Whether the pushing worker will still take one of its pushed tasks itself.
     self_take: bool,
+}
+
+/// Workers report ready here, their buffers made, and wait for `go`: the host starts the first
+/// frames, and the wall clock, once every worker is ready, so thread start-up is not timed.
+struct StartLine {
+    ready: AtomicU32,
+    go: AtomicBool,
+}
+
+/// A claimed task: where it runs, in which generation of its slot, for which frame.
+#[derive(Clone, Copy)]
+struct Claimed {
+    slot: u32,
+    instance: u32,
+    generation: u32,
+    frame: u64,
 }
 
 /// A worker's own buffers and counters.
@@ -123,10 +143,7 @@ impl<'a> Engine<'a> {
     ) -> Result<RunOutcome, RunError> {
         check_config(graph, config)?;
         let engine = Engine::new(graph, kernels, plugin, config)?;
-        let wall = Instant::now();
-        engine.start_first_frames()?;
-        let results = engine.run_workers(wall);
-        let wall_s = wall.elapsed().as_secs_f64();
+        let (results, wall_s) = engine.run_workers();
         engine.outcome(results, wall_s)
     }
 
@@ -201,6 +218,8 @@ impl<'a> Engine<'a> {
             next_frame: AtomicU64::new(0),
             frames_done: AtomicU64::new(0),
             stop: AtomicBool::new(false),
+            stopped_at: OnceLock::new(),
+            start_line: StartLine { ready: AtomicU32::new(0), go: AtomicBool::new(false) },
             failure: Mutex::new(None),
             latencies: (0..config.frames).map(|_| AtomicU64::new(0)).collect(),
             outputs: (0..if config.collect_outputs { config.frames } else { 0 }).map(|_| OnceLock::new()).collect(),
@@ -223,9 +242,10 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
-    /// Runs the workers to the end of the run; returns each one's counters and trace. Meanwhile the
-    /// host thread reports progress, if asked to.
-    fn run_workers(&self, wall: Instant) -> Vec<Option<(WorkerCounters, WorkerTrace)>> {
+    /// Runs the workers to the end of the run (README.md, "The run"); returns each one's counters
+    /// and trace, and the wall time in seconds: from the first frames' start, once every worker is
+    /// ready, to the run's stop. Meanwhile the host thread reports progress, if asked to.
+    fn run_workers(&self) -> (Vec<Option<(WorkerCounters, WorkerTrace)>>, f64) {
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..self.config.workers)
                 .map(|worker| {
@@ -234,10 +254,21 @@ impl<'a> Engine<'a> {
                         .spawn_scoped(scope, move || catch_unwind(AssertUnwindSafe(|| self.worker_main(worker))))
                 })
                 .collect();
+            let spawned = handles.iter().filter(|h| h.is_ok()).count() as u32;
+            while self.start_line.ready.load(Ordering::Acquire) < spawned
+                && !handles.iter().flatten().any(|h| h.is_finished())
+            {
+                std::thread::yield_now();
+            }
+            let wall = Instant::now();
+            if let Err(error) = self.start_first_frames() {
+                self.fail(error);
+            }
+            self.start_line.go.store(true, Ordering::Release);
             if let Some(progress) = &self.config.progress {
                 self.report_progress(progress, wall);
             }
-            handles
+            let results = handles
                 .into_iter()
                 .map(|spawned| match spawned {
                     Ok(handle) => match handle.join() {
@@ -255,7 +286,9 @@ impl<'a> Engine<'a> {
                         None
                     }
                 })
-                .collect()
+                .collect();
+            let stopped = self.stopped_at.get().copied().unwrap_or_else(Instant::now);
+            (results, stopped.saturating_duration_since(wall).as_secs_f64())
         })
     }
 
@@ -290,6 +323,10 @@ impl<'a> Engine<'a> {
             },
             trace: WorkerTrace::default(),
         };
+        self.start_line.ready.fetch_add(1, Ordering::Release);
+        while !self.start_line.go.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
         while let Some(count) = self.next_tasks(&mut local) {
             for i in 0..count {
                 let task = local.popped[i];
@@ -398,11 +435,10 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Verifies a popped task and claims it; returns (slot, instance, generation, frame), or
-    /// `None` for a task to skip (a violation under the fallback policy, or a task the host FIFO
+    /// Verifies a popped task and claims it; returns where it runs, or `None` for a task to skip (a violation under the fallback policy, or a task the host FIFO
     /// holds twice after an ejection).
     #[inline]
-    fn claim(&self, worker: u32, task: &TomiiTask) -> Result<Option<(u32, u32, u32, u64)>, RunError> {
+    fn claim(&self, worker: u32, task: &TomiiTask) -> Result<Option<Claimed>, RunError> {
         let found = decode_handle(task.handle);
         if !self.table.contains(found) {
             let violation = format!("pop returned handle {:#x}, which the host never issued", task.handle);
@@ -416,8 +452,8 @@ impl<'a> Engine<'a> {
         if found.tag != generation & 0xFF {
             return self.rejected(self.task_violation(never_pushed, instance, frame));
         }
-        let template = &self.templates[instance as usize];
-        if !(template.worker_lo..template.worker_hi).contains(&worker) {
+        if !self.may_run(worker, instance) {
+            let template = &self.templates[instance as usize];
             let what = format!(
                 "handed a task to worker {worker}, outside its allowed workers {}..{}",
                 template.worker_lo, template.worker_hi
@@ -433,7 +469,7 @@ impl<'a> Engine<'a> {
             self.table.unclaim(slot, instance, generation);
             return self.rejected(self.task_violation(never_pushed, instance, frame));
         }
-        Ok(Some((slot, instance, generation, frame)))
+        Ok(Some(Claimed { slot, instance, generation, frame }))
     }
 
     /// A popped task the host will not run: a violation, unless the scheduler is already ejected
@@ -446,15 +482,41 @@ impl<'a> Engine<'a> {
         self.contract_violation(violation).map(|()| None)
     }
 
-    /// Runs one popped task and everything that follows its completion.
+    /// Runs one popped task and everything that follows its completion, then the continuations it
+    /// kept for itself (README.md, "Inline continuation").
     #[inline]
     fn execute(&self, local: &mut Local, task: &TomiiTask) -> Result<(), RunError> {
-        let worker = local.pusher.worker;
-        let Some((slot, instance, generation, frame)) = self.claim(worker, task)? else {
+        let Some(claimed) = self.claim(local.pusher.worker, task)? else {
             return Ok(());
         };
+        let mut next = self.run_task(local, Some(task), claimed)?;
+        while let Some(claimed) = next {
+            if self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            local.counters.inlined += 1;
+            next = self.run_task(local, None, claimed)?;
+        }
+        Ok(())
+    }
+
+    /// Runs a claimed task: its body (each member's, under groups), its successors' release and its
+    /// frame's completion. `popped`: the descriptor the scheduler handed out, which its hooks hear
+    /// of (`None` for a continuation, which the scheduler never saw). Returns the continuation it
+    /// kept, claimed, if any.
+    #[inline]
+    fn run_task(
+        &self,
+        local: &mut Local,
+        popped: Option<&TomiiTask>,
+        claimed: Claimed,
+    ) -> Result<Option<Claimed>, RunError> {
+        let worker = local.pusher.worker;
+        let Claimed { slot, instance, generation, frame } = claimed;
         let node = self.graph.inst_node[instance as usize];
-        if let Some(started) = self.hook(self.hooks.task_started) {
+        if let Some(task) = popped
+            && let Some(started) = self.hook(self.hooks.task_started)
+        {
             // SAFETY: valid scheduler state and a live descriptor.
             unsafe { started(self.scheduler.state(), worker, task) };
         }
@@ -470,17 +532,18 @@ impl<'a> Engine<'a> {
             self.account(local, node, slot, member, instance, frame, start, end);
             start = end;
         }
-        if let Some(completed) = self.hook(self.hooks.task_completed) {
+        if let Some(task) = popped
+            && let Some(completed) = self.hook(self.hooks.task_completed)
+        {
             // SAFETY: valid scheduler state and a live descriptor.
             unsafe { completed(self.scheduler.state(), worker, task, self.clock.ns_between(first_start, end)) };
         }
-        local.pusher.self_take = true;
-        self.release_successors(&mut local.pusher, slot, instance, generation, frame, end)?;
+        let continuation = self.release_successors(&mut local.pusher, claimed, end)?;
         let is_sink = self.graph.successors(instance).is_empty();
         if is_sink && self.table.complete_sink(slot, generation) {
             self.finish_frame(&mut local.pusher, slot, frame)?;
         }
-        Ok(())
+        Ok(continuation)
     }
 
     /// Keeps or releases one instance's result; a skipped instance (its condition did not hold)
@@ -545,23 +608,48 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Counts this task's arrival on each successor and pushes those it made ready.
+    /// Counts this task's arrival on each successor and pushes those it made ready, except, with
+    /// `inline_continuation`, the first one this worker may run: that one is claimed at once and
+    /// returned, for the worker to run next without the scheduler.
     #[inline]
     fn release_successors(
         &self,
         pusher: &mut Pusher,
-        slot: u32,
-        instance: u32,
-        generation: u32,
-        frame: u64,
+        claimed: Claimed,
         now: Ticks,
-    ) -> Result<(), RunError> {
+    ) -> Result<Option<Claimed>, RunError> {
+        let Claimed { slot, instance, generation, frame } = claimed;
+        let worker = pusher.worker;
+        let mut continuation = None;
+        pusher.self_take = true;
         for &next in self.graph.successors(instance) {
-            if self.table.arrive(slot, next, generation, self.graph.dep_count[next as usize]) {
-                self.stage(pusher, next, slot, generation, frame, now, pusher.worker)?;
+            if !self.table.arrive(slot, next, generation, self.graph.dep_count[next as usize]) {
+                continue;
             }
+            if self.config.inline_continuation && continuation.is_none() && self.may_run(worker, next) {
+                // Only this worker saw `next` become ready, so the claim succeeds, unless an
+                // ejection's scan queued `next` meanwhile and another worker already ran it.
+                if self.table.claim(slot, next, generation).is_ok() {
+                    self.mark_ready(next, slot, now);
+                    continuation = Some(Claimed { slot, instance: next, generation, frame });
+                }
+                continue;
+            }
+            self.stage(pusher, next, slot, generation, frame, now, worker)?;
         }
-        self.flush(pusher)
+        // The worker runs its continuation next: it takes none of the pushed tasks itself.
+        if continuation.is_some() {
+            pusher.self_take = false;
+        }
+        self.flush(pusher)?;
+        Ok(continuation)
+    }
+
+    /// Whether `worker` is inside the allowed workers of `instance`'s node.
+    #[inline]
+    fn may_run(&self, worker: u32, instance: u32) -> bool {
+        let template = &self.templates[instance as usize];
+        (template.worker_lo..template.worker_hi).contains(&worker)
     }
 
     /// Adds a ready task to the pusher's batch, pushing the batch when it is full.
@@ -578,12 +666,18 @@ impl<'a> Engine<'a> {
         locality: u32,
     ) -> Result<(), RunError> {
         let task = self.describe(instance, slot, generation, frame, now, locality);
+        self.mark_ready(instance, slot, now);
+        pusher.ready.push(task);
+        if pusher.ready.len() == PUSH_CHUNK { self.flush(pusher) } else { Ok(()) }
+    }
+
+    /// Records when a task became ready, for its trace record (only with a trace).
+    #[inline]
+    fn mark_ready(&self, instance: u32, slot: u32, now: Ticks) {
         if !self.ready_at.is_empty() {
             self.ready_at[slot as usize * self.graph.instance_count() + instance as usize]
                 .store(now, Ordering::Relaxed);
         }
-        pusher.ready.push(task);
-        if pusher.ready.len() == PUSH_CHUNK { self.flush(pusher) } else { Ok(()) }
     }
 
     /// An optional hook, unless the scheduler broke its contract: it is not called again.
@@ -697,6 +791,7 @@ impl<'a> Engine<'a> {
 
     /// Ends the run (README.md, "Shutdown"): every worker and the host thread wake and see `stop`.
     fn stop_run(&self) {
+        let _ = self.stopped_at.set(Instant::now());
         self.stop.store(true, Ordering::Release);
         self.sleep.wake_all();
         self.host.unpark();
@@ -761,6 +856,8 @@ impl<'a> Engine<'a> {
             slots: self.config.slots,
             frames,
             tasks,
+            tasks_inlined: counters.iter().map(|c| c.inlined).sum(),
+            inline_continuation: self.config.inline_continuation,
             wall_time_s: wall_s,
             throughput_frames_per_s: if wall_s > 0.0 { frames as f64 / wall_s } else { 0.0 },
             tasks_per_s: if wall_s > 0.0 { tasks as f64 / wall_s } else { 0.0 },
