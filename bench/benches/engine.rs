@@ -191,6 +191,11 @@ fn dispatch_chain_10k(c: &mut Criterion) {
         let work = Workload::part(&plugins, scheduler, &graph, Unit::NsPer(graph.instance_count() as u64, "task"));
         bench_run(&mut group, named("dispatch_chain_10k", name), &work, &part_config(1, 1));
     }
+    // fifo again with inline continuation: every task but the first runs as its predecessor's
+    // continuation, never pushed or popped; the difference to `fifo` is the hand-off it saves.
+    let work = Workload::part(&plugins, &plugins.scheduler, &graph, Unit::NsPer(graph.instance_count() as u64, "task"));
+    let inline = RunConfig { inline_continuation: true, ..part_config(1, 1) };
+    bench_run(&mut group, named("dispatch_chain_10k", "fifo+inline"), &work, &inline);
     group.finish();
 }
 
