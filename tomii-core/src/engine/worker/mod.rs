@@ -701,12 +701,14 @@ impl<'a> Engine<'a> {
         task
     }
 
-    /// Pushes the staged batch and wakes workers for what no awake worker will take.
-    #[inline]
+    /// Pushes the staged batch, if any (most completions of a chain or a pipeline stage none).
+    #[inline(always)]
     fn flush(&self, pusher: &mut Pusher) -> Result<(), RunError> {
-        if pusher.ready.is_empty() {
-            return Ok(());
-        }
+        if pusher.ready.is_empty() { Ok(()) } else { self.push_staged(pusher) }
+    }
+
+    /// Pushes the staged batch and wakes workers for what no awake worker will take.
+    fn push_staged(&self, pusher: &mut Pusher) -> Result<(), RunError> {
         if self.containment.is_ejected() {
             self.containment.fifo().push(&pusher.ready);
         } else if let Err(violation) = self.scheduler.push(pusher.worker, &pusher.ready) {
