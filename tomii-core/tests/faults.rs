@@ -283,12 +283,11 @@ fn check_outputs(graph: Graph, outcome: &RunOutcome) {
 /// `Ejection::frames_done` counts the frames completed before the ejection. A lost task blocks its
 /// frame, so a stall ejection happens with at least that frame incomplete.
 ///
-/// Fails at the time of writing, in about 1 run in 25 here, so in about half of this test's runs
-/// (timing-dependent): `eject` (engine worker/fault.rs) reads `frames_done` after
-/// `requeue_pending` has queued the lost task on the host FIFO, and a worker whose park timed out
-/// at the same moment runs it and completes the last frame in between, so the record says
-/// `frames_done: 30` of 30 beside a violation saying "1 frame(s) incomplete". Four workers and a
-/// short stall timeout make the coincidence likelier.
+/// Four workers and a short stall timeout make their parks time out together, which caught two
+/// races (each in about 1 run in 400 to 1 in 25): `eject` reading `frames_done` after the requeue,
+/// when another worker may already have completed the recovered frame; and a worker that timed out
+/// with the others finding the host FIFO empty after the ejection (another took the recovered
+/// task) and stopping the run as an engine bug (engine README.md, "Stall watchdog").
 #[test]
 fn stall_ejection_counts_only_frames_done_before_it() {
     const RUNS: usize = 100;

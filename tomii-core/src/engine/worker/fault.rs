@@ -16,6 +16,7 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask};
 
@@ -29,11 +30,20 @@ pub(super) struct Containment {
     pub(super) ejected: AtomicBool,
     fifo: HostFifo,
     record: Mutex<Option<Ejection>>,
+    /// After the ejection: the frames done when every worker was first seen idle with the host
+    /// FIFO empty, and when.
+    idle_since: Mutex<Option<(u64, Instant)>>,
 }
 
 impl Containment {
     pub(super) fn new(policy: FaultPolicy) -> Self {
-        Containment { policy, ejected: AtomicBool::new(false), fifo: HostFifo::default(), record: Mutex::new(None) }
+        Containment {
+            policy,
+            ejected: AtomicBool::new(false),
+            fifo: HostFifo::default(),
+            record: Mutex::new(None),
+            idle_since: Mutex::new(None),
+        }
     }
 
     #[inline]
@@ -43,6 +53,19 @@ impl Containment {
 
     pub(super) fn fifo(&self) -> &HostFifo {
         &self.fifo
+    }
+
+    /// Every worker idle with the host FIFO empty and `frames_done` frames done: whether no frame
+    /// has completed for `patience` since such a moment was first seen.
+    pub(super) fn stuck(&self, frames_done: u64, patience: Duration) -> bool {
+        let mut since = self.idle_since.lock().unwrap_or_else(|p| p.into_inner());
+        match *since {
+            Some((done, at)) if done == frames_done => at.elapsed() >= patience,
+            _ => {
+                *since = Some((frames_done, Instant::now()));
+                false
+            }
+        }
     }
 
     /// The ejection, if the scheduler was ejected.

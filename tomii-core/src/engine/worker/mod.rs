@@ -42,6 +42,8 @@ const MAX_FRAMES: u64 = 100_000_000;
 const MAX_CELLS: u64 = 1 << 28;
 /// Bytes of the buffer a failing kernel writes its message into.
 const ERROR_CAPACITY: usize = 4096;
+/// After an ejection, stall timeouts with no frame completed before the run stops as an engine bug.
+const STUCK_TIMEOUTS: u32 = 3;
 /// A worker publishes its mean duration of a node every this many executions of it.
 const COST_PUBLISH_EVERY: u64 = 16;
 
@@ -418,7 +420,14 @@ impl<'a> Engine<'a> {
                     incomplete,
                 };
                 if self.containment.is_ejected() {
-                    // The host's own FIFO cannot lose tasks: this is an engine bug.
+                    // Workers whose parks timed out together may all get here, after one of them
+                    // ejected the scheduler and another took the recovered tasks: only frames
+                    // stuck over several timeouts mean the host's own FIFO lost a task, which
+                    // would be an engine bug.
+                    let done = self.frames_done.load(Ordering::Acquire);
+                    if !self.containment.stuck(done, STUCK_TIMEOUTS * self.config.stall_timeout) {
+                        return Some(0);
+                    }
                     self.fail(RunError::Internal(stall.to_string()));
                     return None;
                 }
