@@ -172,6 +172,11 @@ class Report(dict[str, Any]):
         return int(self["tasks"])
 
     @property
+    def tasks_inlined(self) -> int:
+        """Tasks run as inline continuations, past the scheduler (`inline_continuation=True`)."""
+        return int(self["tasks_inlined"])
+
+    @property
     def workers(self) -> int:
         return int(self["workers"])
 

@@ -66,3 +66,23 @@ def test_scheduler_options_from_python() -> None:
         graph, dylibs=[SYNTHETIC], scheduler="random", sched_opts={"seed": "7"}
     )
     assert result.report["tasks"] == 4
+
+
+def test_inline_continuation_runs_chains_past_the_scheduler_with_the_same_outputs() -> None:
+    # A chain of 4 on one worker: each task but the first is its predecessor's continuation.
+    graph = {
+        "nodes": [{"name": "n0", "function": "checksum", "args": [{"type": "u64", "value": 1}]}]
+        + [
+            {
+                "name": f"n{k}",
+                "function": "checksum",
+                "args": [{"type": "$res", "predecessor": {"name": f"n{k - 1}"}}],
+            }
+            for k in range(1, 4)
+        ]
+    }
+    off = tomii.run_graph(graph, dylibs=[SYNTHETIC], frames=5, slots=2)
+    on = tomii.run_graph(graph, dylibs=[SYNTHETIC], frames=5, slots=2, inline_continuation=True)
+    assert on.outputs == off.outputs
+    assert (off.report.tasks_inlined, on.report.tasks_inlined) == (0, 15)
+    assert on.report["inline_continuation"] is True

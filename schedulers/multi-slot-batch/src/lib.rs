@@ -9,20 +9,20 @@
 //! # The index
 //! Nodes are grouped by worker range (most graphs have one range: every worker). Each range keeps
 //! a min-heap of `(frame, node)` entries, so a pop looks at one heap top per range its worker is
-//! in, not at every node. Every change of a node's oldest frame to a new value pushes an entry;
-//! an entry is *stale* when the node's oldest frame is no longer its frame, and stale entries are
-//! dropped when they reach the top. Invariant: a node with tasks has an entry for its current
-//! oldest frame, pushed after that frame was published (a pop drops an entry only after reading a
-//! different oldest frame, which its own change pushed an entry for). Entries stay while their
-//! node has tasks, so a second worker popping meanwhile finds the node too.
+//! in, not at every node. A node's new oldest frame is published together with its entry, both
+//! under the heap's lock (unless the node's newest entry already has that frame: a node emptied
+//! and refilled within a frame keeps its entry); an entry is *stale* when the node's oldest frame
+//! is no longer its frame, and stale entries are dropped when they reach the top. Invariant: a
+//! node with tasks has an entry for its current oldest frame (a pop, holding the heap's lock,
+//! reads either a frame whose entry is there or `EMPTY`). Entries stay while their node has
+//! tasks, so a second worker popping meanwhile finds the node too.
 //!
 //! # Memory ordering
 //! Each node's queue and each range's heap sit behind a mutex, taken with `try_lock` and a short
 //! backoff, never by waiting in the kernel; locks nest only node → heap. `NodeQueue::oldest`
-//! mirrors the queue's oldest frame: written under the node's lock before the entry is pushed
-//! (so a pop that sees the entry, under the heap's lock, sees that frame or a later one), read
-//! relaxed to check an entry, and confirmed under the node's lock, so a stale read costs a retry,
-//! never a wrong answer. A push's entry is in the heap before `push` returns, so the host's fence
+//! mirrors the queue's oldest frame: written under the node's lock (a new frame under the heap's
+//! too, with its entry), read relaxed under the heap's lock to check an entry, and confirmed under
+//! the node's lock, so a stale read costs a retry, never a wrong answer. A push's entry is in the heap before `push` returns, so the host's fence
 //! pair (tomii-core/src/engine/README.md, "Idle workers") orders it before a parking worker's
 //! re-check. The statistics are relaxed counters read after the run.
 
@@ -80,8 +80,13 @@ struct NodeQueue {
     worker_hi: u32,
     /// The range (an index of `MultiSlotBatch::ranges`) whose heap holds the node's entries.
     range: usize,
-    /// The frame of the oldest queued task, or `EMPTY`. Written only while `tasks` is locked.
+    /// The frame of the oldest queued task, or `EMPTY`. Written only while `tasks` is locked, and
+    /// a frame other than `EMPTY` only while the range's heap is locked too.
     oldest: AtomicU64,
+    /// The frame of the node's newest entry in its range's heap, or `EMPTY` once that entry was
+    /// dropped; accessed only while the heap is locked. A node emptied and refilled in the same
+    /// frame keeps its entry instead of adding another.
+    indexed: AtomicU64,
     tasks: Mutex<SlotQueues>,
 }
 
@@ -138,11 +143,15 @@ impl MultiSlotBatch {
         for &range in self.runnable[worker as usize].iter() {
             let mut heap = lock(&self.ranges[range].heap, counters);
             while let Some(&Reverse((frame, node))) = heap.peek() {
-                if self.nodes[node as usize].oldest.load(Ordering::Relaxed) == frame {
+                let queue = &self.nodes[node as usize];
+                if queue.oldest.load(Ordering::Relaxed) == frame {
                     if best.is_none_or(|oldest| (frame, node) < oldest) {
                         best = Some((frame, node));
                     }
                     break;
+                }
+                if queue.indexed.load(Ordering::Relaxed) == frame {
+                    queue.indexed.store(EMPTY, Ordering::Relaxed);
                 }
                 heap.pop();
             }
@@ -154,8 +163,20 @@ impl MultiSlotBatch {
     /// an entry in its range's heap.
     fn publish_oldest(&self, queue: &NodeQueue, tasks: &SlotQueues, counters: &Counters) {
         let oldest = tasks.oldest().map_or(EMPTY, |(_, frame)| frame);
-        if queue.oldest.swap(oldest, Ordering::Relaxed) != oldest && oldest != EMPTY {
-            lock(&self.ranges[queue.range].heap, counters).push(Reverse((oldest, queue.node)));
+        if queue.oldest.load(Ordering::Relaxed) == oldest {
+            return;
+        }
+        if oldest == EMPTY {
+            queue.oldest.store(EMPTY, Ordering::Relaxed);
+            return;
+        }
+        // A new oldest frame is published under the heap's lock, with its entry: a pop that reads
+        // it finds the entry too, instead of dropping the old one and finding nothing.
+        let mut heap = lock(&self.ranges[queue.range].heap, counters);
+        queue.oldest.store(oldest, Ordering::Relaxed);
+        if queue.indexed.load(Ordering::Relaxed) != oldest {
+            queue.indexed.store(oldest, Ordering::Relaxed);
+            heap.push(Reverse((oldest, queue.node)));
         }
     }
 
@@ -213,6 +234,7 @@ impl Scheduler for MultiSlotBatch {
                 worker_hi: node.worker_hi,
                 range,
                 oldest: AtomicU64::new(EMPTY),
+                indexed: AtomicU64::new(EMPTY),
                 tasks: Mutex::new(SlotQueues { by_slot }),
             }));
         }
@@ -361,6 +383,18 @@ mod tests {
             }
         }
         assert!(largest <= 3, "the heap grew to {largest} entries");
+    }
+
+    #[test]
+    fn a_node_refilled_within_a_frame_keeps_one_entry() {
+        // A 1:1 stage: each upstream completion pushes one task of the node in the same frame,
+        // and a pop empties the node before the next arrives.
+        let s: MultiSlotBatch = create(2, &[(0, 2)], &[]);
+        for handle in 0..1_000 {
+            s.push(Some(0), &[framed(handle, 0, 7)]).unwrap();
+            assert_eq!(pop_once(&s, 0, 8), [handle]);
+            assert!(s.ranges[0].heap.lock().unwrap().len() <= 1);
+        }
     }
 
     #[test]

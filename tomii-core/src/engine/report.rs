@@ -22,7 +22,7 @@ pub struct NodeCounters {
 #[derive(Clone, Debug, Default)]
 pub struct WorkerCounters {
     pub tasks: u64,
-    /// Tasks run as an inline continuation (counted in `tasks` too).
+    /// Instances run as (members of) an inline continuation, counted in `tasks` too.
     pub inlined: u64,
     /// Ticks spent inside kernels.
     pub busy: Ticks,
@@ -42,6 +42,8 @@ pub struct Report {
     /// scheduler (only with `inline_continuation`).
     pub tasks_inlined: u64,
     pub inline_continuation: bool,
+    /// From the first frames' start, every worker thread up, to the run's end (thread start-up and
+    /// join excluded).
     pub wall_time_s: f64,
     /// Frames completed per second of wall time over the whole run.
     pub throughput_frames_per_s: f64,

@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask};
@@ -30,9 +30,9 @@ pub(super) struct Containment {
     pub(super) ejected: AtomicBool,
     fifo: HostFifo,
     record: Mutex<Option<Ejection>>,
-    /// After the ejection: the frames done when every worker was first seen idle with the host
-    /// FIFO empty, and when.
-    idle_since: Mutex<Option<(u64, Instant)>>,
+    /// After the ejection: the progress (frames done, tasks taken from the host FIFO) when every
+    /// worker was first seen idle with the host FIFO empty, and when.
+    idle_since: Mutex<Option<((u64, u64), Instant)>>,
 }
 
 impl Containment {
@@ -55,14 +55,16 @@ impl Containment {
         &self.fifo
     }
 
-    /// Every worker idle with the host FIFO empty and `frames_done` frames done: whether no frame
-    /// has completed for `patience` since such a moment was first seen.
+    /// Every worker idle with the host FIFO empty and `frames_done` frames done: whether nothing
+    /// progressed (no frame completed, no task taken from the host FIFO) for `patience` since such
+    /// a moment was first seen.
     pub(super) fn stuck(&self, frames_done: u64, patience: Duration) -> bool {
+        let progress = (frames_done, self.fifo.taken.load(Ordering::SeqCst));
         let mut since = self.idle_since.lock().unwrap_or_else(|p| p.into_inner());
         match *since {
-            Some((done, at)) if done == frames_done => at.elapsed() >= patience,
+            Some((seen, at)) if seen == progress => at.elapsed() >= patience,
             _ => {
-                *since = Some((frames_done, Instant::now()));
+                *since = Some((progress, Instant::now()));
                 false
             }
         }
@@ -78,6 +80,8 @@ impl Containment {
 #[derive(Default)]
 pub(super) struct HostFifo {
     queue: Mutex<VecDeque<TomiiTask>>,
+    /// Tasks popped from it so far.
+    taken: AtomicU64,
 }
 
 impl HostFifo {
@@ -98,6 +102,7 @@ impl HostFifo {
                 index += 1;
             }
         }
+        self.taken.fetch_add(count as u64, Ordering::SeqCst);
         count
     }
 }

@@ -115,6 +115,19 @@ struct StartLine {
     go: AtomicBool,
 }
 
+/// Lets the workers go from the start line when dropped; when dropped by a panic of the host
+/// thread, stops the run first, so that the scope's join does not wait for a run nobody started.
+struct GoOnDrop<'e, 'a>(&'e Engine<'a>);
+
+impl Drop for GoOnDrop<'_, '_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.stop_run();
+        }
+        self.0.start_line.go.store(true, Ordering::Release);
+    }
+}
+
 /// A claimed task: where it runs, in which generation of its slot, for which frame.
 #[derive(Clone, Copy)]
 struct Claimed {
@@ -256,14 +269,20 @@ impl<'a> Engine<'a> {
                         .spawn_scoped(scope, move || catch_unwind(AssertUnwindSafe(|| self.worker_main(worker))))
                 })
                 .collect();
+            // Whatever happens below, even a panic, the workers leave the start line.
+            let _go = GoOnDrop(self);
             let spawned = handles.iter().filter(|h| h.is_ok()).count() as u32;
-            while self.start_line.ready.load(Ordering::Acquire) < spawned
-                && !handles.iter().flatten().any(|h| h.is_finished())
-            {
+            let mut lost = spawned < self.config.workers;
+            while !lost && self.start_line.ready.load(Ordering::Acquire) < spawned {
+                lost = handles.iter().flatten().any(|h| h.is_finished());
                 std::thread::yield_now();
             }
             let wall = Instant::now();
-            if let Err(error) = self.start_first_frames() {
+            if lost {
+                // A worker that never started or died before the start line cannot be counted on
+                // (the run could wait for it forever): stop; joining reports why.
+                self.fail(RunError::Internal("a worker thread did not start".into()));
+            } else if let Err(error) = self.start_first_frames() {
                 self.fail(error);
             }
             self.start_line.go.store(true, Ordering::Release);
@@ -421,8 +440,8 @@ impl<'a> Engine<'a> {
                 };
                 if self.containment.is_ejected() {
                     // Workers whose parks timed out together may all get here, after one of them
-                    // ejected the scheduler and another took the recovered tasks: only frames
-                    // stuck over several timeouts mean the host's own FIFO lost a task, which
+                    // ejected the scheduler and another took the recovered tasks: only no
+                    // progress over several timeouts means the host's own FIFO lost a task, which
                     // would be an engine bug.
                     let done = self.frames_done.load(Ordering::Acquire);
                     if !self.containment.stuck(done, STUCK_TIMEOUTS * self.config.stall_timeout) {
@@ -503,7 +522,6 @@ impl<'a> Engine<'a> {
             if self.stop.load(Ordering::Relaxed) {
                 break;
             }
-            local.counters.inlined += 1;
             next = self.run_task(local, None, claimed)?;
         }
         Ok(())
@@ -539,6 +557,7 @@ impl<'a> Engine<'a> {
             end = if self.timing { self.clock.now() } else { 0 };
             self.store(local, node, slot, member, result?);
             self.account(local, node, slot, member, instance, frame, start, end);
+            local.counters.inlined += u64::from(popped.is_none());
             start = end;
         }
         if let Some(task) = popped
@@ -635,20 +654,22 @@ impl<'a> Engine<'a> {
             if !self.table.arrive(slot, next, generation, self.graph.dep_count[next as usize]) {
                 continue;
             }
-            if self.config.inline_continuation && continuation.is_none() && self.may_run(worker, next) {
-                // Only this worker saw `next` become ready, so the claim succeeds, unless an
-                // ejection's scan queued `next` meanwhile and another worker already ran it.
-                if self.table.claim(slot, next, generation).is_ok() {
-                    self.mark_ready(next, slot, now);
-                    continuation = Some(Claimed { slot, instance: next, generation, frame });
-                }
+            // Only this worker saw `next` become ready, so the claim succeeds, unless a faulty
+            // scheduler handed `next` out early and a worker holds a claim it is about to take
+            // back (or, after an ejection, the scan queued it and another worker took it): then
+            // `next` is pushed like any other, and a second claim of it is caught or skipped.
+            if self.config.inline_continuation
+                && continuation.is_none()
+                && self.may_run(worker, next)
+                && self.table.claim(slot, next, generation).is_ok()
+            {
+                self.mark_ready(next, slot, now);
+                continuation = Some(Claimed { slot, instance: next, generation, frame });
+                // The worker runs its continuation next: it takes none of the pushed tasks itself.
+                pusher.self_take = false;
                 continue;
             }
             self.stage(pusher, next, slot, generation, frame, now, worker)?;
-        }
-        // The worker runs its continuation next: it takes none of the pushed tasks itself.
-        if continuation.is_some() {
-            pusher.self_take = false;
         }
         self.flush(pusher)?;
         Ok(continuation)
