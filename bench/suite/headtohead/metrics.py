@@ -110,7 +110,7 @@ class Metg:
 
     def __str__(self) -> str:
         if self.us is not None:
-            return f"{self.us:.2g} µs" if self.us < 10 else f"{self.us:.0f} µs"
+            return f"{self.us:.3g} µs" if self.us < 10 else f"{self.us:.0f} µs"
         if self.below is not None:
             return f"< {self.below:g} µs"
         return f"> {self.above:g} µs" if self.above is not None else "n/a"
