@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 
 from hypothesis import strategies as st
 
+from ..types import _ELEMENT_TYPES
+
 __all__ = [
     "FEATURES",
     "SCHEDULERS",
@@ -141,17 +143,8 @@ def knobs(
 
 _SIGNED = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "isize": 64, "i128": 128}
 _UNSIGNED = {"u8": 8, "u16": 16, "u32": 32, "u64": 64, "usize": 64, "u128": 128}
-_SCALAR_TYPES = (
-    *_UNSIGNED,
-    *_SIGNED,
-    "f32",
-    "f64",
-    "bool",
-    "char",
-    "String",
-    "Complex32",
-    "Complex64",
-)
+#: Every element type of the graph format (`tomii.types`), integers first (what shrinking goes to).
+_SCALAR_TYPES = (*_UNSIGNED, *_SIGNED, *sorted(_ELEMENT_TYPES - _UNSIGNED.keys() - _SIGNED.keys()))
 #: Floats that every JSON reader parses exactly: multiples of 1/16 with few digits (serde_json's
 #: default float parsing is not correctly rounded for every long decimal), and exact in f32.
 _FLOATS = st.integers(-(10**6), 10**6).map(lambda k: k / 16)

@@ -91,18 +91,17 @@ class _Suite:
 
     def run(self, graph: dict[str, Any], knobs: Knobs) -> tuple[Any, ReferenceModel]:
         model = ReferenceModel(graph)
+        options = {
+            **knobs.run_options(),
+            "scheduler": self.scheduler,
+            "sched_opts": self.sched_opts,
+        }
         result = run_graph(
             graph,
             dylibs=self.dylibs,
-            scheduler=self.scheduler,
-            sched_opts=self.sched_opts,
-            workers=knobs.workers,
-            slots=knobs.slots,
-            frames=knobs.frames,
-            pop_batch=knobs.pop_batch,
-            inline_continuation=knobs.inline_continuation,
             trace=True,
             stall_timeout_ms=self.stall_timeout_ms,
+            **options,
         )
         return result, model
 
@@ -144,8 +143,9 @@ class _Suite:
                     f"{len(result.post_outputs)} post-node results, {expected_posts} instances",
                 )
             )
-        # The scheduler's own order, unless continuations ran past it.
-        name = "" if knobs.inline_continuation else result.report.scheduler
+        # The knobs (`_run_examples`) never turn inline continuation on, which would take tasks
+        # out of the scheduler's order.
+        name = result.report.scheduler
         if name == "fifo" and knobs.workers == 1:
             violations += fifo_order(rows)
         if name == "priority":
