@@ -42,7 +42,7 @@ const MAX_FRAMES: u64 = 100_000_000;
 const MAX_CELLS: u64 = 1 << 28;
 /// Bytes of the buffer a failing kernel writes its message into.
 const ERROR_CAPACITY: usize = 4096;
-/// After an ejection, stall timeouts with no frame completed before the run stops as an engine bug.
+/// After an ejection, stall timeouts without progress before the run stops as an engine bug.
 const STUCK_TIMEOUTS: u32 = 3;
 /// A worker publishes its mean duration of a node every this many executions of it.
 const COST_PUBLISH_EVERY: u64 = 16;
@@ -463,8 +463,9 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Verifies a popped task and claims it; returns where it runs, or `None` for a task to skip (a violation under the fallback policy, or a task the host FIFO
-    /// holds twice after an ejection).
+    /// Verifies a popped task and claims it; returns where it runs, or `None` for a task to skip
+    /// (a violation under the fallback policy, or a task the host FIFO holds twice after an
+    /// ejection).
     #[inline]
     fn claim(&self, worker: u32, task: &TomiiTask) -> Result<Option<Claimed>, RunError> {
         let found = decode_handle(task.handle);
