@@ -323,16 +323,7 @@ def run_graph(
     if "dylibs" in options:
         extra = options["dylibs"]
         dylibs = [*dylibs, *([extra] if isinstance(extra, (str, Path)) else extra)]
-    text, source = _graph_text(graph)
-    path = Path(scheduler_plugin if scheduler_plugin is not None else scheduler)
-    if scheduler_plugin is not None or path.suffix == ".so" or path.is_file():
-        plugin = path
-    else:
-        plugin = find_scheduler(str(scheduler))
-    kernels = {k.name: k for k in python_kernels}
-    for name in _python_names(text, source):
-        if name not in kernels:
-            kernels[name] = find_exported(name)
+    text, source, plugin, kernels = _prepare(graph, python_kernels, scheduler, scheduler_plugin)
     trace_path = None if isinstance(trace, bool) or trace is None else str(trace)
     report_json, outputs, post, packed = run_json(
         text,
@@ -351,7 +342,7 @@ def run_graph(
         stall_timeout_ms=stall_timeout_ms,
         on_scheduler_fault=on_scheduler_fault,
         sched_opts=sorted((sched_opts or {}).items()),
-        python_kernels=[(k.name, k.function, k.variadic) for k in kernels.values()],
+        python_kernels=kernels,
     )
     if report is not None:
         try:
@@ -368,6 +359,29 @@ def run_graph(
         trace=records,
         node_names=names,
     )
+
+
+def _prepare(
+    graph: GraphSource,
+    python_kernels: Sequence[ExportedKernel],
+    scheduler: str | Path,
+    scheduler_plugin: str | Path | None,
+) -> tuple[str, str, Path, list[tuple[str, Any, bool]]]:
+    """What the binding needs to start a run: the graph's text and source name, the scheduler's
+    path (a name is looked up; `scheduler_plugin`, a path, replaces it) and the Python kernels
+    as `(name, function, variadic)`: `python_kernels` and those the graph names
+    ("module.function") that `@tomii.export` registered."""
+    text, source = _graph_text(graph)
+    path = Path(scheduler_plugin if scheduler_plugin is not None else scheduler)
+    if scheduler_plugin is not None or path.suffix == ".so" or path.is_file():
+        plugin = path
+    else:
+        plugin = find_scheduler(str(scheduler))
+    kernels = {k.name: k for k in python_kernels}
+    for name in _python_names(text, source):
+        if name not in kernels:
+            kernels[name] = find_exported(name)
+    return text, source, plugin, [(k.name, k.function, k.variadic) for k in kernels.values()]
 
 
 def _trace_array(packed: tuple[bytes, list[str]]) -> tuple[np.ndarray[Any, Any], list[str]]:

@@ -40,3 +40,36 @@ def run_json(
     list[tuple[str, int, Any]],
     tuple[bytes, list[str]] | None,
 ]: ...
+
+class SessionBusy(TomiiError): ...
+class SessionClosed(TomiiError): ...
+
+class NativeTicket:
+    def wait(
+        self, timeout: float | None = None
+    ) -> tuple[int, float, list[tuple[str, int, Any]]] | None: ...
+    def done(self) -> bool: ...
+
+class NativeSession:
+    def __init__(
+        self,
+        graph_json: str,
+        *,
+        source: str,
+        dylibs: list[str],
+        scheduler_plugin: str,
+        workers: int,
+        slots: int,
+        pop_batch: int,
+        inline_continuation: bool,
+        task_timing: bool,
+        stall_timeout_ms: int,
+        on_scheduler_fault: str,
+        sched_opts: list[tuple[str, str]],
+        python_kernels: list[tuple[str, Callable[..., Any], bool]],
+    ) -> None: ...
+    def inputs(self) -> list[tuple[str, int]]: ...
+    def submit(self, values: list[Any], timeout: float | None = None) -> NativeTicket: ...
+    def in_flight(self) -> int: ...
+    def is_open(self) -> bool: ...
+    def close(self) -> str: ...

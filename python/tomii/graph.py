@@ -20,6 +20,7 @@ from .types import String, TypedValue, infer_type
 
 if TYPE_CHECKING:
     from . import RunResult
+    from .session import Session
     from .build import BuildResult
 
 __all__ = [
@@ -289,6 +290,7 @@ class Graph:
         self._vars: list[dict[str, Any]] = []
         self._var_names: set[str] = set()
         self._nodes: list[dict[str, Any]] = []
+        self._inputs: list[dict[str, Any]] = []
         self._post_nodes: list[dict[str, Any]] = []
         self._node_names: set[str] = set()
         self._python: dict[str, ExportedKernel] = {}
@@ -333,6 +335,20 @@ class Graph:
         self._var_names.add(name)
         self._vars.append(spec)
         return Var(name)
+
+    def input(self, name: str, *, factor: int | Var | None = None) -> Node:
+        """An input: `factor` values (default 1) each frame is given by its source, a
+        `Session.submit(...)`, instead of a kernel. Nodes read it like any node
+        (`samples.out(0, 4)`, `samples.dep()`)."""
+        _check_name(name, "input")
+        if name in self._node_names:
+            raise ValueError(f"input {name!r}: a node or input has that name already")
+        spec: dict[str, Any] = {"name": name}
+        if factor is not None:
+            spec["factor"] = _factor(factor)
+        self._inputs.append(spec)
+        self._node_names.add(name)
+        return Node(name)
 
     def node(
         self,
@@ -478,6 +494,8 @@ class Graph:
         graph: dict[str, Any] = {}
         if self._vars:
             graph["initializations"] = [dict(v) for v in self._vars]
+        if self._inputs:
+            graph["inputs"] = [dict(i) for i in self._inputs]
         graph["nodes"] = [dict(n) for n in self._nodes]
         if self._post_nodes:
             graph["post_nodes"] = [dict(n) for n in self._post_nodes]
@@ -580,6 +598,27 @@ class Graph:
         """
         from . import run_graph
 
+        with _environment(env):
+            return run_graph(
+                self.to_dict(), dylibs=self._libraries(dylib, knobs), python_kernels=self.python_kernels(), **knobs
+            )
+
+    def session(
+        self, *, dylib: str | Path | Sequence[str | Path] | None = None, **knobs: Any
+    ) -> Session:
+        """Starts the graph once and returns a `Session` that takes frames from this program
+        (`submit(inputs)`); `dylib` and the knobs are `run()`'s, without `frames`."""
+        from .session import Session
+
+        return Session(
+            self.to_dict(), dylibs=self._libraries(dylib, knobs), python_kernels=self.python_kernels(), **knobs
+        )
+
+    def _libraries(
+        self, dylib: str | Path | Sequence[str | Path] | None, knobs: dict[str, Any]
+    ) -> list[str | Path]:
+        """The kernel libraries of a run: `dylib`, else the one `build()` made; plus `dylibs`
+        from the knobs (taken out of them)."""
         libraries: list[str | Path]
         if dylib is None:
             libraries = [] if self._built is None else [self._built.path]
@@ -591,12 +630,9 @@ class Graph:
             libraries += list(knobs.pop("dylibs"))
         if not libraries and not self._python:
             raise RuntimeError(
-                "run(): no kernel library: pass dylib=PATH, call build() first, or use py_node"
+                "no kernel library: pass dylib=PATH, call build() first, or use py_node"
             )
-        with _environment(env):
-            return run_graph(
-                self.to_dict(), dylibs=libraries, python_kernels=self.python_kernels(), **knobs
-            )
+        return libraries
 
     def visualize(
         self,

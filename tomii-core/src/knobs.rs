@@ -202,8 +202,6 @@ impl Role {
 
 /// The most slots a run may have (the engine's `MAX_SLOTS`, 2^24).
 const MAX_SLOTS: u64 = 1 << 24;
-/// The most frames a run may have (the engine's `MAX_FRAMES`).
-const MAX_FRAMES: u64 = 100_000_000;
 const U32_MAX: u64 = u32::MAX as u64;
 
 /// Every option of `tomii run`, in the order `tomii run --help` lists them. The graph itself
@@ -245,9 +243,9 @@ pub const CATALOG: &[Knob] = &[
         cli: "--frames",
         kind: Kind::Int,
         default: Preset::Int(1),
-        domain: Domain::Int { min: 1, max: MAX_FRAMES, scale: Scale::Log },
+        domain: Domain::Int { min: 0, max: u64::MAX, scale: Scale::Log },
         role: Role::Behaviour,
-        description: "Frames to run",
+        description: "Frames to run; 0 runs until Ctrl-C, which completes the frames in flight and reports",
         search_hint: "not a tuning knob: hold it fixed across trials, large enough that a run lasts a second or more",
     },
     Knob {
@@ -287,7 +285,7 @@ pub const CATALOG: &[Knob] = &[
         default: Preset::Unset,
         domain: Domain::Path,
         role: Role::Io,
-        description: "Write the trace (one row per task execution) to this CSV file",
+        description: "Stream the trace (one row per task execution, in the order workers hand them over) to this CSV file",
         search_hint: "not a tuning knob: recording costs time per task; leave it off while searching",
     },
     Knob {

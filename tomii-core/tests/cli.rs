@@ -7,6 +7,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
 
 use common::cli::{Run, assert_error, finish, tomii};
 use common::{fifo_lib, graph_path, plugin_dir, synthetic_lib};
@@ -103,9 +105,34 @@ fn zero_slots_is_rejected() {
     assert_error(&run_graph(&fixture("checksum_chain.json"), &["--slots", "0"]), &["slots"]);
 }
 
+/// `--frames 0` runs until Ctrl-C; the interrupt completes the frames in flight, and the report
+/// and the streamed trace hold every frame that ran.
 #[test]
-fn zero_frames_is_rejected() {
-    assert_error(&run_graph(&fixture("checksum_chain.json"), &["--frames", "0"]), &["frames"]);
+fn an_unbounded_run_stops_cleanly_on_ctrl_c() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (report, trace) = (dir.path().join("report.json"), dir.path().join("trace.csv"));
+    let mut command = tomii();
+    command.arg("run").arg(fixture("diamond.json")).arg("--dylib").arg(synthetic_lib());
+    command.args(["--frames", "0", "--slots", "2", "--workers", "2", "--quiet", "--report"]).arg(&report);
+    command.arg("--trace").arg(&trace);
+    let mut child = command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tomii");
+    // Long enough to be running frames, whatever the machine's load.
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(child.try_wait().expect("waiting").is_none(), "an unbounded run ended on its own");
+    // SAFETY: sending a signal to our own child process.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);
+    let output = child.wait_with_output().expect("tomii's exit");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "stderr:\n{stderr}");
+    assert!(stderr.contains("interrupted: stopped after"), "stderr:\n{stderr}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).expect("a report")).expect("the report is JSON");
+    assert_eq!(report["interrupted"], true);
+    let frames = report["frames"].as_u64().expect("frames");
+    assert!(frames > 0, "no frame ran: {report}");
+    assert_eq!(report["tasks"].as_u64(), Some(frames * 3), "every frame completed all of its 3 tasks");
+    let rows = std::fs::read_to_string(&trace).expect("a trace").lines().count() as u64 - 1;
+    assert_eq!((rows, report["trace_lost"].as_u64()), (frames * 3, Some(0)), "one trace row per task");
 }
 
 #[test]

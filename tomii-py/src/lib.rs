@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod python_kernels;
+mod session;
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -22,6 +23,17 @@ create_exception!(tomii, PluginError, TomiiError, "A kernel library or scheduler
 create_exception!(tomii, KernelError, TomiiError, "A kernel failed; the message names the node, instance and frame.");
 create_exception!(tomii, SchedulerFault, TomiiError, "The scheduler broke its contract or stalled.");
 create_exception!(tomii, ConfigError, TomiiError, "A run option is invalid.");
+create_exception!(tomii, SessionBusy, TomiiError, "Every slot of a session stayed busy for the whole timeout.");
+create_exception!(tomii, SessionClosed, TomiiError, "The session was closed, or its run ended.");
+
+/// The fault policy a name gives.
+fn fault_policy(name: &str) -> PyResult<FaultPolicy> {
+    match name {
+        "stop" => Ok(FaultPolicy::Stop),
+        "fallback" => Ok(FaultPolicy::Fallback),
+        other => Err(ConfigError::new_err(format!("on_scheduler_fault {other:?}: use \"stop\" or \"fallback\""))),
+    }
+}
 
 /// The Python exception for `error`; a Python kernel's failure is raised from its own exception.
 fn run_error(py: Python<'_>, error: RunError, python: &PythonKernels) -> PyErr {
@@ -96,13 +108,7 @@ fn run_json(
     python_kernels: Vec<(String, Py<PyAny>, bool)>,
 ) -> PyResult<RunReturn> {
     let graph = graph::parse_str(source, graph_json).map_err(|e| GraphError::new_err(e.to_string()))?;
-    let on_fault = match on_scheduler_fault {
-        "stop" => FaultPolicy::Stop,
-        "fallback" => FaultPolicy::Fallback,
-        other => {
-            return Err(ConfigError::new_err(format!("on_scheduler_fault {other:?}: use \"stop\" or \"fallback\"")));
-        }
-    };
+    let on_fault = fault_policy(on_scheduler_fault)?;
     let config = RunConfig {
         workers,
         slots,
@@ -110,12 +116,14 @@ fn run_json(
         pop_batch,
         inline_continuation,
         trace: trace || trace_path.is_some(),
+        trace_file: trace_path,
         task_timing,
         collect_outputs,
         stall_timeout: Duration::from_millis(stall_timeout_ms),
         scheduler_options: sched_opts,
         on_fault,
         progress: None,
+        stop: None,
     };
     let python = PythonKernels::new(python_kernels);
     let outcome = py.detach(|| -> Result<_, Result<RunError, LoadError>> {
@@ -129,9 +137,6 @@ fn run_json(
         Err(Ok(error)) => return Err(run_error(py, error, &python)),
         Err(Err(error)) => return Err(plugin_error(error)),
     };
-    if let Some(path) = &trace_path {
-        outcome.write_trace_csv(path).map_err(|error| run_error(py, error, &python))?;
-    }
     let report = serde_json::to_string(&outcome.report).map_err(|e| TomiiError::new_err(e.to_string()))?;
     let outputs = pyo3::types::PyList::empty(py);
     for frame in std::mem::take(&mut outcome.outputs) {
@@ -238,6 +243,10 @@ fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema_json, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(call_context, m)?)?;
+    m.add_class::<session::NativeSession>()?;
+    m.add_class::<session::NativeTicket>()?;
+    m.add("SessionBusy", py.get_type::<SessionBusy>())?;
+    m.add("SessionClosed", py.get_type::<SessionClosed>())?;
     m.add("TomiiError", py.get_type::<TomiiError>())?;
     m.add("GraphError", py.get_type::<GraphError>())?;
     m.add("PluginError", py.get_type::<PluginError>())?;

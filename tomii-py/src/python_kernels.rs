@@ -392,6 +392,13 @@ fn from_python(object: &Bound<'_, PyAny>) -> PyResult<TomiiValue> {
     Ok(TomiiValue { tag: TOMII_TAG_OBJECT, elem: PYTHON_OBJECT_TYPE, payload: TomiiPayload { buf } })
 }
 
+/// A Python object as an owned kernel value, by the same rules as a Python kernel's result: a
+/// C-contiguous NumPy array is passed without a copy (the value keeps the array alive).
+pub fn value_from_python(object: &Bound<'_, PyAny>) -> PyResult<tomii_types::kernel::Value> {
+    // SAFETY: `from_python` returns an owned value whose release the host may call.
+    Ok(unsafe { tomii_types::kernel::Value::from_raw(from_python(object)?) })
+}
+
 /// Turns an owned value (a sink's output) into a Python object, consuming it.
 pub fn into_python(py: Python<'_>, value: tomii_types::kernel::Value) -> PyResult<Py<PyAny>> {
     // The value stays alive (and owned) while it is read; `to_python` takes its own references.

@@ -10,6 +10,7 @@ use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -105,7 +106,8 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         frames: args.frames,
         pop_batch: args.pop_batch,
         inline_continuation: args.inline_continuation,
-        trace: args.trace.is_some(),
+        trace: false,
+        trace_file: args.trace.clone(),
         task_timing: !args.no_task_timing,
         collect_outputs: false,
         stall_timeout: Duration::from_millis(args.stall_timeout_ms),
@@ -115,13 +117,11 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
             OnFault::Fallback => FaultPolicy::Fallback,
         },
         progress: (!args.quiet && std::io::stderr().is_terminal()).then(progress_line),
+        stop: Some(stop_on_interrupt()?),
     };
     let outcome = engine::run(&graph, &kernels, &scheduler, &config)?;
     if config.progress.is_some() {
         eprint!("\r\x1b[2K");
-    }
-    if let Some(path) = &args.trace {
-        outcome.write_trace_csv(path)?;
     }
     if let Some(path) = &args.report {
         let text = serde_json::to_string_pretty(&outcome.report)?;
@@ -129,6 +129,12 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     }
     if !args.quiet {
         println!("{}", summary(&outcome.report));
+    }
+    if outcome.report.interrupted {
+        eprintln!(
+            "interrupted: stopped after {} frame(s); the report and trace hold them (Ctrl-C again quits at once)",
+            outcome.report.frames
+        );
     }
     if let Some(ejection) = &outcome.report.scheduler.ejected {
         eprintln!(
@@ -141,7 +147,11 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
 
 /// Every kernel name the graph calls: nodes, their conditions, computed initializations, post-nodes.
 fn kernel_names(graph: &CompiledGraph) -> Vec<String> {
-    let nodes = graph.nodes.iter().flat_map(|n| [Some(&n.function), n.condition.as_ref().map(|c| &c.function)]);
+    let nodes = graph
+        .nodes
+        .iter()
+        .filter(|n| !n.input)
+        .flat_map(|n| [Some(&n.function), n.condition.as_ref().map(|c| &c.function)]);
     let others =
         graph.computed.iter().map(|i| Some(&i.function)).chain(graph.post.iter().map(|p| Some(&p.node.function)));
     let mut names: Vec<String> = nodes.chain(others).flatten().cloned().collect();
@@ -220,18 +230,29 @@ fn print_scheduler(entry: &serde_json::Value) {
     }
 }
 
+/// A flag SIGINT and SIGTERM set: the run then stops starting frames, completes those in flight
+/// and reports. A second signal, with the flag already set, exits at once (status 130).
+fn stop_on_interrupt() -> Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop))
+            .and_then(|_| signal_hook::flag::register(signal, Arc::clone(&stop)))
+            .context("cannot install the interrupt handler")?;
+    }
+    Ok(stop)
+}
+
 /// A progress line on stderr, rewritten in place (only when stderr is a terminal).
 fn progress_line() -> ProgressFn {
     ProgressFn(Arc::new(|p: Progress| {
         let rate = p.frames_done as f64 / p.elapsed.as_secs_f64().max(1e-9);
-        eprint!(
-            "\r\x1b[2Kframe {}/{} ({:.0}%), {:.1} s, {:.0} frames/s",
-            p.frames_done,
-            p.frames,
-            100.0 * p.frames_done as f64 / p.frames as f64,
-            p.elapsed.as_secs_f64(),
-            rate
-        );
+        let done = if p.frames > 0 {
+            format!("frame {}/{} ({:.0}%)", p.frames_done, p.frames, 100.0 * p.frames_done as f64 / p.frames as f64)
+        } else {
+            format!("frame {} (Ctrl-C stops)", p.frames_done)
+        };
+        eprint!("\r\x1b[2K{done}, {:.1} s, {rate:.0} frames/s", p.elapsed.as_secs_f64());
     }))
 }
 

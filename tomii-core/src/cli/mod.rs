@@ -21,7 +21,8 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Run a graph: load its kernels and a scheduler, replay it over FRAMES frames, report.
+    /// Run a graph: load its kernels and a scheduler, replay it over FRAMES frames (0: until Ctrl-C),
+    /// report.
     Run(Box<RunArgs>),
     /// List the schedulers found by name (on $TOMII_SCHEDULER_PATH and beside this binary), with
     /// their options.
@@ -76,7 +77,7 @@ pub struct RunArgs {
     /// Frames in flight at once.
     #[arg(long, default_value_t = 1, value_name = "S")]
     pub slots: u32,
-    /// Frames to run.
+    /// Frames to run; 0 runs until Ctrl-C, which completes the frames in flight and reports.
     #[arg(long, alias = "max-frames", default_value_t = 1, value_name = "F")]
     pub frames: u64,
     /// Scheduler by name: loads libtomii_sched_NAME.so from $TOMII_SCHEDULER_PATH or beside this
@@ -89,7 +90,8 @@ pub struct RunArgs {
     /// An option of the scheduler, KEY=VALUE; repeat for several.
     #[arg(long = "sched-opt", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     pub sched_opts: Vec<(String, String)>,
-    /// Write the trace (one row per task execution) to this CSV file.
+    /// Stream the trace (one row per task execution, in the order workers hand them over) to this
+    /// CSV file.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// Write the report (throughput, latency percentiles, per-node and per-worker figures) as JSON.

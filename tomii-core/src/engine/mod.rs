@@ -1,23 +1,32 @@
-//! The frame/slot engine: replays a compiled graph over `frames` frames, `slots` of them in flight,
-//! on the runtime's own worker threads, asking the loaded scheduler what to run.
+//! The frame/slot engine: runs a compiled graph over the frames a frame source gives, `slots` of
+//! them in flight, on the runtime's own worker threads, asking the loaded scheduler what to run.
 //!
-//! `run` is the whole life of a run: check the configuration, bind kernels, create the scheduler,
-//! start the first frames, run the workers, then build the report. The protocols (slots and
+//! `run_with` is the whole life of a run: check the configuration, bind kernels, create the
+//! scheduler, ask the source for the first frames, run the workers, then build the report. `run`
+//! is a run of `frames` frames without inputs (the counted source); [`Session`] keeps a run open
+//! and takes frames from the program. The protocols (frames and their source, slots and
 //! generations, readiness, idle workers, shutdown) are described in README.md beside this file.
 
 mod clock;
+mod door;
 mod fence;
 mod report;
+mod session;
 mod sleep;
 mod slots;
+mod source;
 mod trace;
 mod worker;
 
+pub use door::{Door, Refused};
 pub use report::{Latency, NodeReport, Report, SchedulerReport, WorkerReport};
+pub use session::{FrameResult, Session, SubmitError, Ticket};
+pub use source::{Counted, FrameDone, FrameSource, NextFrame};
 pub use trace::TraceRecord;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use crate::graph::CompiledGraph;
@@ -28,14 +37,20 @@ use crate::plugin::{KernelSet, PluginError, SchedulerPlugin};
 pub struct RunConfig {
     pub workers: u32,
     pub slots: u32,
+    /// Frames of a counted run ([`run`]); 0 runs until a stop is requested. Other sources decide
+    /// for themselves.
     pub frames: u64,
     /// The most tasks a worker asks the scheduler for at once.
     pub pop_batch: u32,
     /// A worker runs one of the tasks its completion made ready itself, without the scheduler
     /// (README.md, "Inline continuation").
     pub inline_continuation: bool,
-    /// Record one trace record per task.
+    /// Record one trace record per task and keep them in memory ([`RunOutcome::trace`]; at most
+    /// 4 Mi records, the oldest released beyond).
     pub trace: bool,
+    /// Stream the trace to this CSV file as the run goes (records in the order workers hand them
+    /// over, not sorted).
+    pub trace_file: Option<PathBuf>,
     /// Measure every kernel's duration (per-node times, busy fractions, cost estimates).
     pub task_timing: bool,
     /// Keep the results of sink instances (those without successors) of every frame.
@@ -50,6 +65,9 @@ pub struct RunConfig {
     /// Called from the host thread about four times a second while the run goes on, and once at
     /// the end.
     pub progress: Option<ProgressFn>,
+    /// Set it to stop the run: no frame starts any more, the frames in flight complete, and the
+    /// run ends with its report (`report.interrupted`).
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 /// What the host does when the scheduler breaks its contract (a task popped twice or never
@@ -78,6 +96,7 @@ pub struct Ejection {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Progress {
     pub frames_done: u64,
+    /// The frames the source will give, when it knows; 0 otherwise.
     pub frames: u64,
     pub elapsed: Duration,
 }
@@ -101,11 +120,13 @@ impl Default for RunConfig {
             pop_batch: 1,
             inline_continuation: false,
             trace: false,
+            trace_file: None,
             task_timing: true,
             collect_outputs: false,
             stall_timeout: Duration::from_secs(2),
             scheduler_options: Vec::new(),
             progress: None,
+            stop: None,
             on_fault: FaultPolicy::Stop,
         }
     }
@@ -175,33 +196,49 @@ pub struct RunOutcome {
     pub report: Report,
     /// Every task execution, sorted by start time (empty unless `trace` was set).
     pub trace: Vec<TraceRecord>,
-    /// Per frame, when `collect_outputs` was set.
+    /// Per frame, when `collect_outputs` was set (counted runs; other sources take them).
     pub outputs: Vec<FrameOutputs>,
     /// What each post-node instance returned: (post-node, instance, value), in file order.
     pub post_outputs: Vec<(String, u32, Output)>,
     clock: clock::Clock,
-    node_names: Vec<String>,
 }
 
 impl RunOutcome {
-    /// Writes the trace as CSV (times in ns since the run started).
-    pub fn write_trace_csv(&self, path: &std::path::Path) -> Result<(), RunError> {
-        trace::write_csv(path, &self.trace, &self.node_names, &self.clock)
-            .map_err(|e| RunError::Io { path: path.to_owned(), reason: e.to_string() })
-    }
-
     /// Nanoseconds since the run started, for a trace time.
     pub fn ns(&self, ticks: u64) -> u64 {
         self.clock.ns_since_start(ticks)
     }
 }
 
-/// Runs `graph` with the kernels of `kernels` and the scheduler `scheduler`.
+/// Runs `graph` over `config.frames` frames (0: until a stop is requested) with the kernels of
+/// `kernels` and the scheduler `scheduler`.
 pub fn run(
     graph: &CompiledGraph,
     kernels: &KernelSet,
     scheduler: &SchedulerPlugin,
     config: &RunConfig,
 ) -> Result<RunOutcome, RunError> {
-    worker::Engine::run(graph, kernels, scheduler, config)
+    if let Some(input) = graph.nodes.iter().find(|node| node.input) {
+        return Err(RunError::Config(format!(
+            "{}: input {:?} needs a source that gives it values: feed the graph's inputs through a session \
+             (tomii_core::engine::Session, tomii.Session in Python)",
+            graph.source, input.name
+        )));
+    }
+    let source = Counted::new(config.frames, config.collect_outputs);
+    let mut outcome = run_with(graph, kernels, scheduler, config, &source)?;
+    outcome.outputs = source.into_outputs();
+    Ok(outcome)
+}
+
+/// Runs `graph` over the frames `source` gives, until it says it is done (or a stop is requested)
+/// and the frames in flight completed.
+pub fn run_with(
+    graph: &CompiledGraph,
+    kernels: &KernelSet,
+    scheduler: &SchedulerPlugin,
+    config: &RunConfig,
+    source: &dyn FrameSource,
+) -> Result<RunOutcome, RunError> {
+    worker::Engine::run(graph, kernels, scheduler, config, source)
 }

@@ -1,11 +1,18 @@
-//! The execution trace: one record per task execution, written by the worker that ran it into
-//! memory reserved before the run, and merged and written out after it.
+//! The execution trace: one record per task execution, written by the worker that ran it into a
+//! chunk of preallocated memory, and handed to the host thread chunk by chunk while the run goes
+//! on (README.md, "Trace and counters"). The host streams full chunks to the trace file and keeps
+//! them in memory, up to a bound: the trace of a run without end takes constant memory.
 //!
-//! Recording never allocates: each worker fills fixed-size chunks taken from a pool sized at start
-//! for every task of the run. Formatting happens only in `write_csv`, after the run.
+//! Recording never allocates: a worker fills a chunk taken from the pool, hands it to the host when
+//! it is full and takes an empty one. If the host has fallen so far behind that the pool is empty,
+//! the worker overwrites its chunk and counts the records lost; the report says how many.
+//! Formatting happens only on the host thread.
 
+use std::collections::VecDeque;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::Thread;
 
 use crossbeam_queue::ArrayQueue;
 
@@ -13,6 +20,8 @@ use super::clock::{Clock, Ticks};
 
 /// Records per chunk.
 const CHUNK: usize = 4096;
+/// Empty chunks per worker in the pool, besides the one each worker fills.
+const CHUNKS_PER_WORKER: usize = 8;
 
 /// One task execution. Times are clock ticks during the run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -27,80 +36,194 @@ pub struct TraceRecord {
     pub worker: u32,
 }
 
-/// Chunks reserved for a run, shared by the workers.
+/// Chunks shared between the workers and the host: empty ones to fill, full ones to take.
 pub struct TracePool {
-    chunks: ArrayQueue<Vec<TraceRecord>>,
+    empty: ArrayQueue<Vec<TraceRecord>>,
+    full: ArrayQueue<Vec<TraceRecord>>,
+    /// Records overwritten because no empty chunk was left.
+    lost: AtomicU64,
+    /// Woken when a chunk is full.
+    host: Thread,
 }
 
 impl TracePool {
-    /// Reserves room for `tasks` records spread over `workers` workers in any proportion.
-    pub fn new(tasks: u64, workers: u32) -> Self {
-        let count = (tasks as usize).div_ceil(CHUNK) + workers as usize;
-        let chunks = ArrayQueue::new(count.max(1));
+    pub fn new(workers: u32, host: Thread) -> Self {
+        let count = workers as usize * (CHUNKS_PER_WORKER + 1) + CHUNKS_PER_WORKER;
+        let empty = ArrayQueue::new(count);
         for _ in 0..count {
-            let _ = chunks.push(Vec::with_capacity(CHUNK));
+            let _ = empty.push(Vec::with_capacity(CHUNK));
         }
-        TracePool { chunks }
+        TracePool { empty, full: ArrayQueue::new(count + workers as usize), lost: AtomicU64::new(0), host }
     }
 
-    fn take(&self) -> Vec<TraceRecord> {
-        // The pool covers every task of the run, so it only runs dry if the engine ran more tasks
-        // than it planned; allocating then keeps the record rather than losing it.
-        self.chunks.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK))
+    /// A chunk for a worker to fill (workers take theirs when they start, before any task).
+    pub fn take_empty(&self) -> Vec<TraceRecord> {
+        self.empty.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK))
+    }
+
+    /// A chunk back to the pool, emptied.
+    fn give_back(&self, mut chunk: Vec<TraceRecord>) {
+        chunk.clear();
+        let _ = self.empty.push(chunk);
+    }
+
+    /// Records lost so far because the pool ran dry.
+    pub fn lost(&self) -> u64 {
+        self.lost.load(Ordering::Relaxed)
     }
 }
 
-/// One worker's records.
-#[derive(Default)]
+/// The chunk one worker fills.
 pub struct WorkerTrace {
-    full: Vec<Vec<TraceRecord>>,
     current: Vec<TraceRecord>,
 }
 
 impl WorkerTrace {
+    pub fn new(pool: Option<&TracePool>) -> Self {
+        WorkerTrace { current: pool.map(TracePool::take_empty).unwrap_or_default() }
+    }
+
     #[inline]
     pub fn record(&mut self, pool: &TracePool, record: TraceRecord) {
-        if self.current.len() == self.current.capacity() {
-            self.refill(pool);
+        if self.current.len() == CHUNK {
+            self.hand_over(pool);
         }
         self.current.push(record);
     }
 
     #[cold]
-    fn refill(&mut self, pool: &TracePool) {
-        let next = pool.take();
-        let done = std::mem::replace(&mut self.current, next);
-        if !done.is_empty() {
-            self.full.push(done);
+    fn hand_over(&mut self, pool: &TracePool) {
+        match pool.empty.pop() {
+            Some(next) => {
+                let full = std::mem::replace(&mut self.current, next);
+                // `full` has room for every chunk there is.
+                let _ = pool.full.push(full);
+                pool.host.unpark();
+            }
+            None => {
+                pool.lost.fetch_add(self.current.len() as u64, Ordering::Relaxed);
+                self.current.clear();
+            }
         }
     }
 
-    pub fn into_records(self) -> impl Iterator<Item = TraceRecord> {
-        self.full.into_iter().chain(std::iter::once(self.current)).flatten()
+    /// The partly filled chunk, once the worker has stopped.
+    pub fn into_chunk(self) -> Vec<TraceRecord> {
+        self.current
     }
 }
 
-/// Writes records as CSV, sorted by start time, with times in nanoseconds since the run started.
-pub fn write_csv(path: &Path, records: &[TraceRecord], node_names: &[String], clock: &Clock) -> std::io::Result<()> {
-    let file = std::fs::File::create(path)?;
-    let mut out = std::io::BufWriter::new(file);
-    writeln!(out, "node,instance,frame,slot,worker,ready_ns,start_ns,end_ns")?;
-    let names: Vec<String> = node_names.iter().map(|name| csv_field(name)).collect();
-    for r in records {
-        writeln!(
-            out,
-            "{},{},{},{},{},{},{},{}",
-            names[r.node as usize],
-            r.instance,
-            r.frame,
-            r.slot,
-            r.worker,
-            clock.ns_since_start(r.ready),
-            clock.ns_since_start(r.start),
-            clock.ns_since_start(r.end)
-        )?;
+/// Where the host puts the trace: a CSV file written as the run goes, and memory.
+pub struct TraceSink {
+    file: Option<(PathBuf, std::io::BufWriter<std::fs::File>)>,
+    /// The first write error; the file is not written to after it.
+    file_error: Option<String>,
+    names: Vec<String>,
+    memory: Option<VecDeque<Vec<TraceRecord>>>,
+    /// The most records kept in memory; older chunks are released beyond it.
+    memory_limit: usize,
+    kept: usize,
+    /// Records streamed to the file, or kept, over the run.
+    pub records: u64,
+    /// Records released from memory to respect `memory_limit` (still in the file, if any).
+    pub released: u64,
+}
+
+impl TraceSink {
+    /// `file`: stream the CSV there (its header is written at once); `memory_limit`: keep up to
+    /// this many records in memory (`None`: none).
+    pub fn new(file: Option<&Path>, memory_limit: Option<usize>, node_names: &[String]) -> std::io::Result<Self> {
+        let file = match file {
+            Some(path) => {
+                let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+                writeln!(out, "node,instance,frame,slot,worker,ready_ns,start_ns,end_ns")?;
+                Some((path.to_owned(), out))
+            }
+            None => None,
+        };
+        Ok(TraceSink {
+            file,
+            file_error: None,
+            names: node_names.iter().map(|name| csv_field(name)).collect(),
+            memory: memory_limit.map(|_| VecDeque::new()),
+            memory_limit: memory_limit.unwrap_or(0),
+            kept: 0,
+            records: 0,
+            released: 0,
+        })
     }
-    out.flush()
+
+    /// Takes every full chunk the workers handed over.
+    pub fn drain(&mut self, pool: &TracePool, clock: &Clock) {
+        while let Some(chunk) = pool.full.pop() {
+            self.take(chunk, Some(pool), clock);
+        }
+    }
+
+    /// Takes one chunk: written to the file, kept in memory, and the memory's oldest released
+    /// beyond its limit. A chunk that is not kept goes back to `pool`; one that is, is replaced
+    /// in it by a new allocation (here, on the host thread, never on a worker).
+    pub fn take(&mut self, chunk: Vec<TraceRecord>, pool: Option<&TracePool>, clock: &Clock) {
+        self.records += chunk.len() as u64;
+        self.write(&chunk, clock);
+        let Some(memory) = &mut self.memory else {
+            if let Some(pool) = pool {
+                pool.give_back(chunk);
+            }
+            return;
+        };
+        self.kept += chunk.len();
+        memory.push_back(chunk);
+        while self.kept > self.memory_limit
+            && let Some(oldest) = memory.pop_front()
+        {
+            self.kept -= oldest.len();
+            self.released += oldest.len() as u64;
+        }
+        if let Some(pool) = pool {
+            pool.give_back(Vec::with_capacity(CHUNK));
+        }
+    }
+
+    fn write(&mut self, chunk: &[TraceRecord], clock: &Clock) {
+        let Some((path, out)) = &mut self.file else { return };
+        let written = chunk.iter().try_for_each(|r| {
+            writeln!(
+                out,
+                "{},{},{},{},{},{},{},{}",
+                self.names[r.node as usize],
+                r.instance,
+                r.frame,
+                r.slot,
+                r.worker,
+                clock.ns_since_start(r.ready),
+                clock.ns_since_start(r.start),
+                clock.ns_since_start(r.end)
+            )
+        });
+        if let Err(error) = written {
+            self.file_error = Some(format!("{}: cannot write the trace: {error}", path.display()));
+            self.file = None;
+        }
+    }
+
+    /// Flushes the file; returns the first write error, if any.
+    pub fn finish(&mut self) -> Result<(), String> {
+        if let Some((path, out)) = &mut self.file
+            && let Err(error) = out.flush()
+        {
+            self.file_error = Some(format!("{}: cannot write the trace: {error}", path.display()));
+        }
+        self.file = None;
+        self.file_error.take().map_or(Ok(()), Err)
+    }
+
+    /// The records kept in memory, sorted by start time.
+    pub fn into_records(self) -> Vec<TraceRecord> {
+        let mut records: Vec<TraceRecord> = self.memory.into_iter().flatten().flatten().collect();
+        records.sort_unstable_by_key(|r| (r.start, r.worker));
+        records
+    }
 }
 
 /// A CSV field: quoted, with inner quotes doubled, when it holds a separator or a quote.

@@ -47,8 +47,11 @@ pub struct CompiledGraph {
     pub cond_start: Vec<u32>,
     /// Kernel arguments of each instance, in call order.
     pub args: Vec<ArgSource>,
-    /// Instances with no predecessor, ascending.
+    /// Tasks with no predecessor, ascending (inputs are not tasks).
     pub roots: Vec<u32>,
+    /// The instances of the inputs, in input order then instance order: a frame's values, in
+    /// `NextFrame::Start`, come in this order.
+    pub inputs: Vec<u32>,
     /// Number of tasks on the longest path from each instance to a sink, itself included.
     pub rank: Vec<u32>,
     /// Per instance: the first instance of its task's group (itself when `group_size` is 1). Only
@@ -61,7 +64,10 @@ pub struct CompiledGraph {
 #[derive(Clone, Debug, PartialEq)]
 pub struct CompiledNode {
     pub name: String,
-    /// Kernel name.
+    /// An input of the graph (README, "Inputs"): no kernel; each frame's source gives the values
+    /// of its instances. Inputs follow the other nodes.
+    pub input: bool,
+    /// Kernel name (empty for an input).
     pub function: String,
     /// Number of instances (at least 1).
     pub factor: u32,
@@ -173,6 +179,11 @@ impl CompiledGraph {
     pub fn group_of(&self, leader: u32) -> std::ops::Range<u32> {
         let node = self.node_of(leader);
         leader..(leader.saturating_add(node.group_size)).min(node.first + node.factor)
+    }
+
+    /// Whether `inst` is an instance of an input.
+    pub fn is_input(&self, inst: u32) -> bool {
+        self.node_of(inst).input
     }
 
     /// Whether `inst` is a task (the leader of its group).

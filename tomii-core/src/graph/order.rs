@@ -14,8 +14,10 @@ pub(crate) fn finish(graph: &mut CompiledGraph) -> Result<(), Issue> {
         let cycle = find_cycle(graph, &order);
         return Err(Issue::Cycle(describe(graph, &cycle)));
     }
+    let count = graph.instance_count() as u32;
     graph.roots =
-        (0..graph.instance_count() as u32).filter(|&i| graph.dep_count[i as usize] == 0 && graph.is_task(i)).collect();
+        (0..count).filter(|&i| graph.dep_count[i as usize] == 0 && graph.is_task(i) && !graph.is_input(i)).collect();
+    graph.inputs = (0..count).filter(|&i| graph.is_input(i)).collect();
     graph.rank = ranks(graph, &order);
     if !graph.leader.is_empty() {
         // A group's members share its leader's rank.

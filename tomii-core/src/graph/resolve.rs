@@ -198,6 +198,7 @@ impl Scope<'_> {
     fn node(&self, node: &NodeSpec) -> Result<CompiledNode, Issue> {
         Ok(CompiledNode {
             name: node.name.clone(),
+            input: node.input,
             function: node.function.clone(),
             factor: self.factor(node)?,
             first: 0,

@@ -32,6 +32,19 @@ pub fn schema() -> Json {
                 "items": {"$ref": "#/$defs/initialization"},
                 "description": "Named constants, usable as arguments ($ref), factors and index bounds."
             },
+            "inputs": {
+                "type": ["array", "null"],
+                "items": {
+                    "type": "object",
+                    "required": ["name"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "name": {"type": "string", "minLength": 1},
+                        "factor": {"$ref": "#/$defs/factor"}
+                    }
+                },
+                "description": "Values each frame is given by its source (one per instance); nodes read them by name."
+            },
             "nodes": {
                 "type": "array",
                 "minItems": 1,

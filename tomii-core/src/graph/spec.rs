@@ -15,6 +15,7 @@ use super::typed::{self, show};
 pub(crate) struct GraphSpec {
     pub name: Option<String>,
     pub inits: Vec<InitSpec>,
+    /// The nodes, then the inputs (nodes with `input` set, no function and no arguments).
     pub nodes: Vec<NodeSpec>,
     /// Nodes run once, after the last frame.
     pub post_nodes: Vec<NodeSpec>,
@@ -38,6 +39,8 @@ pub(crate) enum InitValue {
 #[derive(Debug)]
 pub(crate) struct NodeSpec {
     pub name: String,
+    /// An input: its values come from the frame source, not from a kernel.
+    pub input: bool,
     pub function: String,
     pub factor: FactorSpec,
     pub priority: i32,
@@ -160,7 +163,8 @@ pub(crate) enum IndexSpec {
     Text(String),
 }
 
-const TOP_FIELDS: &[&str] = &["name", "initializations", "nodes", "post_nodes"];
+const TOP_FIELDS: &[&str] = &["name", "initializations", "inputs", "nodes", "post_nodes"];
+const INPUT_FIELDS: &[&str] = &["name", "factor"];
 const TOP_UNSUPPORTED: &[&str] = &["network_config"];
 const INIT_FIELDS: &[&str] = &["name", "value", "function", "func", "args", "factor"];
 const NODE_FIELDS: &[&str] =
@@ -187,7 +191,18 @@ pub(crate) fn read(root: &Json) -> Result<GraphSpec, Issue> {
     let inits = list(top.get("initializations"), "initializations", false)?;
     let inits = inits.iter().enumerate().map(|(k, json)| init(json, k)).collect::<Result<_, _>>()?;
     let nodes = list(top.get("nodes"), "nodes", true)?;
-    let nodes = nodes.iter().enumerate().map(|(k, json)| node(json, k)).collect::<Result<_, _>>()?;
+    let mut nodes: Vec<NodeSpec> = nodes.iter().enumerate().map(|(k, json)| node(json, k)).collect::<Result<_, _>>()?;
+    let inputs = list(top.get("inputs"), "inputs", false)?;
+    for (k, json) in inputs.iter().enumerate() {
+        let input = input(json, k)?;
+        if nodes.iter().any(|node| node.name == input.name) {
+            return invalid(format!(
+                "input {} has the name of a node (or of another input); give every node and input a unique name",
+                quote(&input.name)
+            ));
+        }
+        nodes.push(input);
+    }
     let post_nodes = list(top.get("post_nodes"), "post_nodes", false)?;
     let post_nodes: Vec<NodeSpec> =
         post_nodes.iter().enumerate().map(|(k, json)| node(json, k)).collect::<Result<_, _>>()?;
@@ -322,6 +337,30 @@ fn dollar_type(json: &Json) -> Option<&str> {
     json.get("type").and_then(Json::as_str).filter(|ty| ty.starts_with('$'))
 }
 
+/// `inputs[position]`: `{"name": N, "factor": F}`, a node whose instances' values each frame's
+/// source gives.
+fn input(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
+    let Json::Object(object) = json else {
+        return invalid(format!(r#"inputs[{position}] must be an object {{"name": ..., "factor": ...}}"#));
+    };
+    let name = name_field(object, "name", Place::InputAt(position), "give every input a unique name")?;
+    check_fields(object, INPUT_FIELDS, &[], Place::Input(&name))?;
+    let factor = factor(object.get("factor"), Place::Input(&name))?;
+    Ok(NodeSpec {
+        name,
+        input: true,
+        function: String::new(),
+        factor,
+        priority: 0,
+        use_workers: None,
+        args: Vec::new(),
+        iterations: None,
+        loop_args: Vec::new(),
+        condition: None,
+        group_size: None,
+    })
+}
+
 fn node(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
     let Json::Object(object) = json else {
         return invalid(format!(r#"nodes[{position}] must be an object {{"name": ..., "function": ...}}"#));
@@ -345,6 +384,7 @@ fn node(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
         iterations,
         loop_args,
         name,
+        input: false,
         function,
         args,
     })

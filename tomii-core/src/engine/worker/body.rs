@@ -5,7 +5,6 @@
 //! unless a kernel fails or a condition cannot be compared.
 
 use std::cmp::Ordering;
-use std::sync::atomic::Ordering as MemoryOrdering;
 
 use tomii_types::abi::{
     TOMII_KERNEL_VARIADIC, TOMII_NO_WORKER, TOMII_OK, TOMII_TAG_LIST, TOMII_TAG_USIZE, TomiiBuffer, TomiiCallCtx,
@@ -30,6 +29,19 @@ pub(super) struct NodeRun {
     pub(super) simple: bool,
     /// `group_size` > 1: a task runs several instances.
     pub(super) grouped: bool,
+}
+
+/// What an input's `NodeRun` holds: inputs are never run (their values come from the frame
+/// source), so this only fails, should the engine ever call it.
+pub(super) const INPUT_KERNEL: Kernel = Kernel { func: never_run, data: std::ptr::null_mut(), flags: 0 };
+
+unsafe extern "C" fn never_run(
+    _args: *const TomiiValue,
+    _nargs: usize,
+    _out: *mut TomiiValue,
+    _ctx: *const TomiiCallCtx,
+) -> i32 {
+    1
 }
 
 /// A node's condition, bound to its function.
@@ -302,9 +314,17 @@ pub(super) fn bind_post_nodes(graph: &CompiledGraph, kernels: &KernelSet) -> Res
 impl Engine<'_> {
     /// Runs the post-nodes once, in file order, on the calling thread, after the last frame: their
     /// results arguments read the last frame's slot. Returns what each instance returned.
+    /// The last frame is the one started last: nothing reused its slot after it, and its outputs
+    /// are still held there. Without a completed frame there is nothing to read: they do not run.
     pub(super) fn run_post_nodes(&self) -> Result<Vec<(String, u32, Output)>, RunError> {
-        let slot = self.last_slot.load(MemoryOrdering::Acquire);
         let mut outputs = Vec::new();
+        let last = self.held.iter().enumerate().filter_map(|(slot, held)| {
+            let held = held.lock().unwrap_or_else(|p| p.into_inner());
+            held.as_ref().map(|done| (done.frame, slot as u32))
+        });
+        let Some((last_frame, slot)) = last.max() else {
+            return Ok(outputs);
+        };
         for (post, &kernel) in self.graph.post.iter().zip(&self.post_kernels) {
             let variadic = kernel.flags & TOMII_KERNEL_VARIADIC != 0;
             let name = CString::new(post.node.name.as_str()).map_err(|_| {
@@ -325,7 +345,6 @@ impl Engine<'_> {
                     };
                     args.push(TomiiValue { tag: TOMII_TAG_LIST, elem: 0, payload: TomiiPayload { buf } });
                 }
-                let last_frame = self.config.frames.saturating_sub(1);
                 let value = call_once(kernel, &args, &name, i, last_frame).map_err(|message| RunError::Kernel {
                     node: post.node.name.clone(),
                     kernel: post.node.function.clone(),

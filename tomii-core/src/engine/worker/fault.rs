@@ -140,6 +140,30 @@ impl Engine<'_> {
     /// Queues on the host FIFO every task of every active slot that is ready and unclaimed.
     fn requeue_pending(&self) -> u64 {
         let mut batch = Vec::new();
+        let now = self.clock.now();
+        self.ready_unclaimed(|slot, instance, generation, frame| {
+            batch.push(self.describe(instance, slot, generation, frame, now, TOMII_NO_WORKER));
+            true
+        });
+        self.containment.fifo().push(&batch);
+        batch.len() as u64
+    }
+
+    /// Whether some task of a frame in flight is ready and unclaimed: with every worker idle, the
+    /// scheduler then holds work it does not hand out. (Without one, idle workers only wait for
+    /// the source: frames waiting for their inputs, or none in flight.)
+    pub(super) fn holds_ready_task(&self) -> bool {
+        let mut any = false;
+        self.ready_unclaimed(|_, _, _, _| {
+            any = true;
+            false
+        });
+        any
+    }
+
+    /// Calls `found(slot, instance, generation, frame)` for every task of an active slot that is
+    /// ready and unclaimed, reading only the host's counters, until it returns false.
+    fn ready_unclaimed(&self, mut found: impl FnMut(u32, u32, u32, u64) -> bool) {
         for slot in 0..self.config.slots {
             let state = self.table.slot(slot);
             let generation = state.generation.load(Ordering::SeqCst);
@@ -147,17 +171,18 @@ impl Engine<'_> {
                 continue; // never used
             }
             let frame = state.frame.load(Ordering::Relaxed);
-            let now = self.clock.now();
             for instance in 0..self.graph.instance_count() as u32 {
+                if !self.graph.is_task(instance) || self.graph.is_input(instance) {
+                    continue;
+                }
                 let deps = self.graph.dep_count[instance as usize];
                 if self.table.is_ready(slot, instance, generation, deps)
                     && self.table.is_unclaimed(slot, instance, generation)
+                    && !found(slot, instance, generation, frame)
                 {
-                    batch.push(self.describe(instance, slot, generation, frame, now, TOMII_NO_WORKER));
+                    return;
                 }
             }
         }
-        self.containment.fifo().push(&batch);
-        batch.len() as u64
     }
 }

@@ -8,8 +8,10 @@
 use std::ffi::CString;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
 
 use tomii_types::abi::{TOMII_KERNEL_VARIADIC, TOMII_NO_WORKER, TomiiSchedulerVtable, TomiiTask, TomiiValue};
 use tomii_types::kernel::Value;
@@ -24,10 +26,12 @@ use setup::{bind_conditions, check_config, scheduler_setup, templates};
 use fault::Containment;
 
 use super::clock::{Clock, Ticks};
+use super::door::Door;
 use super::report::{self, NodeCounters, WorkerCounters};
 use super::sleep::{Sleep, Wake};
 use super::slots::{SlotTable, decode_handle, encode_handle};
-use super::trace::{TracePool, TraceRecord, WorkerTrace};
+use super::source::{FrameDone, FrameSource, NextFrame};
+use super::trace::{TracePool, TraceRecord, TraceSink, WorkerTrace};
 use super::{FaultPolicy, FrameOutputs, Output, Report, RunConfig, RunError, RunOutcome, SchedulerReport};
 use crate::graph::{ArgSource, CompiledGraph};
 use crate::plugin::{Kernel, KernelSet, SchedulerInstance, SchedulerPlugin};
@@ -36,8 +40,6 @@ use crate::plugin::{Kernel, KernelSet, SchedulerInstance, SchedulerPlugin};
 const PUSH_CHUNK: usize = 256;
 /// Pop attempts while spinning before a worker parks.
 const SPIN_ROUNDS: u32 = 64;
-/// The most frames a run may have (one latency sample is kept per frame).
-const MAX_FRAMES: u64 = 100_000_000;
 /// The most (slot, instance) cells a run may hold.
 const MAX_CELLS: u64 = 1 << 28;
 /// Bytes of the buffer a failing kernel writes its message into.
@@ -46,6 +48,16 @@ const ERROR_CAPACITY: usize = 4096;
 const STUCK_TIMEOUTS: u32 = 3;
 /// A worker publishes its mean duration of a node every this many executions of it.
 const COST_PUBLISH_EVERY: u64 = 16;
+/// How often the host thread looks at the run (stop requests, the trace, progress) when nothing
+/// wakes it sooner.
+const WATCH_EVERY: Duration = Duration::from_millis(20);
+/// How often progress is reported.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+/// The most trace records kept in memory (48 bytes each); beyond it the oldest are released, and
+/// the report counts them.
+const TRACE_MEMORY_LIMIT: usize = 1 << 22;
+/// The longest frame latency the histogram tells apart (an hour, in ns); longer ones count as it.
+const MAX_LATENCY_NS: u64 = 3_600_000_000_000;
 
 /// Run state shared by every worker.
 pub(super) struct Engine<'a> {
@@ -62,8 +74,15 @@ pub(super) struct Engine<'a> {
     computed: Vec<Vec<Value>>,
     /// Per post-node: its kernel and whether it is variadic.
     post_kernels: Vec<Kernel>,
-    /// The slot that ran the last frame: post-nodes read their results there.
-    last_slot: AtomicU32,
+    /// Where frames come from and where their outputs go.
+    source: &'a dyn FrameSource,
+    /// How threads outside the pool start frames; the run's frame accounting.
+    door: Arc<Door>,
+    /// Whether the source takes each frame's outputs.
+    wants_outputs: bool,
+    /// With post-nodes, per slot: its completed frame, held back from the source until the slot
+    /// is reused or the post-nodes have read the last frame (README.md, "Frames and their source").
+    held: Box<[Mutex<Option<FrameDone>>]>,
     node_names: Vec<CString>,
     consts: Vec<Value>,
     /// The descriptor of each instance, with the per-frame fields left blank.
@@ -74,12 +93,15 @@ pub(super) struct Engine<'a> {
     /// Per instance: whether its result is kept (a successor reads it, or it is a sink).
     keeps_result: Vec<bool>,
     table: SlotTable,
-    sleep: Sleep,
+    sleep: Arc<Sleep>,
     clock: Clock,
     /// Measure kernel durations and ready times.
     timing: bool,
-    next_frame: AtomicU64,
+    /// Frames started: the next frame's number.
+    frames_started: AtomicU64,
     frames_done: AtomicU64,
+    /// Set when a stop was requested (`RunConfig::stop`) before the source ended.
+    interrupted: AtomicBool,
     /// Set when the run finished or failed; workers exit when they see it.
     stop: AtomicBool,
     /// When `stop` was first set: the end of the run's wall time.
@@ -87,9 +109,6 @@ pub(super) struct Engine<'a> {
     /// Where workers wait, ready, for the first frames to start.
     start_line: StartLine,
     failure: Mutex<Option<RunError>>,
-    /// Per frame: its latency in nanoseconds.
-    latencies: Box<[AtomicU64]>,
-    outputs: Box<[OnceLock<FrameOutputs>]>,
     /// Per node: the latest published mean kernel duration in nanoseconds.
     costs: Box<[AtomicU64]>,
     /// Per (slot, instance) cell: when the task became ready (ticks), kept only with a trace.
@@ -147,6 +166,16 @@ struct Local {
     error: Vec<u8>,
     counters: WorkerCounters,
     trace: WorkerTrace,
+    /// Latencies of the frames this worker completed.
+    latency: Histogram<u64>,
+}
+
+/// What a worker hands back when it stops.
+type WorkerResult = (WorkerCounters, Vec<TraceRecord>, Histogram<u64>);
+
+/// A histogram of frame latencies in nanoseconds, 3 significant digits, up to an hour.
+fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid histogram bounds")
 }
 
 impl<'a> Engine<'a> {
@@ -155,11 +184,13 @@ impl<'a> Engine<'a> {
         kernels: &KernelSet,
         plugin: &'a SchedulerPlugin,
         config: &'a RunConfig,
+        source: &'a dyn FrameSource,
     ) -> Result<RunOutcome, RunError> {
         check_config(graph, config)?;
-        let engine = Engine::new(graph, kernels, plugin, config)?;
-        let (results, wall_s) = engine.run_workers();
-        engine.outcome(results, wall_s)
+        let engine = Engine::new(graph, kernels, plugin, config, source)?;
+        let mut sink = engine.trace_sink()?;
+        let (results, host_latency, wall_s) = engine.run_workers(&mut sink);
+        engine.outcome(results, host_latency, sink, wall_s)
     }
 
     fn new(
@@ -167,11 +198,15 @@ impl<'a> Engine<'a> {
         kernels: &KernelSet,
         plugin: &'a SchedulerPlugin,
         config: &'a RunConfig,
+        source: &'a dyn FrameSource,
     ) -> Result<Self, RunError> {
         let bound = graph
             .nodes
             .iter()
-            .map(|node| kernels.resolve(|| format!("node {:?}", node.name), &node.function))
+            .map(|node| match node.input {
+                true => Ok(body::INPUT_KERNEL),
+                false => kernels.resolve(|| format!("node {:?}", node.name), &node.function),
+            })
             .collect::<Result<Vec<_>, _>>()?;
 
         let conditions = bind_conditions(graph, kernels)?;
@@ -196,10 +231,13 @@ impl<'a> Engine<'a> {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|_| RunError::Config(format!("{}: a node name contains a NUL character", graph.source)))?;
         let instances = graph.instance_count();
-        let scheduler = SchedulerInstance::create(plugin, &scheduler_setup(graph, config))?;
-        let timing = config.task_timing || config.trace || plugin.needs_timing();
-        let cells = if config.trace { config.slots as usize * instances } else { 0 };
-        let tasks = config.frames * instances as u64;
+        let scheduler =
+            SchedulerInstance::create(plugin, &scheduler_setup(graph, config, source.planned().unwrap_or(0)))?;
+        let tracing = config.trace || config.trace_file.is_some();
+        let timing = config.task_timing || tracing || plugin.needs_timing();
+        let cells = if tracing { config.slots as usize * instances } else { 0 };
+        let sleep = Arc::new(Sleep::new(config.workers));
+        let host = std::thread::current();
         let sinks: Vec<u32> =
             (0..instances as u32).filter(|&i| graph.is_task(i) && graph.successors(i).is_empty()).collect();
         let mut keeps_result = vec![false; instances];
@@ -220,47 +258,82 @@ impl<'a> Engine<'a> {
             conditions,
             computed,
             post_kernels,
-            last_slot: AtomicU32::new(0),
+            source,
+            door: Arc::new(Door::new(config.slots, config.workers, Arc::clone(&sleep), host.clone())),
+            wants_outputs: source.wants_outputs(),
+            held: (0..if graph.post.is_empty() { 0 } else { config.slots }).map(|_| Mutex::new(None)).collect(),
             node_names,
             consts: graph.consts.iter().map(|literal| literal.to_value()).collect(),
             templates: templates(graph, config.workers),
             table: SlotTable::new(config.slots, instances, sinks.len()),
             sinks,
             keeps_result,
-            sleep: Sleep::new(config.workers),
+            sleep,
             clock: Clock::new(),
             timing,
-            next_frame: AtomicU64::new(0),
+            frames_started: AtomicU64::new(0),
             frames_done: AtomicU64::new(0),
+            interrupted: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             stopped_at: OnceLock::new(),
             start_line: StartLine { ready: AtomicU32::new(0), go: AtomicBool::new(false) },
             failure: Mutex::new(None),
-            latencies: (0..config.frames).map(|_| AtomicU64::new(0)).collect(),
-            outputs: (0..if config.collect_outputs { config.frames } else { 0 }).map(|_| OnceLock::new()).collect(),
             costs: graph.nodes.iter().map(|_| AtomicU64::new(0)).collect(),
             ready_at: (0..cells).map(|_| AtomicU64::new(0)).collect(),
-            trace_pool: config.trace.then(|| TracePool::new(tasks, config.workers)),
-            host: std::thread::current(),
+            trace_pool: tracing.then(|| TracePool::new(config.workers, host.clone())),
+            host,
             containment: Containment::new(config.on_fault),
         })
     }
 
-    /// Starts frames 0 .. min(slots, frames), one per slot, from the host thread.
-    fn start_first_frames(&self) -> Result<(), RunError> {
-        let first = u64::from(self.config.slots).min(self.config.frames);
-        self.next_frame.store(first, Ordering::Relaxed);
+    /// The trace's destination: the trace file, streamed, and memory, when asked for.
+    fn trace_sink(&self) -> Result<TraceSink, RunError> {
+        let names: Vec<String> = self.graph.nodes.iter().map(|n| n.name.clone()).collect();
+        let file = self.config.trace_file.as_deref();
+        TraceSink::new(file, self.config.trace.then_some(TRACE_MEMORY_LIMIT), &names).map_err(|error| {
+            let path = file.map(|p| p.to_owned()).unwrap_or_default();
+            RunError::Io { path, reason: format!("cannot write the trace: {error}") }
+        })
+    }
+
+    /// Gives the source the door, then asks it for a frame for every slot, from the host thread.
+    fn start_first_frames(&self, latency: &mut Histogram<u64>) -> Result<(), RunError> {
+        self.source.attach(&self.door);
         let mut pusher = Pusher { worker: TOMII_NO_WORKER, ready: Vec::with_capacity(PUSH_CHUNK), self_take: false };
-        for frame in 0..first {
-            self.start_frame(&mut pusher, frame as u32, frame)?;
+        for slot in 0..self.config.slots {
+            match self.next_frame() {
+                NextFrame::Start { tag, inputs } => {
+                    self.door.count_start();
+                    self.start_frame(&mut pusher, slot, tag, inputs, latency)?;
+                }
+                NextFrame::NotYet => self.door.release_slot(slot),
+                NextFrame::Done => break,
+            }
+        }
+        if self.door.is_finished() {
+            self.stop_run(); // a source without frames
         }
         Ok(())
     }
 
-    /// Runs the workers to the end of the run (README.md, "The run"); returns each one's counters
-    /// and trace, and the wall time in seconds: from the first frames' start, once every worker is
-    /// ready, to the run's stop. Meanwhile the host thread reports progress, if asked to.
-    fn run_workers(&self) -> (Vec<Option<(WorkerCounters, WorkerTrace)>>, f64) {
+    /// What a free slot does next: what the source says, or nothing once the door has ended.
+    fn next_frame(&self) -> NextFrame {
+        if self.door.is_ended() {
+            return NextFrame::Done;
+        }
+        let next = self.source.next_frame();
+        if matches!(next, NextFrame::Done) {
+            self.door.end();
+        }
+        next
+    }
+
+    /// Runs the workers to the end of the run (README.md, "The run"); returns what each one
+    /// counted and traced, the latencies of frames the host thread completed, and the wall time in
+    /// seconds: from the first frames' start, once every worker is ready, to the run's stop.
+    /// Meanwhile the host thread watches the run (`watch`).
+    fn run_workers(&self, sink: &mut TraceSink) -> (Vec<Option<WorkerResult>>, Histogram<u64>, f64) {
+        let mut host_latency = latency_histogram();
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..self.config.workers)
                 .map(|worker| {
@@ -282,13 +355,11 @@ impl<'a> Engine<'a> {
                 // A worker that never started or died before the start line cannot be counted on
                 // (the run could wait for it forever): stop; joining reports why.
                 self.fail(RunError::Internal("a worker thread did not start".into()));
-            } else if let Err(error) = self.start_first_frames() {
+            } else if let Err(error) = self.start_first_frames(&mut host_latency) {
                 self.fail(error);
             }
             self.start_line.go.store(true, Ordering::Release);
-            if let Some(progress) = &self.config.progress {
-                self.report_progress(progress, wall);
-            }
+            self.watch(wall, sink);
             let results = handles
                 .into_iter()
                 .map(|spawned| match spawned {
@@ -309,28 +380,47 @@ impl<'a> Engine<'a> {
                 })
                 .collect();
             let stopped = self.stopped_at.get().copied().unwrap_or_else(Instant::now);
-            (results, stopped.saturating_duration_since(wall).as_secs_f64())
+            (results, host_latency, stopped.saturating_duration_since(wall).as_secs_f64())
         })
     }
 
-    /// Calls `progress` at once, then every quarter second, and a last time once the run stopped.
-    fn report_progress(&self, progress: &super::ProgressFn, wall: Instant) {
-        let frames = self.config.frames;
-        let report = || {
-            let frames_done = self.frames_done.load(Ordering::Relaxed);
-            (progress.0)(super::Progress { frames_done, frames, elapsed: wall.elapsed() });
-        };
+    /// The host thread's part while the workers run: takes the trace chunks workers hand over,
+    /// turns a stop request into the end of the source (the frames in flight then complete), ends
+    /// the run when the door ended with nothing in flight, and reports progress; until the run
+    /// stops.
+    fn watch(&self, wall: Instant, sink: &mut TraceSink) {
+        let mut reported: Option<Instant> = None;
         loop {
             let stopped = self.stop.load(Ordering::Acquire);
-            report();
+            if let Some(pool) = &self.trace_pool {
+                sink.drain(pool, &self.clock);
+            }
+            if let Some(request) = &self.config.stop
+                && request.load(Ordering::Relaxed)
+                && !self.door.is_ended()
+            {
+                self.interrupted.store(true, Ordering::Relaxed);
+                self.door.end();
+            }
+            if self.door.is_finished() {
+                self.stop_run();
+            }
+            if let Some(progress) = &self.config.progress
+                && (stopped || reported.is_none_or(|at| at.elapsed() >= PROGRESS_EVERY))
+            {
+                let frames = self.source.planned().unwrap_or(0);
+                let frames_done = self.frames_done.load(Ordering::Relaxed);
+                (progress.0)(super::Progress { frames_done, frames, elapsed: wall.elapsed() });
+                reported = Some(Instant::now());
+            }
             if stopped {
                 break;
             }
-            std::thread::park_timeout(std::time::Duration::from_millis(250));
+            std::thread::park_timeout(WATCH_EVERY);
         }
     }
 
-    fn worker_main(&self, worker: u32) -> (WorkerCounters, WorkerTrace) {
+    fn worker_main(&self, worker: u32) -> WorkerResult {
         self.sleep.register(worker);
         let mut local = Local {
             pusher: Pusher { worker, ready: Vec::with_capacity(PUSH_CHUNK), self_take: true },
@@ -342,7 +432,8 @@ impl<'a> Engine<'a> {
                 per_node: vec![NodeCounters::default(); self.graph.nodes.len()],
                 ..WorkerCounters::default()
             },
-            trace: WorkerTrace::default(),
+            trace: WorkerTrace::new(self.trace_pool.as_ref()),
+            latency: latency_histogram(),
         };
         self.start_line.ready.fetch_add(1, Ordering::Release);
         while !self.start_line.go.load(Ordering::Acquire) {
@@ -357,7 +448,7 @@ impl<'a> Engine<'a> {
                 }
             }
         }
-        (local.counters, local.trace)
+        (local.counters, local.trace.into_chunk(), local.latency)
     }
 
     /// Pops the worker's next tasks, spinning and then parking while there are none. `None` when
@@ -411,6 +502,12 @@ impl<'a> Engine<'a> {
         if self.stop.load(Ordering::Acquire) {
             return None;
         }
+        if self.door.has_requests()
+            && let Err(error) = self.serve_door(local)
+        {
+            self.fail(error);
+            return None;
+        }
         if self.containment.is_ejected() {
             return Some(self.containment.fifo().pop(local.pusher.worker, &mut local.popped));
         }
@@ -431,8 +528,9 @@ impl<'a> Engine<'a> {
     #[cold]
     fn check_stall(&self, local: &mut Local) -> Option<usize> {
         match self.pop(local) {
+            Some(0) if !self.holds_ready_task() => Some(0),
             Some(0) => {
-                let incomplete = self.config.frames - self.frames_done.load(Ordering::Acquire);
+                let incomplete = self.door.in_flight();
                 let stall = RunError::Stall {
                     scheduler: self.scheduler.plugin().name.to_owned(),
                     timeout_ms: self.config.stall_timeout.as_millis(),
@@ -567,10 +665,10 @@ impl<'a> Engine<'a> {
             // SAFETY: valid scheduler state and a live descriptor.
             unsafe { completed(self.scheduler.state(), worker, task, self.clock.ns_between(first_start, end)) };
         }
-        let continuation = self.release_successors(&mut local.pusher, claimed, end)?;
+        let continuation = self.release_successors(&mut local.pusher, claimed, end, self.config.inline_continuation)?;
         let is_sink = self.graph.successors(instance).is_empty();
         if is_sink && self.table.complete_sink(slot, generation) {
-            self.finish_frame(&mut local.pusher, slot, frame)?;
+            self.finish_frame(&mut local.pusher, slot, frame, &mut local.latency)?;
         }
         Ok(continuation)
     }
@@ -638,7 +736,7 @@ impl<'a> Engine<'a> {
     }
 
     /// Counts this task's arrival on each successor and pushes those it made ready, except, with
-    /// `inline_continuation`, the first one this worker may run: that one is claimed at once and
+    /// `inline` (`inline_continuation`), the first one this worker may run: that one is claimed at once and
     /// returned, for the worker to run next without the scheduler.
     #[inline]
     fn release_successors(
@@ -646,6 +744,7 @@ impl<'a> Engine<'a> {
         pusher: &mut Pusher,
         claimed: Claimed,
         now: Ticks,
+        inline: bool,
     ) -> Result<Option<Claimed>, RunError> {
         let Claimed { slot, instance, generation, frame } = claimed;
         let worker = pusher.worker;
@@ -659,7 +758,7 @@ impl<'a> Engine<'a> {
             // scheduler handed `next` out early and a worker holds a claim it is about to take
             // back (or, after an ejection, the scan queued it and another worker took it): then
             // `next` is pushed like any other, and a second claim of it is caught or skipped.
-            if self.config.inline_continuation
+            if inline
                 && continuation.is_none()
                 && self.may_run(worker, next)
                 && self.table.claim(slot, next, generation).is_ok()
@@ -753,10 +852,25 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
-    /// Starts `frame` in `slot`: a new generation, then its root tasks.
-    fn start_frame(&self, pusher: &mut Pusher, slot: u32, frame: u64) -> Result<(), RunError> {
+    /// Starts the frame the source tagged `tag` in `slot`, which the caller holds: a new
+    /// generation, its root tasks, then its inputs (README.md, "Frames and their source").
+    fn start_frame(
+        &self,
+        pusher: &mut Pusher,
+        slot: u32,
+        tag: u64,
+        inputs: Vec<Value>,
+        latency: &mut Histogram<u64>,
+    ) -> Result<(), RunError> {
+        if let Some(held) = self.held.get(slot as usize) {
+            let done = held.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(done) = done {
+                self.hand_over(slot, done);
+            }
+        }
         let now = self.clock.now();
-        let generation = self.table.begin_frame(slot, frame, now);
+        let frame = self.frames_started.fetch_add(1, Ordering::Relaxed);
+        let generation = self.table.begin_frame(slot, frame, tag, now);
         if let Some(started) = self.hook(self.hooks.frame_started) {
             // SAFETY: valid scheduler state.
             unsafe { started(self.scheduler.state(), frame, slot) };
@@ -764,36 +878,96 @@ impl<'a> Engine<'a> {
         for &root in &self.graph.roots {
             self.stage(pusher, root, slot, generation, frame, now, TOMII_NO_WORKER)?;
         }
-        self.flush(pusher)
+        let mut completed = false;
+        for (&instance, value) in self.graph.inputs.iter().zip(inputs) {
+            // The input's own claim: it is never run, and an ejection's scan must not queue it.
+            let _ = self.table.claim(slot, instance, generation);
+            let raw = value.into_raw();
+            if self.keeps_result[instance as usize] {
+                // SAFETY: the input's cell belongs to the frame's start in this generation.
+                unsafe { self.table.store_result(slot, instance, raw) };
+            } else {
+                // SAFETY: an owned value nobody reads.
+                drop(unsafe { Value::from_raw(raw) });
+            }
+            let claimed = Claimed { slot, instance, generation, frame };
+            self.release_successors(pusher, claimed, now, false)?;
+            let is_sink = self.graph.successors(instance).is_empty();
+            completed |= is_sink && self.table.complete_sink(slot, generation);
+        }
+        self.flush(pusher)?;
+        if completed {
+            self.finish_frame(pusher, slot, frame, latency)?;
+        }
+        Ok(())
     }
 
-    /// The last task of `frame` completed: record it, then reuse the slot for the next frame.
-    fn finish_frame(&self, pusher: &mut Pusher, slot: u32, frame: u64) -> Result<(), RunError> {
-        let latency = self.clock.ns_between(self.table.slot(slot).started.load(Ordering::Relaxed), self.clock.now());
-        self.latencies[frame as usize].store(latency, Ordering::Relaxed);
+    /// Starts every frame handed in through the door (README.md, "Frames and their source").
+    #[cold]
+    fn serve_door(&self, local: &mut Local) -> Result<(), RunError> {
+        while let Some(request) = self.door.take_request() {
+            // This worker pops next: it takes one of the frame's first tasks itself.
+            local.pusher.self_take = true;
+            self.start_frame(&mut local.pusher, request.slot, request.tag, request.inputs, &mut local.latency)?;
+        }
+        Ok(())
+    }
+
+    /// The last task of `frame` completed: record it, hand its outputs to the source, and give the
+    /// slot its next frame, or free it (README.md, "Frames and their source").
+    fn finish_frame(
+        &self,
+        pusher: &mut Pusher,
+        slot: u32,
+        frame: u64,
+        latency: &mut Histogram<u64>,
+    ) -> Result<(), RunError> {
+        let state = self.table.slot(slot);
+        let latency_ns = self.clock.ns_between(state.started.load(Ordering::Relaxed), self.clock.now());
+        latency.saturating_record(latency_ns.max(1));
         if let Some(completed) = self.hook(self.hooks.frame_completed) {
             // SAFETY: valid scheduler state.
-            unsafe { completed(self.scheduler.state(), frame, slot, latency) };
+            unsafe { completed(self.scheduler.state(), frame, slot, latency_ns) };
         }
-        // The last frame's results stay in its slot until the post-nodes, which read them, ran.
-        if frame + 1 == self.config.frames {
-            self.last_slot.store(slot, Ordering::Relaxed);
-        } else {
-            self.collect_outputs(slot, frame);
+        let tag = state.tag.load(Ordering::Relaxed);
+        let next = self.next_frame();
+        if matches!(next, NextFrame::Start { .. }) {
+            self.door.count_start();
         }
-        if self.frames_done.fetch_add(1, Ordering::AcqRel) + 1 == self.config.frames {
+        let last = self.door.count_done();
+        self.frames_done.fetch_add(1, Ordering::AcqRel);
+        state.busy.store(false, Ordering::Relaxed);
+        let outputs = self.wants_outputs.then_some(Vec::new());
+        let done = FrameDone { tag, frame, latency_ns, outputs, completed: true };
+        match self.held.get(slot as usize) {
+            // The post-nodes may read this frame's results: they stay in the slot until it is
+            // reused, or until the post-nodes ran.
+            Some(held) => *held.lock().unwrap_or_else(|p| p.into_inner()) = Some(done),
+            None => self.hand_over(slot, done),
+        }
+        match next {
+            NextFrame::Start { tag, inputs } => self.start_frame(pusher, slot, tag, inputs, latency)?,
+            NextFrame::NotYet => self.door.release_slot(slot),
+            NextFrame::Done => {}
+        }
+        if last {
             self.stop_run();
-            return Ok(());
         }
-        let next = self.next_frame.fetch_add(1, Ordering::Relaxed);
-        if next < self.config.frames { self.start_frame(pusher, slot, next) } else { Ok(()) }
+        Ok(())
     }
 
-    /// Moves the sink results of `frame`, in `slot`, to its outputs (only with `collect_outputs`).
-    fn collect_outputs(&self, slot: u32, frame: u64) {
-        let Some(cell) = self.outputs.get(frame as usize) else { return };
-        let outputs = self
-            .sinks
+    /// Hands a frame that left `slot` to the source, with its sink results moved out of the slot
+    /// when the source wants them.
+    fn hand_over(&self, slot: u32, mut done: FrameDone) {
+        if let Some(outputs) = &mut done.outputs {
+            *outputs = self.take_outputs(slot);
+        }
+        self.source.frame_done(done);
+    }
+
+    /// Moves the sink results of the frame in `slot` out of it.
+    fn take_outputs(&self, slot: u32) -> FrameOutputs {
+        self.sinks
             .iter()
             .flat_map(|&sink| self.graph.group_of(sink))
             .map(|instance| {
@@ -807,8 +981,7 @@ impl<'a> Engine<'a> {
                     Output::from_value(value),
                 )
             })
-            .collect();
-        let _ = cell.set(outputs);
+            .collect()
     }
 
     /// Records the first failure and stops the run.
@@ -845,30 +1018,70 @@ impl<'a> Engine<'a> {
         format!("{what}: node {node:?} instance {index}, frame {frame}")
     }
 
-    /// Builds the outcome once every worker has returned.
-    fn outcome(self, results: Vec<Option<(WorkerCounters, WorkerTrace)>>, wall_s: f64) -> Result<RunOutcome, RunError> {
-        if let Some(error) = self.failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+    /// Builds the outcome once every worker has returned: runs the post-nodes, hands the source
+    /// what it has not received yet, and reports.
+    fn outcome(
+        self,
+        results: Vec<Option<WorkerResult>>,
+        host_latency: Histogram<u64>,
+        mut sink: TraceSink,
+        wall_s: f64,
+    ) -> Result<RunOutcome, RunError> {
+        let mut latency = host_latency;
+        let mut counters = Vec::with_capacity(results.len());
+        for (worker_counters, chunk, worker_latency) in results.into_iter().flatten() {
+            sink.take(chunk, None, &self.clock);
+            let _ = latency.add(&worker_latency);
+            counters.push(worker_counters);
+        }
+        let trace_error = sink.finish();
+        let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if failure.is_none() && !self.door.is_finished() {
+            failure =
+                Some(RunError::Internal(format!("the run ended with {} frame(s) in flight", self.door.in_flight())));
+        }
+        let post_outputs = if failure.is_none() { self.run_post_nodes() } else { Ok(Vec::new()) };
+        for (slot, held) in self.held.iter().enumerate() {
+            if let Some(done) = held.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                self.hand_over(slot as u32, done);
+            }
+        }
+        self.hand_back_lost();
+        if let Some(error) = failure {
             return Err(error);
         }
-        let done = self.frames_done.load(Ordering::Acquire);
-        if done != self.config.frames {
-            return Err(RunError::Internal(format!("the run ended with {done} of {} frames done", self.config.frames)));
-        }
-        let post_outputs = self.run_post_nodes()?;
-        if let Some(last) = self.config.frames.checked_sub(1) {
-            self.collect_outputs(self.last_slot.load(Ordering::Acquire), last);
-        }
-        let (counters, traces): (Vec<_>, Vec<_>) = results.into_iter().flatten().unzip();
-        let mut trace: Vec<TraceRecord> = traces.into_iter().flat_map(WorkerTrace::into_records).collect();
-        trace.sort_unstable_by_key(|r| (r.start, r.worker));
-        let report = self.report(&counters, wall_s);
-        let outputs = self.outputs.into_iter().map(|cell| cell.into_inner().unwrap_or_default()).collect();
-        let node_names = self.graph.nodes.iter().map(|n| n.name.clone()).collect();
-        Ok(RunOutcome { report, trace, outputs, post_outputs, clock: self.clock, node_names })
+        let post_outputs = post_outputs?;
+        trace_error
+            .map_err(|reason| RunError::Io { path: self.config.trace_file.clone().unwrap_or_default(), reason })?;
+        let report = self.report(&counters, &latency, &sink, wall_s);
+        let trace = sink.into_records();
+        Ok(RunOutcome { report, trace, outputs: Vec::new(), post_outputs, clock: self.clock })
     }
 
-    fn report(&self, counters: &[WorkerCounters], wall_s: f64) -> Report {
-        let frames = self.config.frames;
+    /// Tells the source of every frame that will not complete: handed in but never started, or in
+    /// a slot when the run ended.
+    fn hand_back_lost(&self) {
+        for request in self.door.drain() {
+            let frame = u64::MAX;
+            self.source.frame_done(FrameDone {
+                tag: request.tag,
+                frame,
+                latency_ns: 0,
+                outputs: None,
+                completed: false,
+            });
+        }
+        for slot in 0..self.config.slots {
+            let state = self.table.slot(slot);
+            if state.busy.swap(false, Ordering::Relaxed) {
+                let (tag, frame) = (state.tag.load(Ordering::Relaxed), state.frame.load(Ordering::Relaxed));
+                self.source.frame_done(FrameDone { tag, frame, latency_ns: 0, outputs: None, completed: false });
+            }
+        }
+    }
+
+    fn report(&self, counters: &[WorkerCounters], latency: &Histogram<u64>, trace: &TraceSink, wall_s: f64) -> Report {
+        let frames = self.frames_done.load(Ordering::Acquire);
         let tasks: u64 = counters.iter().map(|c| c.tasks).sum();
         let names: Vec<(String, String)> =
             self.graph.nodes.iter().map(|n| (n.name.clone(), n.function.clone())).collect();
@@ -894,10 +1107,19 @@ impl<'a> Engine<'a> {
             wall_time_s: wall_s,
             throughput_frames_per_s: if wall_s > 0.0 { frames as f64 / wall_s } else { 0.0 },
             tasks_per_s: if wall_s > 0.0 { tasks as f64 / wall_s } else { 0.0 },
-            latency_us: report::latency(self.latencies.iter().map(|l| l.load(Ordering::Relaxed)).collect()),
+            latency_us: report::latency(latency),
+            source: self.source.kind(),
+            interrupted: self.interrupted.load(Ordering::Relaxed),
             task_timing: self.timing,
-            trace: self.config.trace,
-            per_node: report::per_node(&names, counters, &self.clock, self.timing),
+            trace: self.trace_pool.is_some(),
+            trace_records: trace.records,
+            trace_lost: self.trace_pool.as_ref().map_or(0, TracePool::lost),
+            trace_released: trace.released,
+            per_node: report::per_node(&names, counters, &self.clock, self.timing)
+                .into_iter()
+                .zip(&self.graph.nodes)
+                .filter_map(|(figures, node)| (!node.input).then_some(figures))
+                .collect(),
             per_worker: report::per_worker(counters, &self.clock, wall_s, self.timing),
         }
     }

@@ -4,8 +4,8 @@
 
 use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask};
 
+use super::MAX_CELLS;
 use super::body::{self, BoundCondition};
-use super::{MAX_CELLS, MAX_FRAMES};
 use crate::engine::slots::{MAX_SLOTS, SlotTable};
 use crate::engine::{RunConfig, RunError};
 use crate::graph::CompiledGraph;
@@ -19,9 +19,6 @@ pub(super) fn check_config(graph: &CompiledGraph, config: &RunConfig) -> Result<
     }
     if config.slots == 0 || config.slots > MAX_SLOTS {
         return bad(format!("slots is {}: it must be between 1 and {MAX_SLOTS}", config.slots));
-    }
-    if config.frames == 0 || config.frames > MAX_FRAMES {
-        return bad(format!("frames is {}: it must be between 1 and {MAX_FRAMES}", config.frames));
     }
     if config.pop_batch == 0 {
         return bad("pop batch is 0: a worker must be able to take at least one task".into());
@@ -77,12 +74,13 @@ pub(super) fn bind_conditions(
         .collect()
 }
 
-pub(super) fn scheduler_setup<'g>(graph: &'g CompiledGraph, config: &'g RunConfig) -> SchedulerSetup<'g> {
+/// What the scheduler's `create` is told; `frames` is 0 when the source does not know how many.
+pub(super) fn scheduler_setup<'g>(graph: &'g CompiledGraph, config: &'g RunConfig, frames: u64) -> SchedulerSetup<'g> {
     SchedulerSetup {
         workers: config.workers,
         slots: config.slots,
-        frames: config.frames,
-        tasks_per_frame: graph.instance_count() as u64,
+        frames,
+        tasks_per_frame: (graph.instance_count() - graph.inputs.len()) as u64,
         nodes: graph
             .nodes
             .iter()

@@ -1,0 +1,235 @@
+"""A graph started once and fed frames by this program: `tomii.Session`.
+
+The runtime compiles the graph, loads and checks the plugins and starts its workers once; each
+`submit(inputs)` then hands one frame's input values in (NumPy arrays are passed without a copy)
+and returns a `Frame` whose `result()` gives that frame's sink outputs. The GIL is released while
+the session starts, while `submit` waits for a free slot, while `result()` waits and while
+`close()` drains, so Python kernels and other threads run meanwhile.
+
+    with tomii.Session(graph, dylibs=[lib], workers=2, slots=4) as session:
+        frame = session.submit({"samples": array})
+        print(frame.result().output("digest"))
+        for result in session.map(arrays):      # keeps the slots full, yields in order
+            ...
+    print(session.report.latency_us)
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from ._tomii import ConfigError, NativeSession, NativeTicket, SessionBusy, SessionClosed
+
+if TYPE_CHECKING:
+    from . import GraphSource, Report
+    from .export import ExportedKernel
+
+__all__ = ["Frame", "FrameResult", "Session", "SessionBusy", "SessionClosed"]
+
+#: What `busy=` accepts: wait for a free slot, or raise `SessionBusy` at once.
+_BUSY = ("wait", "raise")
+
+
+@dataclass(frozen=True)
+class FrameResult:
+    """What one frame produced."""
+
+    #: The runtime's number of the frame (frames are numbered in the order they start).
+    frame: int
+    #: From the frame's start to its last task's completion, in microseconds.
+    latency_us: float
+    #: (sink node, instance, value) for every sink instance.
+    outputs: list[tuple[str, int, Any]] = field(default_factory=list)
+
+    def output(self, node: str, instance: int = 0) -> Any:
+        """The value sink `node` (instance `instance`) produced."""
+        for name, index, value in self.outputs:
+            if name == node and index == instance:
+                return value
+        sinks = sorted({name for name, _, _ in self.outputs})
+        raise LookupError(f"no output of node {node!r} instance {instance}; sinks: {', '.join(sinks)}")
+
+
+class Frame:
+    """One frame handed in; `result()` waits for it."""
+
+    def __init__(self, ticket: NativeTicket, index: int) -> None:
+        self._ticket = ticket
+        self._result: FrameResult | None = None
+        #: The position of the frame among this session's submissions, from 0.
+        self.index = index
+
+    def result(self, timeout: float | None = None) -> FrameResult:
+        """The frame's outputs, once it completed: waits up to `timeout` seconds (None: without
+        limit; TimeoutError after it). Raises the run's error if the frame could not complete."""
+        if self._result is None:
+            got = self._ticket.wait(timeout)
+            if got is None:
+                raise TimeoutError(f"frame {self.index} has not completed within {timeout} s")
+            frame, latency_us, outputs = got
+            self._result = FrameResult(frame, latency_us, list(outputs))
+        return self._result
+
+    def done(self) -> bool:
+        """Whether the frame has completed (or failed)."""
+        return self._result is not None or self._ticket.done()
+
+    def __repr__(self) -> str:
+        return f"Frame(index={self.index}, done={self.done()})"
+
+
+class Session:
+    """A graph started once, fed frames by this program (see the module's documentation).
+
+    `graph` is JSON text, a dict or a path (as for `tomii.run_graph`), and the knobs are
+    `run_graph`'s apart from `frames`, the trace and the outputs: the program decides the frames
+    and takes every output. `busy` says what `submit` does when every slot is busy: `"wait"`
+    (up to `timeout` seconds, or without limit) or `"raise"` (`SessionBusy` at once).
+    """
+
+    def __init__(
+        self,
+        graph: GraphSource,
+        *,
+        dylibs: Sequence[str | Path] = (),
+        python_kernels: Sequence[ExportedKernel] = (),
+        scheduler: str | Path = "fifo",
+        scheduler_plugin: str | Path | None = None,
+        workers: int = 1,
+        slots: int = 1,
+        pop_batch: int = 1,
+        inline_continuation: bool = False,
+        task_timing: bool = True,
+        stall_timeout_ms: int = 2000,
+        on_scheduler_fault: str = "stop",
+        sched_opts: dict[str, str] | None = None,
+        busy: str = "wait",
+        timeout: float | None = None,
+    ) -> None:
+        from . import _prepare
+
+        if busy not in _BUSY:
+            raise ConfigError(f"busy={busy!r}: use one of {', '.join(map(repr, _BUSY))}")
+        self._timeout = 0.0 if busy == "raise" else timeout
+        text, source, plugin, kernels = _prepare(graph, python_kernels, scheduler, scheduler_plugin)
+        self._native: NativeSession = NativeSession(
+            text,
+            source=source,
+            dylibs=[str(d) for d in dylibs],
+            scheduler_plugin=str(plugin),
+            workers=workers,
+            slots=slots,
+            pop_batch=pop_batch,
+            inline_continuation=inline_continuation,
+            task_timing=task_timing,
+            stall_timeout_ms=stall_timeout_ms,
+            on_scheduler_fault=on_scheduler_fault,
+            sched_opts=sorted((sched_opts or {}).items()),
+            python_kernels=kernels,
+        )
+        self._slots = slots
+        #: The graph's inputs in the order `submit` flattens them: (name, factor).
+        self.inputs: list[tuple[str, int]] = list(self._native.inputs())
+        self._submitted = 0
+        self._unyielded: deque[Frame] = deque()
+        #: The run's report, once the session is closed.
+        self.report: Report | None = None
+
+    def submit(self, inputs: Any = None, *, timeout: float | None = ...) -> Frame:  # type: ignore[assignment]
+        """Hands in one frame and returns its `Frame`. `inputs`: a dict from input name to its
+        value (a list or tuple of `factor` values for an input of several instances); for a graph
+        with one input, the value (or values) alone; nothing for a graph without inputs.
+        `timeout` overrides the session's for this call."""
+        wait = self._timeout if timeout is ... else timeout
+        ticket = self._native.submit(self._values(inputs), wait)
+        frame = Frame(ticket, self._submitted)
+        self._submitted += 1
+        self._unyielded.append(frame)
+        return frame
+
+    def map(self, inputs: Iterable[Any]) -> Iterator[FrameResult]:
+        """Submits one frame per item of `inputs`, keeping every slot busy, and yields their
+        results in submission order."""
+        pending: deque[Frame] = deque()
+        for item in inputs:
+            if len(pending) >= self._slots:
+                yield pending.popleft().result()
+            pending.append(self.submit(item, timeout=None))
+        while pending:
+            yield pending.popleft().result()
+
+    def __iter__(self) -> Iterator[FrameResult]:
+        """The results of the frames submitted and not yet iterated over, in submission order,
+        each once it completed."""
+        while self._unyielded:
+            yield self._unyielded.popleft().result()
+
+    @property
+    def in_flight(self) -> int:
+        """Frames handed in and not yet done."""
+        return int(self._native.in_flight())
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the session still takes frames."""
+        return bool(self._native.is_open())
+
+    def close(self) -> Report:
+        """Takes no more frames, waits for those in flight and returns the run's report; raises
+        the run's error if it failed. Closing a closed session returns its report again."""
+        from . import Report
+
+        if self.report is None:
+            self.report = Report(json.loads(self._native.close()))
+        return self.report
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if kind is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except Exception:  # the body's own exception is the one to see
+            pass
+
+    def _values(self, inputs: Any) -> list[Any]:
+        """`inputs` as one value per input instance, in `self.inputs` order."""
+        if not self.inputs:
+            if inputs not in (None, {}, [], ()):
+                raise ConfigError("the graph has no inputs: submit() takes none")
+            return []
+        if not isinstance(inputs, Mapping):
+            if len(self.inputs) != 1:
+                names = ", ".join(name for name, _ in self.inputs)
+                raise ConfigError(f"the graph has inputs {names}: pass a dict from input name to value")
+            inputs = {self.inputs[0][0]: inputs}
+        unknown = sorted(set(inputs) - {name for name, _ in self.inputs})
+        if unknown:
+            valid = ", ".join(name for name, _ in self.inputs)
+            raise ConfigError(f"unknown input(s) {', '.join(map(repr, unknown))}; the graph's inputs: {valid}")
+        values: list[Any] = []
+        for name, factor in self.inputs:
+            if name not in inputs:
+                raise ConfigError(f"input {name!r} has no value")
+            given = inputs[name]
+            if factor == 1:
+                values.append(given)
+            elif isinstance(given, (list, tuple)) and len(given) == factor:
+                values.extend(given)
+            else:
+                raise ConfigError(f"input {name!r} has {factor} instances: give a list or tuple of {factor} values")
+        return values

@@ -1,0 +1,176 @@
+//! `tomii._tomii.Session` and `Ticket`: the programmatic source (`tomii_core::engine::Session`)
+//! for Python. Wiring only: inputs become kernel values as Python kernels' results do (NumPy
+//! arrays without a copy), outputs come back as `run_json`'s do, and the GIL is released while
+//! the session starts, while `submit` waits for a slot, while a ticket waits, and while `close`
+//! drains.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use tomii_core::engine::{RunConfig, Session, SubmitError, Ticket};
+use tomii_core::graph::{self, CompiledGraph};
+use tomii_core::plugin::{KernelSet, SchedulerPlugin};
+
+use super::python_kernels::{PythonKernels, value_from_python};
+use super::{ConfigError, GraphError, TomiiError, output, plugin_error, run_error};
+
+/// A Python timeout in seconds: None waits without limit; negative is an error.
+fn timeout(seconds: Option<f64>) -> PyResult<Option<Duration>> {
+    match seconds {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s >= 0.0 => Ok(Some(Duration::from_secs_f64(s))),
+        Some(s) => Err(ConfigError::new_err(format!("timeout {s}: give a number of seconds ≥ 0, or None"))),
+    }
+}
+
+/// A run kept open: started once, fed frame by frame.
+#[pyclass(module = "tomii._tomii")]
+pub struct NativeSession {
+    /// None once closed.
+    session: Option<Session>,
+    graph: Arc<CompiledGraph>,
+    /// The Python kernels the graph calls; kept alive while the session runs.
+    python: Arc<PythonKernels>,
+}
+
+#[pymethods]
+impl NativeSession {
+    /// Starts the run (see `run_json` for the arguments); returns once the workers wait for
+    /// frames.
+    #[new]
+    #[pyo3(signature = (graph_json, *, source, dylibs, scheduler_plugin, workers, slots, pop_batch,
+                        inline_continuation, task_timing, stall_timeout_ms, on_scheduler_fault,
+                        sched_opts, python_kernels))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        graph_json: &str,
+        source: &str,
+        dylibs: Vec<PathBuf>,
+        scheduler_plugin: PathBuf,
+        workers: u32,
+        slots: u32,
+        pop_batch: u32,
+        inline_continuation: bool,
+        task_timing: bool,
+        stall_timeout_ms: u64,
+        on_scheduler_fault: &str,
+        sched_opts: Vec<(String, String)>,
+        python_kernels: Vec<(String, Py<PyAny>, bool)>,
+    ) -> PyResult<Self> {
+        let graph = graph::parse_str(source, graph_json).map_err(|e| GraphError::new_err(e.to_string()))?;
+        let graph = Arc::new(graph);
+        let config = RunConfig {
+            workers,
+            slots,
+            pop_batch,
+            inline_continuation,
+            task_timing,
+            stall_timeout: Duration::from_millis(stall_timeout_ms),
+            scheduler_options: sched_opts,
+            on_fault: super::fault_policy(on_scheduler_fault)?,
+            ..RunConfig::default()
+        };
+        let python = Arc::new(PythonKernels::new(python_kernels));
+        let started = py.detach(|| {
+            let mut kernels = KernelSet::load(&dylibs).map_err(Err)?;
+            kernels.add(python.library()).map_err(Err)?;
+            let scheduler = SchedulerPlugin::load(&scheduler_plugin).map_err(Err)?;
+            Session::start(Arc::clone(&graph), Arc::new(kernels), Arc::new(scheduler), config).map_err(Ok)
+        });
+        match started {
+            Ok(session) => Ok(NativeSession { session: Some(session), graph, python }),
+            Err(Ok(error)) => Err(run_error(py, error, &python)),
+            Err(Err(error)) => Err(plugin_error(error)),
+        }
+    }
+
+    /// The graph's inputs, in the order `submit` takes their values: `(name, factor)`.
+    fn inputs(&self) -> Vec<(String, u32)> {
+        self.graph.nodes.iter().filter(|node| node.input).map(|node| (node.name.clone(), node.factor)).collect()
+    }
+
+    /// Hands in one frame: one value per input instance, in `inputs()` order. Waits up to
+    /// `timeout` seconds for a free slot (None: without limit; 0: not at all); raises
+    /// `SessionBusy` when none freed in time, `SessionClosed` when the session has ended.
+    #[pyo3(signature = (values, timeout=None))]
+    fn submit(&self, py: Python<'_>, values: Vec<Bound<'_, PyAny>>, timeout: Option<f64>) -> PyResult<NativeTicket> {
+        let session = self.open()?;
+        let values = values.iter().map(value_from_python).collect::<PyResult<Vec<_>>>()?;
+        let wait = self::timeout(timeout)?;
+        // Dropping refused values releases Python references: that needs the GIL back.
+        let submitted = py.detach(|| session.submit(values, wait).map_err(|e| (e.to_string(), e)));
+        match submitted {
+            Ok(ticket) => Ok(NativeTicket { ticket, graph: Arc::clone(&self.graph) }),
+            Err((text, SubmitError::Busy { .. })) => Err(super::SessionBusy::new_err(text)),
+            Err((text, SubmitError::Ended(_))) => Err(super::SessionClosed::new_err(text)),
+            Err((text, SubmitError::Inputs(_))) => Err(ConfigError::new_err(text)),
+        }
+    }
+
+    /// Frames handed in and not yet done.
+    fn in_flight(&self) -> u64 {
+        self.session.as_ref().map_or(0, Session::in_flight)
+    }
+
+    /// Whether the session still takes frames.
+    fn is_open(&self) -> bool {
+        self.session.as_ref().is_some_and(Session::is_open)
+    }
+
+    /// Takes no more frames, waits for those in flight, and returns the report as JSON text;
+    /// raises the run's error if it failed.
+    fn close(&mut self, py: Python<'_>) -> PyResult<String> {
+        let session = self.session.take().ok_or_else(|| super::SessionClosed::new_err("the session is closed"))?;
+        let outcome = py.detach(|| session.close()).map_err(|error| run_error(py, error, &self.python))?;
+        serde_json::to_string(&outcome.report).map_err(|e| TomiiError::new_err(e.to_string()))
+    }
+}
+
+impl NativeSession {
+    fn open(&self) -> PyResult<&Session> {
+        self.session.as_ref().ok_or_else(|| super::SessionClosed::new_err("the session is closed"))
+    }
+}
+
+impl Drop for NativeSession {
+    fn drop(&mut self) {
+        if let Some(session) = self.session.take() {
+            // Draining may run Python kernels: without the GIL held here.
+            Python::attach(|py| py.detach(|| drop(session)));
+        }
+    }
+}
+
+/// One frame handed in.
+#[pyclass(module = "tomii._tomii")]
+pub struct NativeTicket {
+    ticket: Ticket,
+    graph: Arc<CompiledGraph>,
+}
+
+#[pymethods]
+impl NativeTicket {
+    /// Waits up to `timeout` seconds (None: without limit) for the frame; returns `(frame number,
+    /// latency in µs, [(sink node, instance, value), ...])`, or None when it has not come in time.
+    /// Raises the run's error when the frame was lost. The result is handed out once.
+    #[pyo3(signature = (timeout=None))]
+    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<(u64, f64, Py<PyAny>)>> {
+        let wait = self::timeout(timeout)?;
+        let Some(result) = py.detach(|| self.ticket.wait(wait)) else { return Ok(None) };
+        let outputs = result.outputs.map_err(|why| TomiiError::new_err(format!("the frame did not complete: {why}")))?;
+        let rows = PyList::empty(py);
+        for (node, instance, value) in outputs {
+            rows.append((&self.graph.nodes[node as usize].name, instance, output(py, value)?))?;
+        }
+        Ok(Some((result.frame, result.latency_ns as f64 / 1e3, rows.into_any().unbind())))
+    }
+
+    /// Whether the frame's result has come (and not been taken).
+    fn done(&self) -> bool {
+        self.ticket.is_done()
+    }
+}
