@@ -49,6 +49,7 @@ from .export import (
 from .graph import INDEX, WORKERS, Condition, Graph, IndexFunc, Loop, Node, NodeDep, NodeOutput, Var
 from .knobs import knob_space
 from .plugins import find_plugin, find_scheduler, installed_schedulers
+from .session import Frame, FrameResult, Session, SessionBusy, SessionClosed
 from .types import (
     Complex32,
     Complex64,
@@ -86,6 +87,8 @@ __all__ = [
     "Complex64",
     "Condition",
     "ConfigError",
+    "Frame",
+    "FrameResult",
     "Graph",
     "GraphError",
     "IndexFunc",
@@ -98,6 +101,9 @@ __all__ = [
     "Report",
     "RunResult",
     "SchedulerFault",
+    "Session",
+    "SessionBusy",
+    "SessionClosed",
     "String",
     "TomiiError",
     "TomiiExportError",

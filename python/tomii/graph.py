@@ -20,8 +20,8 @@ from .types import String, TypedValue, infer_type
 
 if TYPE_CHECKING:
     from . import RunResult
-    from .session import Session
     from .build import BuildResult
+    from .session import Session
 
 __all__ = [
     "INDEX",
@@ -600,7 +600,10 @@ class Graph:
 
         with _environment(env):
             return run_graph(
-                self.to_dict(), dylibs=self._libraries(dylib, knobs), python_kernels=self.python_kernels(), **knobs
+                self.to_dict(),
+                dylibs=self._libraries(dylib, knobs),
+                python_kernels=self.python_kernels(),
+                **knobs,
             )
 
     def session(
@@ -611,7 +614,10 @@ class Graph:
         from .session import Session
 
         return Session(
-            self.to_dict(), dylibs=self._libraries(dylib, knobs), python_kernels=self.python_kernels(), **knobs
+            self.to_dict(),
+            dylibs=self._libraries(dylib, knobs),
+            python_kernels=self.python_kernels(),
+            **knobs,
         )
 
     def _libraries(

@@ -16,6 +16,7 @@ the session starts, while `submit` waits for a free slot, while `result()` waits
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -24,13 +25,22 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ._tomii import ConfigError, NativeSession, NativeTicket, SessionBusy, SessionClosed
+from ._tomii import ConfigError, NativeSession, NativeTicket, SessionBusy, SessionClosed, TomiiError
 
 if TYPE_CHECKING:
+    from typing_extensions import Self
+
     from . import GraphSource, Report
     from .export import ExportedKernel
 
 __all__ = ["Frame", "FrameResult", "Session", "SessionBusy", "SessionClosed"]
+
+
+class _SessionTimeout:
+    """The default of `submit(timeout=...)`: the session's own."""
+
+
+_SESSION_TIMEOUT = _SessionTimeout()
 
 #: What `busy=` accepts: wait for a free slot, or raise `SessionBusy` at once.
 _BUSY = ("wait", "raise")
@@ -53,7 +63,9 @@ class FrameResult:
             if name == node and index == instance:
                 return value
         sinks = sorted({name for name, _, _ in self.outputs})
-        raise LookupError(f"no output of node {node!r} instance {instance}; sinks: {', '.join(sinks)}")
+        raise LookupError(
+            f"no output of node {node!r} instance {instance}; sinks: {', '.join(sinks)}"
+        )
 
 
 class Frame:
@@ -141,12 +153,14 @@ class Session:
         #: The run's report, once the session is closed.
         self.report: Report | None = None
 
-    def submit(self, inputs: Any = None, *, timeout: float | None = ...) -> Frame:  # type: ignore[assignment]
+    def submit(
+        self, inputs: Any = None, *, timeout: float | None | _SessionTimeout = _SESSION_TIMEOUT
+    ) -> Frame:
         """Hands in one frame and returns its `Frame`. `inputs`: a dict from input name to its
         value (a list or tuple of `factor` values for an input of several instances); for a graph
         with one input, the value (or values) alone; nothing for a graph without inputs.
         `timeout` overrides the session's for this call."""
-        wait = self._timeout if timeout is ... else timeout
+        wait = self._timeout if isinstance(timeout, _SessionTimeout) else timeout
         ticket = self._native.submit(self._values(inputs), wait)
         frame = Frame(ticket, self._submitted)
         self._submitted += 1
@@ -189,7 +203,7 @@ class Session:
             self.report = Report(json.loads(self._native.close()))
         return self.report
 
-    def __enter__(self) -> Session:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -201,10 +215,9 @@ class Session:
         if kind is None:
             self.close()
             return
-        try:
+        # The body's own exception is the one to see; the run's error, if any, is its cause.
+        with contextlib.suppress(TomiiError):
             self.close()
-        except Exception:  # the body's own exception is the one to see
-            pass
 
     def _values(self, inputs: Any) -> list[Any]:
         """`inputs` as one value per input instance, in `self.inputs` order."""
@@ -215,12 +228,16 @@ class Session:
         if not isinstance(inputs, Mapping):
             if len(self.inputs) != 1:
                 names = ", ".join(name for name, _ in self.inputs)
-                raise ConfigError(f"the graph has inputs {names}: pass a dict from input name to value")
+                raise ConfigError(
+                    f"the graph has inputs {names}: pass a dict from input name to value"
+                )
             inputs = {self.inputs[0][0]: inputs}
         unknown = sorted(set(inputs) - {name for name, _ in self.inputs})
         if unknown:
             valid = ", ".join(name for name, _ in self.inputs)
-            raise ConfigError(f"unknown input(s) {', '.join(map(repr, unknown))}; the graph's inputs: {valid}")
+            raise ConfigError(
+                f"unknown input(s) {', '.join(map(repr, unknown))}; the graph's inputs: {valid}"
+            )
         values: list[Any] = []
         for name, factor in self.inputs:
             if name not in inputs:
@@ -231,5 +248,7 @@ class Session:
             elif isinstance(given, (list, tuple)) and len(given) == factor:
                 values.extend(given)
             else:
-                raise ConfigError(f"input {name!r} has {factor} instances: give a list or tuple of {factor} values")
+                raise ConfigError(
+                    f"input {name!r} has {factor} instances: give a list or tuple of {factor} values"
+                )
         return values

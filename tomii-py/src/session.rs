@@ -161,7 +161,8 @@ impl NativeTicket {
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<(u64, f64, Py<PyAny>)>> {
         let wait = self::timeout(timeout)?;
         let Some(result) = py.detach(|| self.ticket.wait(wait)) else { return Ok(None) };
-        let outputs = result.outputs.map_err(|why| TomiiError::new_err(format!("the frame did not complete: {why}")))?;
+        let outputs =
+            result.outputs.map_err(|why| TomiiError::new_err(format!("the frame did not complete: {why}")))?;
         let rows = PyList::empty(py);
         for (node, instance, value) in outputs {
             rows.append((&self.graph.nodes[node as usize].name, instance, output(py, value)?))?;

@@ -1,0 +1,114 @@
+"""The programmatic source from Python: `tomii.Session` starts a graph once and takes frames from
+the program; outputs equal the reference model's with three schedulers; NumPy inputs reach
+kernels without a copy; a full session waits or raises as chosen; a failing kernel fails its
+frame and ends the session with its error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pykernels
+import pytest
+from reference import SYNTHETIC, checksum, mix
+
+import tomii as tm
+
+
+def pipeline() -> tm.Graph:
+    """Two input values per frame, read by a node of two instances and, with it, by a sink."""
+    app = tm.Graph()
+    samples = app.input("samples", factor=2)
+    scale = app.node("scale", func="checksum", factor=2, args=[samples.out()])
+    app.node("sum", func="checksum", args=[samples.out(0, 2), scale.out(0, 2)])
+    return app
+
+
+def reference(frame: int, words: tuple[int, int]) -> int:
+    scale = [checksum("scale", i, frame, [words[i]]) for i in range(2)]
+    return checksum("sum", 0, frame, [*words, *scale])
+
+
+def words(k: int) -> tuple[int, int]:
+    # Below 2**63: Python ints cross as i64, whose word is the value itself.
+    return mix(k, 1) >> 1, mix(k, 2) >> 1
+
+
+@pytest.mark.parametrize("scheduler", ["fifo", "work-stealing", "priority"])
+def test_frames_fed_by_the_program_match_the_reference(scheduler: str) -> None:
+    with pipeline().session(dylib=SYNTHETIC, scheduler=scheduler, workers=2, slots=3) as session:
+        assert session.inputs == [("samples", 2)]
+        frames = [session.submit({"samples": list(words(k))}) for k in range(100)]
+        for k, frame in enumerate(frames):
+            result = frame.result(timeout=60)
+            assert result.output("sum") == reference(result.frame, words(k)), f"frame {k}"
+        assert sorted(f.result().frame for f in frames) == list(range(100))
+    assert session.report is not None
+    assert (session.report.frames, session.report.tasks, session.report["source"]) == (
+        100,
+        300,
+        "session",
+    )
+
+
+def test_map_keeps_the_slots_busy_and_yields_in_order() -> None:
+    with pipeline().session(dylib=SYNTHETIC, workers=2, slots=4) as session:
+        results = list(session.map(words(k) for k in range(50)))
+        assert [r.output("sum") for r in results] == [
+            reference(r.frame, words(k)) for k, r in enumerate(results)
+        ]
+        session.submit([1, 2])
+        session.submit([3, 4])
+        assert len(list(session)) == 52  # every submission not yet iterated over, map's included
+        assert list(session) == []
+
+
+def test_numpy_inputs_reach_the_kernel_without_a_copy() -> None:
+    app = tm.Graph()
+    array = app.input("array")
+    app.py_node("where", fn=pykernels.address, args=[array.out()])
+    data = np.arange(1000, dtype=np.float64)
+    with app.session(workers=2) as session:
+        assert (
+            session.submit(data).result(timeout=60).output("where")
+            == data.__array_interface__["data"][0]
+        )
+
+
+def slow_graph() -> tm.Graph:
+    app = tm.Graph()
+    x = app.input("x")
+    app.node("slow", func="spin", args=[tm.u64(50_000), x.dep()])
+    return app
+
+
+def test_a_full_session_raises_or_waits_as_chosen() -> None:
+    with slow_graph().session(dylib=SYNTHETIC, slots=1, busy="raise") as session:
+        first = session.submit(1)
+        with pytest.raises(tm.SessionBusy, match="every slot is busy"):
+            session.submit(2)
+        second = session.submit(3, timeout=None)  # this call waits
+        assert first.result(timeout=60).frame != second.result(timeout=60).frame
+    with pytest.raises(tm.SessionClosed):
+        session.submit(4)
+    with pytest.raises(tm.ConfigError, match="unknown input"):
+        slow_graph().session(dylib=SYNTHETIC).submit({"y": 1})
+
+
+def test_a_failing_kernel_fails_its_frame_and_ends_the_session() -> None:
+    app = tm.Graph()
+    x = app.input("x")
+    app.node("bad", func="fail", args=[x.out()])
+    session = app.session(dylib=SYNTHETIC, slots=2)
+    frame = session.submit("boom")
+    with pytest.raises(tm.TomiiError, match="boom"):
+        frame.result(timeout=60)
+    with pytest.raises(tm.SessionClosed, match="boom"):
+        session.submit("again")
+    with pytest.raises(tm.KernelError, match="boom"):
+        session.close()
+
+
+def test_a_graph_with_post_nodes_is_refused_with_what_to_do() -> None:
+    app = pipeline()
+    app.post_node("after", func="checksum", args=[])
+    with pytest.raises(tm.ConfigError, match='post-node "after".*a session has none'):
+        app.session(dylib=SYNTHETIC)
