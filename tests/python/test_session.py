@@ -5,10 +5,16 @@ frame and ends the session with its error."""
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pykernels
 import pytest
-from reference import SYNTHETIC, checksum, mix
+from reference import ROOT, SYNTHETIC, TARGET, checksum, mix
 
 import tomii as tm
 
@@ -112,3 +118,25 @@ def test_a_graph_with_post_nodes_is_refused_with_what_to_do() -> None:
     app.post_node("after", func="checksum", args=[])
     with pytest.raises(tm.ConfigError, match='post-node "after".*a session has none'):
         app.session(dylib=SYNTHETIC)
+
+
+def test_the_guide_example_runs(tmp_path: Path) -> None:
+    guide = (ROOT / "python" / "README.md").read_text(encoding="utf-8")
+    section = guide[guide.index("## Feeding frames from a program") :]
+    example = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert example is not None, "the guide's session section has no python example"
+    script = tmp_path / "example.py"
+    script.write_text(example.group(1), encoding="utf-8")
+    env = {**os.environ, "TOMII_SCHEDULER_PATH": str(TARGET), "TOMII_PLUGIN_PATH": str(TARGET)}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1 + 100 + 1, done.stdout
+    assert "p99" in lines[-1]
