@@ -3,6 +3,10 @@ recomputed in Python (the reference model's, plugins/synthetic/README.md) for ex
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 # The synthetic `checksum` kernel recomputed in Python (plugins/synthetic/README.md): the reference
@@ -26,4 +30,28 @@ __all__ = [
     "checksum",
     "fnv1a",
     "mix",
+    "run_documented_example",
 ]
+
+
+def run_documented_example(
+    document: Path, heading: str, directory: Path
+) -> subprocess.CompletedProcess[str]:
+    """Runs the first python code block after `heading` in `document` as `python example.py` in
+    `directory`, with the plugins of target/debug found by name; fails if there is none."""
+    text = document.read_text(encoding="utf-8")
+    section = text[text.index(heading) :]
+    example = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert example is not None, f"{document.name}: section {heading!r} has no python example"
+    script = directory / "example.py"
+    script.write_text(example.group(1), encoding="utf-8")
+    env = {**os.environ, "TOMII_SCHEDULER_PATH": str(TARGET), "TOMII_PLUGIN_PATH": str(TARGET)}
+    return subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=directory,
+        timeout=120,
+        check=False,
+    )

@@ -5,16 +5,12 @@ frame and ends the session with its error."""
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pykernels
 import pytest
-from reference import ROOT, SYNTHETIC, TARGET, checksum, mix
+from reference import ROOT, SYNTHETIC, checksum, mix, run_documented_example
 
 import tomii as tm
 
@@ -121,21 +117,8 @@ def test_a_graph_with_post_nodes_is_refused_with_what_to_do() -> None:
 
 
 def test_the_guide_example_runs(tmp_path: Path) -> None:
-    guide = (ROOT / "python" / "README.md").read_text(encoding="utf-8")
-    section = guide[guide.index("## Feeding frames from a program") :]
-    example = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert example is not None, "the guide's session section has no python example"
-    script = tmp_path / "example.py"
-    script.write_text(example.group(1), encoding="utf-8")
-    env = {**os.environ, "TOMII_SCHEDULER_PATH": str(TARGET), "TOMII_PLUGIN_PATH": str(TARGET)}
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    guide = ROOT / "python" / "README.md"
+    done = run_documented_example(guide, "## Feeding frames from a program", tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) == 1 + 100 + 1, done.stdout

@@ -84,13 +84,13 @@ impl Door {
     /// Hands in a frame: `inputs` holds one value per input instance of the graph (in
     /// `CompiledGraph::inputs` order); `tag` comes back in the source's `frame_done`. When every
     /// slot is busy, waits for one up to `timeout` (`None`: without limit; zero: not at all).
-    pub fn submit(&self, tag: u64, inputs: Vec<Value>, timeout: Option<Duration>) -> Result<(), (Refused, Vec<Value>)> {
+    pub fn submit(&self, tag: u64, inputs: Vec<Value>, timeout: Option<Duration>) -> Result<(), Refused> {
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
             self.entering.fetch_add(1, Ordering::SeqCst);
             if self.ended.load(Ordering::SeqCst) {
                 self.entering.fetch_sub(1, Ordering::SeqCst);
-                return Err((Refused::Ended, inputs));
+                return Err(Refused::Ended);
             }
             if let Some(slot) = self.free.pop() {
                 self.in_flight.fetch_add(1, Ordering::SeqCst);
@@ -104,7 +104,7 @@ impl Door {
             }
             self.entering.fetch_sub(1, Ordering::SeqCst);
             if !self.wait_for_slot(deadline) {
-                return Err((Refused::Busy, inputs));
+                return Err(Refused::Busy);
             }
         }
     }

@@ -231,7 +231,7 @@ impl Session {
         self.feed.waiting.lock().unwrap_or_else(|p| p.into_inner()).insert(tag, Arc::clone(&cell));
         match self.door.submit(tag, inputs, timeout) {
             Ok(()) => Ok(Ticket { cell }),
-            Err((refused, _inputs)) => {
+            Err(refused) => {
                 self.feed.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(&tag);
                 Err(match refused {
                     Refused::Busy => SubmitError::Busy { slots: self.slots },
