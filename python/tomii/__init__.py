@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from . import graphs, knobs
+from . import graphs, knobs, network
 from ._tomii import (
     ConfigError,
     GraphError,
@@ -48,6 +48,7 @@ from .export import (
 )
 from .graph import INDEX, WORKERS, Condition, Graph, IndexFunc, Loop, Node, NodeDep, NodeOutput, Var
 from .knobs import knob_space
+from .network import SendStats, send
 from .plugins import find_plugin, find_scheduler, installed_schedulers
 from .session import Frame, FrameResult, Session, SessionBusy, SessionClosed
 from .types import (
@@ -101,6 +102,7 @@ __all__ = [
     "Report",
     "RunResult",
     "SchedulerFault",
+    "SendStats",
     "Session",
     "SessionBusy",
     "SessionClosed",
@@ -130,8 +132,10 @@ __all__ = [
     "knob_space",
     "knobs",
     "list_knobs",
+    "network",
     "procs",
     "run_graph",
+    "send",
     "u8",
     "u16",
     "u32",
@@ -293,6 +297,12 @@ def run_graph(
     stall_timeout_ms: int = 2000,
     on_scheduler_fault: str = "stop",
     sched_opts: dict[str, str] | None = None,
+    receiver_threads: int = 1,
+    socket_recv_buf_bytes: int = 16 << 20,
+    network_dispatch: str = "packet",
+    on_slots_busy: str = "drop",
+    frame_timeout_ms: int = 1000,
+    frame_window: int = 64,
     quiet: bool = False,
     **legacy: Any,
 ) -> RunResult:
@@ -349,6 +359,14 @@ def run_graph(
         on_scheduler_fault=on_scheduler_fault,
         sched_opts=sorted((sched_opts or {}).items()),
         python_kernels=kernels,
+        network=(
+            receiver_threads,
+            socket_recv_buf_bytes,
+            network_dispatch,
+            on_slots_busy,
+            frame_timeout_ms,
+            frame_window,
+        ),
     )
     if report is not None:
         try:

@@ -1,6 +1,6 @@
 """Type stubs of the compiled module `tomii._tomii` (tomii-py/src/lib.rs)."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 class TomiiError(Exception): ...
@@ -15,6 +15,20 @@ def knobs_table() -> str: ...
 def schema_json() -> str: ...
 def cli_main(argv: list[str]) -> int: ...
 def call_context() -> tuple[str, int, int, int, int | None] | None: ...
+def send_packets(
+    *,
+    socket_type: str,
+    address: str,
+    start_port: int,
+    num_sockets: int,
+    packet_length: int | None,
+    frame_packets: int | None,
+    frames: int,
+    first_frame: int,
+    rate: float | None,
+    path: str | None,
+    packets: Iterable[bytes | bytearray | memoryview] | None,
+) -> tuple[int, int, float]: ...
 def run_json(
     graph_json: str,
     *,
@@ -34,6 +48,7 @@ def run_json(
     on_scheduler_fault: str,
     sched_opts: list[tuple[str, str]],
     python_kernels: list[tuple[str, Callable[..., Any], bool]],
+    network: tuple[int, int, str, str, int, int],
 ) -> tuple[
     str,
     list[list[tuple[str, int, Any]]],

@@ -237,6 +237,9 @@ class IndexFunc:
         return {"function": self.function, "args": [_arg(a) for a in self.args]}
 
 
+#: The input a network source adds: nodes read its packets (`Graph.network()` returns it).
+NETWORK = "$network"
+
 #: The keys of `Graph.network()`, as the graph format's `network_config` block names them.
 _NETWORK_KEYS = (
     "socket_type",
@@ -417,11 +420,16 @@ class Graph:
         self._nodes.append(spec)
         return Node(name)
 
-    def network(self, **config: Any) -> None:
-        """Sets the network receiver configuration (the `network_config` block).
+    def network(self, **config: Any) -> Node:
+        """Makes each frame out of packets from UDP or TCP sockets: the graph format's
+        `network_config` block (tomii-core/src/graph/README.md, "Network sources").
 
-        The graph format keeps it, but this runtime has no network source yet: a graph with one
-        is refused when it runs, with an error that says so.
+        Keys: socket_type ("udp" or "tcp"), num_sockets, packet_length, frame_packets,
+        buffer_depth (default 128), address, start_port, extract_packet_func, id_function and
+        index_function (an IndexFunc or a dict). Without id_function and index_function, each
+        packet's frame id and index come from its 16-byte header (`tomii.network.header`). Values
+        that are Var objects serialize as their names. Returns the packets, the input `$network`
+        with `frame_packets` instances: nodes read them with `packets.out(...)`.
         """
         unknown = sorted(set(config) - set(_NETWORK_KEYS))
         if unknown:
@@ -429,8 +437,9 @@ class Graph:
                 f"network(): unknown key(s) {', '.join(unknown)}; valid keys: "
                 f"{', '.join(_NETWORK_KEYS)}"
             )
-        if "index_function" not in config:
-            raise ValueError("network(): index_function is required (an IndexFunc or a dict)")
+        for key in ("start_port", "packet_length", "frame_packets"):
+            if key not in config:
+                raise ValueError(f"network(): {key} is required")
         block: dict[str, Any] = {"buffer_depth": 128}
         for key, value in config.items():
             if isinstance(value, Var):
@@ -439,6 +448,7 @@ class Graph:
                 value = value.to_json()
             block[key] = value
         self._network = block
+        return Node(NETWORK)
 
     def _node_spec(
         self,

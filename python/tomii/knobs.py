@@ -80,6 +80,10 @@ def _source_name(graph: GraphInput, graph_dict: dict[str, Any]) -> str:
     return "the graph" if name is None else f"graph {name!r}"
 
 
+#: Perf knobs of the network source: in the space only for graphs with a `network_config`.
+_NETWORK_KNOBS = frozenset({"receiver_threads", "socket_recv_buf_bytes", "network_dispatch"})
+
+
 def knob_space(
     graph: GraphInput | None = None,
     *,
@@ -93,11 +97,22 @@ def knob_space(
     `provenance`), `excluded` (perf knobs left out, with why) and `forbidden` (the invariants no
     optimizer may violate). Only catalog knobs with role "perf" and an int, bool or choice domain
     enter the space; with a graph, and unless `include_graph_knobs` is False, so do its per-node
-    priority, worker range and group size.
+    priority, worker range and group size. The network source's knobs (receiver_threads,
+    socket_recv_buf_bytes, network_dispatch) are excluded for a graph without a network_config.
     """
     catalog = json.loads(knobs_json())
     knobs, excluded = _cli_knobs(catalog)
     graph_dict = None if graph is None else load_graph(graph)
+    if graph_dict is not None and not graph_dict.get("network_config"):
+        excluded += [
+            {
+                "name": k["name"],
+                "reason": "it tunes the network source; the graph has no network_config",
+            }
+            for k in knobs
+            if k["name"] in _NETWORK_KNOBS
+        ]
+        knobs = [k for k in knobs if k["name"] not in _NETWORK_KNOBS]
     if graph is not None and graph_dict is not None and include_graph_knobs:
         knobs += _graph_knobs(graph_dict, _source_name(graph, graph_dict))
     return {

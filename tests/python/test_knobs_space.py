@@ -39,7 +39,8 @@ def test_the_runtime_space_is_the_catalogs_perf_knobs_with_defined_domains() -> 
     space = knob_space(workload="smoke")
     assert (space["version"], space["workload"], space["graph"]) == (1, "smoke", None)
     knobs = by_name(space)
-    assert set(knobs) == {"workers", "slots", "pop_batch", "inline_continuation"}
+    network = {"receiver_threads", "socket_recv_buf_bytes", "network_dispatch"}
+    assert set(knobs) == {"workers", "slots", "pop_batch", "inline_continuation"} | network
     for name, knob in knobs.items():
         entry = catalog()[name]
         assert knob["kind"] == "cli"

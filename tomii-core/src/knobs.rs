@@ -351,6 +351,73 @@ pub const CATALOG: &[Knob] = &[
             (the report records an ejection)",
     },
     Knob {
+        name: "receiver_threads",
+        cli: "--receiver-threads",
+        kind: Kind::Int,
+        default: Preset::Int(1),
+        domain: Domain::Int { min: 1, max: 1024, scale: Scale::Linear },
+        role: Role::Perf,
+        description: "Network source: threads that read the sockets (each socket is read by one; at most num_sockets are used)",
+        search_hint: "only for graphs with a network_config: 1 until one thread cannot keep up (packets_dropped grows), \
+            then up to num_sockets",
+    },
+    Knob {
+        name: "socket_recv_buf_bytes",
+        cli: "--socket-recv-buf-bytes",
+        kind: Kind::Int,
+        default: Preset::Int(16 << 20),
+        domain: Domain::Int { min: 4096, max: 1 << 31, scale: Scale::Pow2 },
+        role: Role::Perf,
+        description: "Network source: SO_RCVBUF asked for each socket, in bytes (the system may grant less; the report says what it gave)",
+        search_hint: "only for graphs with a network_config: raise it when bursts overflow the socket; the system caps it \
+            (net.core.rmem_max)",
+    },
+    Knob {
+        name: "network_dispatch",
+        cli: "--network-dispatch",
+        kind: Kind::String,
+        default: Preset::Text("packet"),
+        domain: Domain::Choice(&["packet", "frame"]),
+        role: Role::Perf,
+        description: "Network source: packet runs a packet's tasks as it arrives (a frame starts at its first packet); \
+            frame collects a frame's packets, then starts it",
+        search_hint: "only for graphs with a network_config: packet is the point of a packet-driven runtime; frame is the \
+            collect-first baseline to compare with",
+    },
+    Knob {
+        name: "on_slots_busy",
+        cli: "--on-slots-busy",
+        kind: Kind::String,
+        default: Preset::Text("drop"),
+        domain: Domain::Choice(&["drop", "wait"]),
+        role: Role::Behaviour,
+        description: "Network source: a new frame that finds every slot busy is dropped (its packets counted), or the \
+            receiver waits for a slot",
+        search_hint: "not a tuning knob: drop keeps up with a live stream; wait loses nothing while the socket buffer holds",
+    },
+    Knob {
+        name: "frame_timeout_ms",
+        cli: "--frame-timeout-ms",
+        kind: Kind::Int,
+        default: Preset::Int(1000),
+        domain: Domain::Int { min: 1, max: u64::MAX, scale: Scale::Log },
+        role: Role::Behaviour,
+        description: "Network source: a frame whose packets have not all arrived this long (ms) after its first one is \
+            abandoned and reported incomplete",
+        search_hint: "not a tuning knob: a few frame periods of the sender",
+    },
+    Knob {
+        name: "frame_window",
+        cli: "--frame-window",
+        kind: Kind::Int,
+        default: Preset::Int(64),
+        domain: Domain::Int { min: 1, max: MAX_SLOTS, scale: Scale::Pow2 },
+        role: Role::Behaviour,
+        description: "Network source: frame ids accepted from the oldest frame in flight on (at least slots); \
+            packets of ids beyond are dropped as outside the window",
+        search_hint: "not a tuning knob: larger than the frames a sender has in the air at once",
+    },
+    Knob {
         name: "quiet",
         cli: "--quiet",
         kind: Kind::Bool,

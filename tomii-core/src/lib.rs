@@ -5,4 +5,5 @@ pub mod cli;
 pub mod engine;
 pub mod graph;
 pub mod knobs;
+pub mod network;
 pub mod plugin;

@@ -15,6 +15,7 @@ use common::cli::{finish, tomii};
 use common::{fifo_lib, graph_path, synthetic_lib};
 use tomii_core::engine::{self, FaultPolicy, RunConfig, RunError};
 use tomii_core::knobs::{self, CATALOG, Domain, Kind, Knob, Preset};
+use tomii_core::network::NetworkOptions;
 use tomii_core::plugin::{KernelSet, SchedulerPlugin};
 
 /// Long flags of `tomii run` that are not knobs, each with the reason.
@@ -158,8 +159,23 @@ fn run_config_defaults_are_the_catalog_defaults() {
         on_fault,
         progress: _, // the CLI's progress line, shown unless `quiet` (or stderr is not a terminal)
         stop: _,     // library-only: the CLI's is set by Ctrl-C
+        network,
     } = RunConfig::default();
     let default = |name: &str| knobs::find(name).unwrap_or_else(|| panic!("no knob {name}")).default;
+    let NetworkOptions {
+        receiver_threads,
+        socket_recv_buf_bytes,
+        dispatch,
+        on_slots_busy,
+        frame_timeout,
+        frame_window,
+    } = network;
+    assert_eq!(default("receiver_threads"), Preset::Int(receiver_threads.into()));
+    assert_eq!(default("socket_recv_buf_bytes"), Preset::Int(socket_recv_buf_bytes));
+    assert_eq!(default("network_dispatch"), Preset::Text(dispatch.name()));
+    assert_eq!(default("on_slots_busy"), Preset::Text(on_slots_busy.name()));
+    assert_eq!(default("frame_timeout_ms"), Preset::Int(frame_timeout.as_millis() as u64));
+    assert_eq!(default("frame_window"), Preset::Int(frame_window.into()));
     assert_eq!(default("workers"), Preset::Int(workers.into()));
     assert_eq!(default("slots"), Preset::Int(slots.into()));
     assert_eq!(default("frames"), Preset::Int(frames));

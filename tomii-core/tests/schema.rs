@@ -308,25 +308,29 @@ fn loops_conditions_and_computed_initializations_validate_and_parse() {
     }
 }
 
-/// The schema describes the full format: fields this runtime does not implement yet validate, and
-/// the parser reports them as not supported (never as unknown).
+/// A network source validates and parses, its numbers given by initializations or inline; the
+/// schema and the parser both reject `$network` as an argument type.
 #[test]
-fn unsupported_parts_of_the_full_format_validate_and_are_reported() {
+fn network_sources_validate_and_parse() {
+    let reads_packets = json!([{"name": "a", "function": "f",
+                                "args": [{"type": "$res", "predecessor": {"name": "$network", "index": "all"}}]}]);
     let cases = [
-        json!({"nodes": [{"name": "a", "function": "f"}],
+        json!({"initializations": [{"name": "n", "value": 4}, {"name": "host", "value": "127.0.0.1"}],
+               "nodes": reads_packets,
                "network_config": {"socket_type": "udp", "num_sockets": 4, "packet_length": 64, "frame_packets": "n",
-                                  "address": "127.0.0.1", "start_port": 9000, "extract_packet_func": "x",
-                                  "id_function": "id", "index_function": {"function": "ix", "args": []}}}),
-        arg_graph(json!({"type": "$network", "socket": 0})),
+                                  "address": "host", "start_port": 9000, "extract_packet_func": "x",
+                                  "id_function": "id", "index_function": {"function": "ix", "args": [1]}}}),
+        json!({"nodes": reads_packets,
+               "network_config": {"socket_type": "tcp", "packet_length": 16, "stream_packets": 2, "start_port": 0}}),
     ];
     let validator = validator();
     for case in &cases {
         assert_eq!(complaints(&validator, case), Vec::<String>::new(), "the schema rejects {case}");
-        match parses(case) {
-            Err(GraphError::Unsupported { .. }) => {}
-            other => panic!("the parser should report {case} as not supported, got {other:?}"),
-        }
+        assert!(parses(case).is_ok(), "the parser rejects {case}: {:?}", parses(case));
     }
+    let as_type = arg_graph(json!({"type": "$network", "socket": 0}));
+    assert!(!complaints(&validator, &as_type).is_empty(), "the schema accepts {as_type}");
+    assert!(matches!(parses(&as_type), Err(GraphError::Invalid { .. })), "{:?}", parses(&as_type));
 }
 
 #[test]

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod python_kernels;
+mod send;
 mod session;
 
 use pyo3::create_exception;
@@ -13,6 +14,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use tomii_core::engine::{self, FaultPolicy, Output, RunConfig, RunError};
 use tomii_core::graph;
+use tomii_core::network::{Dispatch, NetworkOptions, WhenBusy};
 use tomii_core::plugin::{KernelSet, PluginError as LoadError, SchedulerPlugin};
 
 use python_kernels::PythonKernels;
@@ -33,6 +35,27 @@ fn fault_policy(name: &str) -> PyResult<FaultPolicy> {
         "fallback" => Ok(FaultPolicy::Fallback),
         other => Err(ConfigError::new_err(format!("on_scheduler_fault {other:?}: use \"stop\" or \"fallback\""))),
     }
+}
+
+/// The network knobs, as Python passes them: `(receiver_threads, socket_recv_buf_bytes,
+/// network_dispatch, on_slots_busy, frame_timeout_ms, frame_window)`.
+type NetworkKnobs = (u32, u64, String, String, u64, u32);
+
+/// The network source's options from their knobs.
+fn network_options(knobs: NetworkKnobs) -> PyResult<NetworkOptions> {
+    let (receiver_threads, socket_recv_buf_bytes, dispatch, busy, frame_timeout_ms, frame_window) = knobs;
+    let dispatch = match dispatch.as_str() {
+        "packet" => Dispatch::Packet,
+        "frame" => Dispatch::Frame,
+        other => return Err(ConfigError::new_err(format!("network_dispatch {other:?}: use \"packet\" or \"frame\""))),
+    };
+    let on_slots_busy = match busy.as_str() {
+        "drop" => WhenBusy::Drop,
+        "wait" => WhenBusy::Wait,
+        other => return Err(ConfigError::new_err(format!("on_slots_busy {other:?}: use \"drop\" or \"wait\""))),
+    };
+    let frame_timeout = Duration::from_millis(frame_timeout_ms);
+    Ok(NetworkOptions { receiver_threads, socket_recv_buf_bytes, dispatch, on_slots_busy, frame_timeout, frame_window })
 }
 
 /// The Python exception for `error`; a Python kernel's failure is raised from its own exception.
@@ -85,7 +108,7 @@ type RunReturn = (String, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>);
 #[pyfunction]
 #[pyo3(signature = (graph_json, *, source, dylibs, scheduler_plugin, workers, slots, frames, pop_batch,
                     inline_continuation, task_timing, trace, trace_path, collect_outputs, stall_timeout_ms, on_scheduler_fault,
-                    sched_opts, python_kernels))]
+                    sched_opts, python_kernels, network))]
 #[allow(clippy::too_many_arguments)]
 fn run_json(
     py: Python<'_>,
@@ -106,6 +129,7 @@ fn run_json(
     on_scheduler_fault: &str,
     sched_opts: Vec<(String, String)>,
     python_kernels: Vec<(String, Py<PyAny>, bool)>,
+    network: NetworkKnobs,
 ) -> PyResult<RunReturn> {
     let graph = graph::parse_str(source, graph_json).map_err(|e| GraphError::new_err(e.to_string()))?;
     let on_fault = fault_policy(on_scheduler_fault)?;
@@ -124,6 +148,7 @@ fn run_json(
         on_fault,
         progress: None,
         stop: None,
+        network: network_options(network)?,
     };
     let python = PythonKernels::new(python_kernels);
     let outcome = py.detach(|| -> Result<_, Result<RunError, LoadError>> {
@@ -243,6 +268,7 @@ fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema_json, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(call_context, m)?)?;
+    m.add_function(wrap_pyfunction!(send::send_packets, m)?)?;
     m.add_class::<session::NativeSession>()?;
     m.add_class::<session::NativeTicket>()?;
     m.add("SessionBusy", py.get_type::<SessionBusy>())?;

@@ -16,10 +16,11 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 
-use super::{Cli, Command, KnobsArgs, OnFault, RunArgs, SchedulersArgs};
+use super::{Cli, Command, KnobsArgs, NetworkDispatch, OnFault, OnSlotsBusy, RunArgs, SchedulersArgs};
 use crate::engine::{self, FaultPolicy, Progress, ProgressFn, Report, RunConfig};
 use crate::graph::{self, CompiledGraph};
 use crate::knobs;
+use crate::network::{Dispatch, NetworkOptions, NetworkSource, WhenBusy};
 use crate::plugin::{KernelLibrary, KernelSet, SchedulerPlugin, installed_schedulers, scheduler_search_path};
 
 /// Kernels that an embedding program provides in-process, next to those of `--dylib` libraries.
@@ -40,6 +41,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>, provider: Option<&dyn Kern
         Command::Schedulers(args) => list_schedulers(&args),
         Command::Knobs(args) => list_knobs(&args),
         Command::Schema => print_schema(),
+        Command::Send(args) => super::send::send(args),
         Command::Sweep(_) => Err(anyhow::anyhow!(
             "`tomii sweep` is part of the Python package: `pip install .` from the repository, then run the \
              `tomii` command it installs (or `python -m tomii.experiments CONFIG`)"
@@ -118,8 +120,30 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         },
         progress: (!args.quiet && std::io::stderr().is_terminal()).then(progress_line),
         stop: Some(stop_on_interrupt()?),
+        network: NetworkOptions {
+            receiver_threads: args.receiver_threads,
+            socket_recv_buf_bytes: args.socket_recv_buf_bytes,
+            dispatch: match args.network_dispatch {
+                NetworkDispatch::Packet => Dispatch::Packet,
+                NetworkDispatch::Frame => Dispatch::Frame,
+            },
+            on_slots_busy: match args.on_slots_busy {
+                OnSlotsBusy::Drop => WhenBusy::Drop,
+                OnSlotsBusy::Wait => WhenBusy::Wait,
+            },
+            frame_timeout: Duration::from_millis(args.frame_timeout_ms),
+            frame_window: args.frame_window,
+        },
     };
-    let outcome = engine::run(&graph, &kernels, &scheduler, &config)?;
+    let outcome = if graph.network.is_some() {
+        let source = NetworkSource::bind(&graph, &kernels, &config)?;
+        if !args.quiet {
+            eprintln!("listening on {} (Ctrl-C stops)", source.describe());
+        }
+        engine::run_with(&graph, &kernels, &scheduler, &config, &source)?
+    } else {
+        engine::run(&graph, &kernels, &scheduler, &config)?
+    };
     if config.progress.is_some() {
         eprint!("\r\x1b[2K");
     }
@@ -129,6 +153,9 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     }
     if !args.quiet {
         println!("{}", summary(&outcome.report));
+        if let Some(network) = outcome.report.source_section.get("network") {
+            println!("{}", network_summary(network));
+        }
     }
     if outcome.report.interrupted {
         eprintln!(
@@ -145,7 +172,8 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     Ok(())
 }
 
-/// Every kernel name the graph calls: nodes, their conditions, computed initializations, post-nodes.
+/// Every kernel name the graph calls: nodes, their conditions, computed initializations, post-nodes,
+/// the network source's kernels.
 fn kernel_names(graph: &CompiledGraph) -> Vec<String> {
     let nodes = graph
         .nodes
@@ -154,7 +182,10 @@ fn kernel_names(graph: &CompiledGraph) -> Vec<String> {
         .flat_map(|n| [Some(&n.function), n.condition.as_ref().map(|c| &c.function)]);
     let others =
         graph.computed.iter().map(|i| Some(&i.function)).chain(graph.post.iter().map(|p| Some(&p.node.function)));
-    let mut names: Vec<String> = nodes.chain(others).flatten().cloned().collect();
+    let network = graph.network.iter().flat_map(|n| {
+        [n.extract_packet_func.as_ref(), n.id_function.as_ref(), n.index_function.as_ref().map(|(f, _)| f)]
+    });
+    let mut names: Vec<String> = nodes.chain(others).chain(network).flatten().cloned().collect();
     names.sort();
     names.dedup();
     names
@@ -266,6 +297,27 @@ fn check_writable(path: &Path) -> Result<()> {
         .open(path)
         .map(drop)
         .with_context(|| format!("{}: cannot write here", path.display()))
+}
+
+/// One line on a network run's packets: received, accepted, dropped by cause, incomplete frames.
+fn network_summary(network: &serde_json::Value) -> String {
+    let count = |key: &str| network[key].as_u64().unwrap_or(0);
+    let drops: Vec<String> = network["packets_dropped"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(cause, n)| n.as_u64().filter(|&n| n > 0).map(|n| format!("{n} {cause}")))
+        .collect();
+    let drops = if drops.is_empty() { "none dropped".to_owned() } else { format!("dropped {}", drops.join(", ")) };
+    format!(
+        "packets: {} received, {} accepted, {drops}; frames: {} complete, {} incomplete, {} dropped, {} failed",
+        count("packets_received"),
+        count("packets_accepted"),
+        count("frames_complete"),
+        count("frames_incomplete"),
+        count("frames_dropped"),
+        count("frames_failed"),
+    )
 }
 
 fn summary(report: &Report) -> String {

@@ -6,6 +6,7 @@
 //! in `knobs::CATALOG` with the same default and choices; `tests/knobs.rs` fails when they drift.
 
 pub mod app;
+pub mod send;
 
 use std::path::PathBuf;
 
@@ -35,6 +36,9 @@ pub enum Command {
     /// Compare schedulers over graphs and knobs as CONFIG (TOML) describes: a table and figures.
     /// Part of the Python package (`pip install .`), whose `tomii` command runs it.
     Sweep(SweepArgs),
+    /// Send packets to a graph's network source (UDP or TCP) at a given rate: generated frames with
+    /// frame-id/index headers, or packets from a file.
+    Send(send::SendArgs),
 }
 
 #[derive(Args)]
@@ -114,6 +118,28 @@ pub struct RunArgs {
     /// and finish the run on the host's own FIFO (the report records the ejection).
     #[arg(long, value_enum, default_value_t = OnFault::Stop, value_name = "POLICY")]
     pub on_scheduler_fault: OnFault,
+    /// Network source: threads that read the sockets (each socket is read by one; at most
+    /// num_sockets are used).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub receiver_threads: u32,
+    /// Network source: SO_RCVBUF asked for each socket, in bytes (the system may grant less).
+    #[arg(long, default_value_t = 16 << 20, value_name = "BYTES")]
+    pub socket_recv_buf_bytes: u64,
+    /// Network source: `packet` runs a packet's tasks as it arrives; `frame` collects a frame's
+    /// packets, then starts it.
+    #[arg(long, value_enum, default_value_t = NetworkDispatch::Packet, value_name = "WHEN")]
+    pub network_dispatch: NetworkDispatch,
+    /// Network source: a new frame that finds every slot busy is dropped, or the receiver waits for
+    /// a slot.
+    #[arg(long, value_enum, default_value_t = OnSlotsBusy::Drop, value_name = "POLICY")]
+    pub on_slots_busy: OnSlotsBusy,
+    /// Network source: a frame whose packets have not all arrived this long after its first one is
+    /// abandoned and reported incomplete.
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    pub frame_timeout_ms: u64,
+    /// Network source: frame ids accepted from the oldest frame in flight on (at least slots).
+    #[arg(long, default_value_t = 64, value_name = "FRAMES")]
+    pub frame_window: u32,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
@@ -123,6 +149,18 @@ pub struct RunArgs {
 pub enum OnFault {
     Stop,
     Fallback,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum NetworkDispatch {
+    Packet,
+    Frame,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum OnSlotsBusy {
+    Drop,
+    Wait,
 }
 
 /// The whole command line as a clap `Command`, for tests and tools that walk it.

@@ -3,6 +3,11 @@
 //! to look (every pop looks first, with one load) starts it. The door also keeps the run's frame
 //! accounting: which slots are free, how many frames are in flight, and whether the source ended.
 //!
+//! A source may also open a frame without its inputs and deliver them one by one as they arrive
+//! (`open`, `deliver`, `abandon`: the network source does, one per packet). Requests are served in
+//! the order they were queued, by one worker at a time (`serve`), so a frame's start is always
+//! served before the deliveries queued after it.
+//!
 //! Nothing here runs per task except `has_requests`, one relaxed load per pop.
 //!
 //! # Memory ordering
@@ -33,21 +38,40 @@ pub enum Refused {
     Busy,
 }
 
-/// A frame handed in through the door, with the slot reserved for it.
-pub(super) struct Request {
-    pub(super) slot: u32,
-    pub(super) tag: u64,
-    pub(super) inputs: Vec<Value>,
+/// A frame opened through the door ([`Door::open`]), whose inputs come one by one: its slot, and
+/// the serial number that tells it from the frames the slot holds before and after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Opened {
+    pub slot: u32,
+    pub serial: u64,
+}
+
+/// What a thread outside the pool asked for, served by a worker in queue order.
+pub(super) enum Request {
+    /// Start a frame in `slot`, reserved for it: with its inputs' values, or, with `None`, with
+    /// values delivered one by one afterwards (`serial` names it then).
+    Start { slot: u32, serial: u64, tag: u64, inputs: Option<Vec<Value>> },
+    /// The value of input instance `input` (a position in `CompiledGraph::inputs`) of the frame
+    /// `frame`. Dropped if the frame is no longer in its slot (it was abandoned and completed).
+    Deliver { frame: Opened, input: u32, value: Value },
+    /// The frame gets no more values: its inputs without one become NONE, and its tasks that have
+    /// not run yet are skipped.
+    Abandon { frame: Opened },
 }
 
 pub struct Door {
     workers: u32,
     /// Slots without a frame.
     free: ArrayQueue<u32>,
-    /// Frames handed in, not yet started (at most one per reserved slot).
+    /// Requests not yet served: at most one start per reserved slot, and per frame at most one
+    /// delivery per input instance and one abandonment.
     requests: ArrayQueue<Request>,
     /// Whether `requests` may hold something: the pop path's one load.
     pending: AtomicBool,
+    /// Whether a worker is serving the requests (one at a time, so they are served in order).
+    serving: AtomicBool,
+    /// Frames opened so far (`Opened::serial` counts from 1; 0 is a frame started with its inputs).
+    opened: AtomicU64,
     /// Frames started or handed in, not yet done.
     in_flight: AtomicU64,
     /// No frame is accepted any more: the source ended, a stop was requested or the run is over.
@@ -64,12 +88,16 @@ pub struct Door {
 }
 
 impl Door {
-    pub(super) fn new(slots: u32, workers: u32, sleep: Arc<Sleep>, host: Thread) -> Self {
+    /// A door for `slots` slots, whose frames have `inputs` input instances each.
+    pub(super) fn new(slots: u32, inputs: usize, workers: u32, sleep: Arc<Sleep>, host: Thread) -> Self {
+        let slots = slots.max(1) as usize;
         Door {
             workers,
-            free: ArrayQueue::new(slots.max(1) as usize),
-            requests: ArrayQueue::new(slots.max(1) as usize),
+            free: ArrayQueue::new(slots),
+            requests: ArrayQueue::new(slots.saturating_mul(inputs.saturating_add(2))),
             pending: AtomicBool::new(false),
+            serving: AtomicBool::new(false),
+            opened: AtomicU64::new(0),
             in_flight: AtomicU64::new(0),
             ended: AtomicBool::new(false),
             entering: AtomicU32::new(0),
@@ -94,12 +122,8 @@ impl Door {
             }
             if let Some(slot) = self.free.pop() {
                 self.in_flight.fetch_add(1, Ordering::SeqCst);
-                // Cannot be full: it holds at most one request per reserved slot.
-                let queued = self.requests.push(Request { slot, tag, inputs });
-                debug_assert!(queued.is_ok());
-                self.pending.store(true, Ordering::SeqCst);
+                self.queue(Request::Start { slot, serial: 0, tag, inputs: Some(inputs) });
                 self.entering.fetch_sub(1, Ordering::SeqCst);
-                self.sleep.notify(None, std::iter::once((0, self.workers)));
                 return Ok(());
             }
             self.entering.fetch_sub(1, Ordering::SeqCst);
@@ -109,8 +133,48 @@ impl Door {
         }
     }
 
+    /// Opens a frame whose inputs come later, one by one (`deliver`), in a free slot, without
+    /// waiting. Its start is served before anything queued after this returns.
+    pub fn open(&self, tag: u64) -> Result<Opened, Refused> {
+        self.entering.fetch_add(1, Ordering::SeqCst);
+        let opened = if self.ended.load(Ordering::SeqCst) {
+            Err(Refused::Ended)
+        } else if let Some(slot) = self.free.pop() {
+            self.in_flight.fetch_add(1, Ordering::SeqCst);
+            let serial = self.opened.fetch_add(1, Ordering::Relaxed) + 1;
+            self.queue(Request::Start { slot, serial, tag, inputs: None });
+            Ok(Opened { slot, serial })
+        } else {
+            Err(Refused::Busy)
+        };
+        self.entering.fetch_sub(1, Ordering::SeqCst);
+        opened
+    }
+
+    /// The value of input instance `input` (its position in `CompiledGraph::inputs`) of the frame
+    /// `frame`; each is delivered at most once. Works after the door ended: the frame is in
+    /// flight. A value that comes after the frame's `abandon` is dropped.
+    pub fn deliver(&self, frame: Opened, input: u32, value: Value) {
+        self.queue(Request::Deliver { frame, input, value });
+    }
+
+    /// The frame gets no more values: those not delivered become NONE and its tasks that have not
+    /// run are skipped; it then completes as abandoned.
+    pub fn abandon(&self, frame: Opened) {
+        self.queue(Request::Abandon { frame });
+    }
+
+    /// Queues a request and wakes a worker for it, as a push does.
+    fn queue(&self, request: Request) {
+        // Cannot be full: its capacity covers every request the frames in flight can have.
+        let queued = self.requests.push(request);
+        debug_assert!(queued.is_ok(), "the door's queue is full");
+        self.pending.store(true, Ordering::SeqCst);
+        self.sleep.notify(None, std::iter::once((0, self.workers)));
+    }
+
     /// Waits until a slot may be free or the door ended; false when `deadline` passed first.
-    fn wait_for_slot(&self, deadline: Option<Instant>) -> bool {
+    pub fn wait_for_slot(&self, deadline: Option<Instant>) -> bool {
         self.waiters.fetch_add(1, Ordering::SeqCst);
         let mut guard = self.lock.lock().unwrap_or_else(|p| p.into_inner());
         let mut in_time = true;
@@ -162,8 +226,14 @@ impl Door {
         self.pending.load(Ordering::Relaxed)
     }
 
-    /// The next handed-in frame, if any.
-    pub(super) fn take_request(&self) -> Option<Request> {
+    /// The right to serve the requests, unless another worker is serving them. (The guard is made
+    /// only on success: dropping one releases the right.)
+    pub(super) fn serve(&self) -> Option<Serving<'_>> {
+        self.serving.compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed).is_ok().then(|| Serving(self))
+    }
+
+    /// The next request, if any; only while serving.
+    pub(super) fn take_request(&self, _serving: &Serving<'_>) -> Option<Request> {
         let request = self.requests.pop();
         if self.requests.is_empty() {
             self.pending.store(false, Ordering::SeqCst);
@@ -199,13 +269,28 @@ impl Door {
     }
 
     /// After the run: ends the door, waits for submitters in the middle of handing in a frame, and
-    /// returns every frame handed in that never started.
-    pub(super) fn drain(&self) -> Vec<Request> {
+    /// returns the tag of every frame handed in that never started (deliveries never served are
+    /// dropped).
+    pub(super) fn drain(&self) -> Vec<u64> {
         self.ended.store(true, Ordering::SeqCst);
         self.wake_waiters();
         while self.entering.load(Ordering::SeqCst) > 0 {
             std::thread::yield_now();
         }
-        std::iter::from_fn(|| self.requests.pop()).collect()
+        std::iter::from_fn(|| self.requests.pop())
+            .filter_map(|request| match request {
+                Request::Start { tag, .. } => Some(tag),
+                Request::Deliver { .. } | Request::Abandon { .. } => None,
+            })
+            .collect()
+    }
+}
+
+/// A worker's right to serve the door's requests; released when dropped.
+pub(super) struct Serving<'d>(&'d Door);
+
+impl Drop for Serving<'_> {
+    fn drop(&mut self) {
+        self.0.serving.store(false, Ordering::Release);
     }
 }

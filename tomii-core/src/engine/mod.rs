@@ -18,7 +18,8 @@ mod source;
 mod trace;
 mod worker;
 
-pub use door::{Door, Refused};
+pub use door::{Door, Opened, Refused};
+pub(crate) use report::latency as latency_summary;
 pub use report::{Latency, NodeReport, Report, SchedulerReport, WorkerReport};
 pub use session::{FrameResult, Session, SubmitError, Ticket};
 pub use source::{Counted, FrameDone, FrameSource, NextFrame};
@@ -30,6 +31,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use crate::graph::CompiledGraph;
+use crate::network::{NetworkOptions, NetworkSource};
 use crate::plugin::{KernelSet, PluginError, SchedulerPlugin};
 
 /// Everything a run is told besides the graph and the plugins.
@@ -37,8 +39,8 @@ use crate::plugin::{KernelSet, PluginError, SchedulerPlugin};
 pub struct RunConfig {
     pub workers: u32,
     pub slots: u32,
-    /// Frames of a counted run ([`run`]); 0 runs until a stop is requested. Other sources decide
-    /// for themselves.
+    /// Frames of a counted or network run ([`run`]); 0 runs until a stop is requested. Other
+    /// sources decide for themselves.
     pub frames: u64,
     /// The most tasks a worker asks the scheduler for at once.
     pub pop_batch: u32,
@@ -62,6 +64,8 @@ pub struct RunConfig {
     pub scheduler_options: Vec<(String, String)>,
     /// What to do when the scheduler breaks its contract.
     pub on_fault: FaultPolicy,
+    /// How a graph with a `network_config` receives its packets.
+    pub network: NetworkOptions,
     /// Called from the host thread about four times a second while the run goes on, and once at
     /// the end.
     pub progress: Option<ProgressFn>,
@@ -128,6 +132,7 @@ impl Default for RunConfig {
             progress: None,
             stop: None,
             on_fault: FaultPolicy::Stop,
+            network: NetworkOptions::default(),
         }
     }
 }
@@ -211,19 +216,26 @@ impl RunOutcome {
 }
 
 /// Runs `graph` over `config.frames` frames (0: until a stop is requested) with the kernels of
-/// `kernels` and the scheduler `scheduler`.
+/// `kernels` and the scheduler `scheduler`: frames without inputs, or, for a graph with a
+/// `network_config`, frames made of the packets its sockets receive.
 pub fn run(
     graph: &CompiledGraph,
     kernels: &KernelSet,
     scheduler: &SchedulerPlugin,
     config: &RunConfig,
 ) -> Result<RunOutcome, RunError> {
-    if let Some(input) = graph.nodes.iter().find(|node| node.input) {
+    if let Some(input) = graph.nodes.iter().find(|node| node.input && graph.network.is_none()) {
         return Err(RunError::Config(format!(
             "{}: input {:?} needs a source that gives it values: feed the graph's inputs through a session \
              (tomii_core::engine::Session, tomii.Session in Python)",
             graph.source, input.name
         )));
+    }
+    if graph.network.is_some() {
+        let source = NetworkSource::bind(graph, kernels, config)?;
+        let mut outcome = run_with(graph, kernels, scheduler, config, &source)?;
+        outcome.outputs = source.into_outputs();
+        return Ok(outcome);
     }
     let source = Counted::new(config.frames, config.collect_outputs);
     let mut outcome = run_with(graph, kernels, scheduler, config, &source)?;

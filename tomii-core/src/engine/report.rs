@@ -40,6 +40,9 @@ pub struct Report {
     pub slots: u32,
     /// Frames completed.
     pub frames: u64,
+    /// Frames their source abandoned (a network frame whose packets did not all arrive in time):
+    /// not in `frames`, throughput or latencies.
+    pub frames_abandoned: u64,
     pub tasks: u64,
     /// Tasks a worker ran as the continuation of the task that made them ready, without the
     /// scheduler (only with `inline_continuation`).
@@ -69,6 +72,9 @@ pub struct Report {
     pub trace_released: u64,
     pub per_node: Vec<NodeReport>,
     pub per_worker: Vec<WorkerReport>,
+    /// The source's own section, under its kind (`network`: sockets, packets, drops by cause).
+    #[serde(flatten)]
+    pub source_section: std::collections::BTreeMap<&'static str, serde_json::Value>,
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -128,10 +128,11 @@ impl FrameSource for Feed {
         }
     }
 
-    fn attach(&self, door: &Arc<Door>) {
+    fn attach(&self, door: &Arc<Door>) -> Result<(), RunError> {
         if let Some(started) = self.started.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = started.send(Arc::clone(door));
         }
+        Ok(())
     }
 
     fn kind(&self) -> &'static str {

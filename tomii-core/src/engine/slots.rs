@@ -82,8 +82,13 @@ pub struct Slot {
     pub started: AtomicU64,
     /// The frame source's tag of the frame (`NextFrame::Start`).
     pub tag: AtomicU64,
+    /// The door's serial number of the frame (`Opened::serial`; 0 when started with its inputs).
+    pub serial: AtomicU64,
     /// Whether a frame occupies the slot (started and not yet done).
     pub busy: AtomicBool,
+    /// Whether the frame's source gave up on it (README.md, "Inputs delivered one by one"): its
+    /// tasks not yet run are skipped.
+    pub abandoned: AtomicBool,
     /// Sink tasks completed in this slot, over all its generations. On its own cache line: it is
     /// written by every sink, while the fields above are read by every task.
     pub done: CachePadded<AtomicU64>,
@@ -114,7 +119,9 @@ impl SlotTable {
                         frame: AtomicU64::new(0),
                         started: AtomicU64::new(0),
                         tag: AtomicU64::new(0),
+                        serial: AtomicU64::new(0),
                         busy: AtomicBool::new(false),
+                        abandoned: AtomicBool::new(false),
                         done: CachePadded::new(AtomicU64::new(0)),
                     })
                 })
@@ -145,13 +152,16 @@ impl SlotTable {
         (task.slot as usize) < self.slots.len() && (task.instance as usize) < self.instances
     }
 
-    /// Starts the slot's next generation, for the frame the source tagged `tag`; returns it.
-    pub fn begin_frame(&self, slot: u32, frame: u64, tag: u64, now: u64) -> u32 {
+    /// Starts the slot's next generation, for the frame the source tagged `tag` (the door's
+    /// `serial`); returns it.
+    pub fn begin_frame(&self, slot: u32, frame: u64, tag: u64, serial: u64, now: u64) -> u32 {
         let s = self.slot(slot);
         s.frame.store(frame, Ordering::Relaxed);
+        s.serial.store(serial, Ordering::Relaxed);
         s.started.store(now, Ordering::Relaxed);
         s.tag.store(tag, Ordering::Relaxed);
         s.busy.store(true, Ordering::Relaxed);
+        s.abandoned.store(false, Ordering::Relaxed);
         s.generation.fetch_add(1, Ordering::Release).wrapping_add(1)
     }
 
@@ -264,7 +274,7 @@ mod tests {
     fn counters_need_no_reset_between_generations() {
         let table = SlotTable::new(1, 2, 2);
         for frame in 0..3u64 {
-            let generation = table.begin_frame(0, frame, frame, 0);
+            let generation = table.begin_frame(0, frame, frame, 0, 0);
             assert_eq!(generation, frame as u32);
             // instance 1 waits for two arrivals; instance 0 for none.
             assert!(!table.arrive(0, 1, generation, 2));

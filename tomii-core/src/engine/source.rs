@@ -38,6 +38,9 @@ pub struct FrameDone {
     /// Whether the frame completed. A frame that did not was in flight when the run ended
     /// without it (a failure, or a stop with frames waiting for their inputs).
     pub completed: bool,
+    /// Whether the source abandoned the frame (`Door::abandon`): its tasks after that were
+    /// skipped, and it does not count among the run's frames or latencies.
+    pub abandoned: bool,
 }
 
 /// Where a run's frames come from and where their outputs go.
@@ -58,13 +61,21 @@ pub trait FrameSource: Sync {
     fn frame_done(&self, done: FrameDone);
 
     /// Called once, on the host thread, before the first frame: the door through which threads
-    /// outside the worker pool start frames.
-    fn attach(&self, door: &std::sync::Arc<super::Door>) {
+    /// outside the worker pool start frames. An error fails the run before it starts.
+    fn attach(&self, door: &std::sync::Arc<super::Door>) -> Result<(), super::RunError> {
         let _ = door;
+        Ok(())
     }
 
     /// What the report calls this source.
     fn kind(&self) -> &'static str;
+
+    /// Called once, on the host thread, after the run (the workers joined, every frame handed
+    /// back): stops whatever the source runs and returns its section of the report, which the
+    /// report holds under the source's `kind`.
+    fn finish(&self) -> Option<serde_json::Value> {
+        None
+    }
 
     /// How many frames the source will give in all, when it knows (for progress).
     fn planned(&self) -> Option<u64> {

@@ -17,7 +17,7 @@ const MAX_ENTRIES: u64 = u32::MAX as u64;
 /// Builds the compiled graph. `source` names the input in messages; `default_name` is used when
 /// the file has no `"name"`.
 pub(crate) fn compile(resolved: Resolved, source: &str, default_name: &str) -> Result<CompiledGraph, Issue> {
-    let Resolved { name, inits, mut nodes, args, groups, consts, computed, post } = resolved;
+    let Resolved { name, inits, mut nodes, args, groups, consts, computed, post, network } = resolved;
     let count = assign_instances(&mut nodes)?;
     check_selections(&nodes, &args, &groups)?;
     check_post_selections(&nodes, &post)?;
@@ -33,6 +33,7 @@ pub(crate) fn compile(resolved: Resolved, source: &str, default_name: &str) -> R
         inits,
         consts,
         computed,
+        network,
         ..CompiledGraph::default()
     };
     build_instances(&mut graph, &args, &groups, count, sizes);

@@ -58,6 +58,58 @@ pub struct CompiledGraph {
     /// leaders are tasks: the other members have no predecessors, successors or root entry of
     /// their own, and run inside their leader's task.
     pub leader: Vec<u32>,
+    /// Where the `$network` input's packets come from (README, "Network sources").
+    pub network: Option<NetworkConfig>,
+}
+
+/// A graph's `network_config`, resolved: sockets `start_port + i` for `i < num_sockets` (0: ports
+/// the system chooses), packets of exactly `packet_length` bytes, `frame_packets` of them a frame
+/// (the factor of the `$network` input, node `input`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetworkConfig {
+    pub socket_type: SocketType,
+    pub address: std::net::IpAddr,
+    pub start_port: u16,
+    pub num_sockets: u16,
+    pub packet_length: u32,
+    pub frame_packets: u32,
+    /// Packet buffers per socket beyond those the frames in flight hold.
+    pub buffer_depth: u32,
+    /// Kernel: the packet's bytes → the value its `$network` instance holds.
+    pub extract_packet_func: Option<String>,
+    /// Kernel: the decoded packet → its frame id (absent: the packet header's).
+    pub id_function: Option<String>,
+    /// Kernel and constant arguments: the decoded packet, then these → its index within its frame
+    /// (absent: the packet header's).
+    pub index_function: Option<(String, Vec<Literal>)>,
+    /// The node id of the `$network` input.
+    pub input: u32,
+}
+
+/// How packets arrive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SocketType {
+    /// One datagram per packet.
+    Udp,
+    /// Streams of packets, each preceded by its length (a little-endian u32), on any number of
+    /// connections per port.
+    Tcp,
+}
+
+impl SocketType {
+    pub fn name(self) -> &'static str {
+        match self {
+            SocketType::Udp => "udp",
+            SocketType::Tcp => "tcp",
+        }
+    }
+}
+
+impl NetworkConfig {
+    /// Whether the packet header is read, for the frame id or the index.
+    pub fn reads_header(&self) -> bool {
+        self.id_function.is_none() || self.index_function.is_none()
+    }
 }
 
 /// One node of the graph.

@@ -84,6 +84,8 @@ pub(crate) enum Place<'a> {
     Arg(&'a str, ArgGroup, usize),
     InitArg(&'a str, usize),
     Pred(&'a str, ArgGroup, usize),
+    /// The `network_config` block.
+    Network,
 }
 
 /// Which argument list of a node an argument belongs to.
@@ -120,6 +122,7 @@ impl fmt::Display for Place<'_> {
             Place::Arg(name, group, k) => write!(f, "node {name:?} {group} {k}"),
             Place::InitArg(name, k) => write!(f, "initialization {name:?} argument {k}"),
             Place::Pred(name, group, k) => write!(f, "the predecessor of node {name:?} {group} {k}"),
+            Place::Network => f.write_str("network_config"),
         }
     }
 }

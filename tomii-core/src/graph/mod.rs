@@ -21,10 +21,13 @@ mod tests;
 
 use std::path::Path;
 
-pub use compiled::{ArgSource, CmpOp, CompiledGraph, CompiledNode, ComputedInit, Condition, PostNode};
+pub use compiled::{
+    ArgSource, CmpOp, CompiledGraph, CompiledNode, ComputedInit, Condition, NetworkConfig, PostNode, SocketType,
+};
 pub use error::GraphError;
 pub use literal::{Literal, LiteralType};
 pub use schema::schema;
+pub use spec::NETWORK_INPUT;
 
 /// Reads and compiles the graph file at `path`; errors name the file.
 pub fn load_file(path: &Path) -> Result<CompiledGraph, GraphError> {

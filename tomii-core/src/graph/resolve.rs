@@ -6,11 +6,14 @@
 
 use std::collections::HashMap;
 
-use super::compiled::{CompiledNode, ComputedInit, Condition};
+use super::compiled::{CompiledNode, ComputedInit, Condition, NetworkConfig, SocketType};
 use super::error::{ArgGroup, Issue, Place, invalid, quote};
 use super::literal::Literal;
 use super::select::{self, Selection};
-use super::spec::{ArgSpec, EdgeKind, EdgeSpec, FactorSpec, GraphSpec, IndexSpec, InitSpec, InitValue, NodeSpec};
+use super::spec::{
+    ArgSpec, EdgeKind, EdgeSpec, FactorSpec, GraphSpec, IndexSpec, InitSpec, InitValue, NETWORK_INPUT, NetworkSpec,
+    NodeSpec,
+};
 
 /// The most instances a graph may have: ids are u32 and `u32::MAX` is kept free as a sentinel.
 pub(crate) const MAX_INSTANCES: u64 = u32::MAX as u64 - 1;
@@ -31,7 +34,13 @@ pub(crate) struct Resolved {
     pub computed: Vec<(ComputedInit, Vec<Arg>)>,
     /// Post-nodes with their (kernel) arguments; their edges name regular nodes.
     pub post: Vec<(CompiledNode, Vec<Arg>)>,
+    pub network: Option<NetworkConfig>,
 }
+
+/// The largest UDP payload over IPv4.
+const MAX_DATAGRAM: u64 = 65_507;
+/// The largest packet a TCP stream may carry.
+const MAX_STREAM_PACKET: u64 = 1 << 26;
 
 #[derive(Debug)]
 pub(crate) enum Arg {
@@ -119,8 +128,12 @@ pub(crate) fn resolve(spec: GraphSpec) -> Result<Resolved, Issue> {
         let args = node.args.iter().enumerate().map(|(k, arg)| scope.arg(node, ArgGroup::Kernel, k, arg));
         post.push((resolved, args.collect::<Result<_, _>>()?));
     }
+    let network = match &spec.network {
+        Some(network) => Some(scope.network(network, &nodes)?),
+        None => None,
+    };
     let consts = std::mem::take(&mut scope.consts);
-    Ok(Resolved { name: spec.name, inits, nodes, args, groups, consts, computed, post })
+    Ok(Resolved { name: spec.name, inits, nodes, args, groups, consts, computed, post, network })
 }
 
 /// The post-nodes' names: unique among themselves and distinct from every node's.
@@ -259,6 +272,109 @@ impl Scope<'_> {
         })
     }
 
+    /// A number of `network_config` (0 allowed) written as a number or an initialization's name.
+    fn number(&self, spec: &FactorSpec, field: &str) -> Result<u64, Issue> {
+        let at = Place::Network;
+        match spec {
+            FactorSpec::Count(count) => Ok(*count),
+            FactorSpec::Var(name) => self.lookup(name).and_then(Literal::as_u64).ok_or_else(|| {
+                Issue::Invalid(format!(
+                    "{at}: {field} {} is not a literal initialization holding a non-negative integer; define it in \
+                     \"initializations\" or write a number",
+                    quote(name)
+                ))
+            }),
+        }
+    }
+
+    /// `network_config`, resolved and checked (README, "Network sources"); `nodes` holds the
+    /// `$network` input, whose factor is `frame_packets`.
+    fn network(&mut self, spec: &NetworkSpec, nodes: &[CompiledNode]) -> Result<NetworkConfig, Issue> {
+        let at = Place::Network;
+        let socket_type = match spec.socket_type.as_str() {
+            "udp" | "UDP" => SocketType::Udp,
+            "tcp" | "TCP" => SocketType::Tcp,
+            other => return invalid(format!(r#"{at}: socket_type {} is not "udp" or "tcp""#, quote(other))),
+        };
+        let address = match self.lookup(&spec.address) {
+            Some(Literal::Str(text)) => text.clone(),
+            Some(other) => {
+                return invalid(format!(
+                    "{at}: address {} is an initialization of type {}; give it a String value such as \"127.0.0.1\"",
+                    quote(&spec.address),
+                    other.type_name()
+                ));
+            }
+            None => spec.address.clone(),
+        };
+        let address = address.parse::<std::net::IpAddr>().map_err(|_| {
+            Issue::Invalid(format!(
+                "{at}: address {} is not an IP address; write one such as \"127.0.0.1\", \"0.0.0.0\" or \"::1\"",
+                quote(&address)
+            ))
+        })?;
+        let start_port = self.number(&spec.start_port, "start_port")?;
+        let num_sockets = self.number(&spec.num_sockets, "num_sockets")?;
+        if num_sockets == 0 {
+            return invalid(format!("{at}: num_sockets is 0; a network source needs at least one socket"));
+        }
+        if start_port > 0 && start_port + num_sockets - 1 > u64::from(u16::MAX) {
+            return invalid(format!(
+                "{at}: ports {start_port}..{} go beyond 65535; lower start_port or num_sockets",
+                start_port + num_sockets - 1
+            ));
+        }
+        let packet_length = self.number(&spec.packet_length, "packet_length")?;
+        let most = if socket_type == SocketType::Udp { MAX_DATAGRAM } else { MAX_STREAM_PACKET };
+        if packet_length == 0 || packet_length > most {
+            return invalid(format!(
+                "{at}: packet_length {packet_length} is not between 1 and {most} bytes (the largest {} packet)",
+                socket_type.name()
+            ));
+        }
+        let index_function = match &spec.index_function {
+            None => None,
+            Some((function, args)) => {
+                let mut literals = Vec::with_capacity(args.len());
+                for arg in args {
+                    match self.resolve_arg(arg, at)? {
+                        Arg::Const(id) => literals.push(self.consts[id as usize].clone()),
+                        _ => {
+                            return invalid(format!(
+                                "{at}: index_function's args must be literals or $ref of literal initializations"
+                            ));
+                        }
+                    }
+                }
+                Some((function.clone(), literals))
+            }
+        };
+        let input = nodes.iter().position(|node| node.name == NETWORK_INPUT).unwrap_or(0) as u32;
+        let config = NetworkConfig {
+            socket_type,
+            address,
+            start_port: start_port as u16,
+            num_sockets: u16::try_from(num_sockets)
+                .map_err(|_| Issue::Invalid(format!("{at}: num_sockets {num_sockets} is more than 65535")))?,
+            packet_length: packet_length as u32,
+            frame_packets: nodes[input as usize].factor,
+            buffer_depth: u32::try_from(self.number(&spec.buffer_depth, "buffer_depth")?.max(1))
+                .map_err(|_| Issue::Invalid(format!("{at}: buffer_depth is too large")))?,
+            extract_packet_func: spec.extract_packet_func.clone(),
+            id_function: spec.id_function.clone(),
+            index_function,
+            input,
+        };
+        if config.reads_header() && (config.packet_length as usize) < crate::network::HEADER_LEN {
+            return invalid(format!(
+                "{at}: packet_length {packet_length} is shorter than the {}-byte packet header the runtime reads \
+                 the frame id and index from; lengthen the packets or give id_function and index_function",
+                crate::network::HEADER_LEN
+            ));
+        }
+        Ok(config)
+    }
+
     fn arg(&mut self, node: &NodeSpec, group: ArgGroup, k: usize, arg: &ArgSpec) -> Result<Arg, Issue> {
         self.resolve_arg(arg, Place::Arg(&node.name, group, k))
     }
@@ -317,6 +433,12 @@ impl Scope<'_> {
             ));
         }
         let pred = self.node_ids.get(edge.pred.as_str()).copied().ok_or_else(|| {
+            if edge.pred == NETWORK_INPUT {
+                return Issue::Invalid(format!(
+                    "{at}: reads {}, the packets of a network source, but the graph has no \"network_config\"; add one",
+                    quote(NETWORK_INPUT)
+                ));
+            }
             Issue::Invalid(format!(
                 "{at}: predecessor {} is not a node of this graph; check the name",
                 quote(&edge.pred)

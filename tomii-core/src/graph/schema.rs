@@ -3,9 +3,7 @@
 //!
 //! The schema describes the format, the parser is the final word: it also rejects what a schema
 //! cannot express (unknown or duplicate names, cycles, selections outside a predecessor, an empty
-//! range, an integer like `3.0`). Fields and argument types of the full Tomii 1.2 format that this
-//! runtime does not implement yet (`network_config`, `$network`) are in
-//! the schema with their full-format shape; the parser reports them as not supported. Must never drift from
+//! range, an integer like `3.0`, a `network_config` without `start_port`). Must never drift from
 //! `spec.rs`: `tests/schema.rs` validates every graph in the repository against it.
 
 use serde_json::{Value as Json, json};
@@ -82,8 +80,7 @@ fn defs() -> Json {
                 {"$ref": "#/$defs/typed_literal"},
                 {"$ref": "#/$defs/ref_arg"},
                 {"$ref": "#/$defs/context_arg"},
-                {"$ref": "#/$defs/edge_arg"},
-                {"$ref": "#/$defs/network_arg"}
+                {"$ref": "#/$defs/edge_arg"}
             ]
         },
         "literal": {
@@ -124,12 +121,6 @@ fn defs() -> Json {
                 {"type": "string"},
                 {"type": "null"}
             ]
-        },
-        "network_arg": {
-            "description": "Not supported yet: a network source of the full format.",
-            "type": "object",
-            "required": ["type"],
-            "properties": {"type": {"const": "$network"}}
         },
         "network_config": network_config()
     })
@@ -254,21 +245,29 @@ fn network_config() -> Json {
     let factor = json!({"$ref": "#/$defs/factor"});
     let text = json!({"type": "string"});
     json!({
-        "description": "Not supported yet: packet-driven dispatch from UDP/TCP sockets.",
+        "description": "Frames made of packets from UDP or TCP sockets; nodes read them from the input \
+            \"$network\" (README.md, \"Network sources\"). Numbers may be the names of initializations.",
         "type": ["object", "null"],
+        "additionalProperties": false,
+        "required": ["start_port", "packet_length"],
         "properties": {
-            "socket_type": text,
+            "socket_type": {"enum": ["udp", "tcp", "UDP", "TCP"]},
             "num_sockets": factor,
             "packet_length": factor,
             "frame_packets": factor,
             "stream_packets": factor,
-            "buffer_depth": {"type": "integer", "minimum": 1},
+            "buffer_depth": factor,
             "address": text,
-            "start_port": factor,
+            "start_port": {
+                "description": "Socket i binds start_port + i; 0: ports the system chooses.",
+                "anyOf": [{"type": "integer", "minimum": 0, "maximum": 65535}, {"type": "string", "minLength": 1}]
+            },
             "extract_packet_func": text,
             "id_function": text,
             "index_function": {
                 "type": "object",
+                "required": ["function"],
+                "additionalProperties": false,
                 "properties": {"function": text, "args": {"type": "array", "items": {"$ref": "#/$defs/arg"}}}
             }
         }

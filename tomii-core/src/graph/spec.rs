@@ -19,6 +19,27 @@ pub(crate) struct GraphSpec {
     pub nodes: Vec<NodeSpec>,
     /// Nodes run once, after the last frame.
     pub post_nodes: Vec<NodeSpec>,
+    /// `network_config`: packets feed the `$network` input (its node is among `nodes`).
+    pub network: Option<NetworkSpec>,
+}
+
+/// The name of the input a `network_config` block adds: nodes read packets from it.
+pub const NETWORK_INPUT: &str = "$network";
+
+/// `network_config`, checked for shape; numbers may be initializations' names.
+#[derive(Debug)]
+pub(crate) struct NetworkSpec {
+    pub socket_type: String,
+    /// A literal address, or the name of a String initialization holding one.
+    pub address: String,
+    pub start_port: FactorSpec,
+    pub num_sockets: FactorSpec,
+    pub packet_length: FactorSpec,
+    pub buffer_depth: FactorSpec,
+    pub extract_packet_func: Option<String>,
+    pub id_function: Option<String>,
+    /// `index_function`: its kernel and the arguments passed after the packet.
+    pub index_function: Option<(String, Vec<ArgSpec>)>,
 }
 
 #[derive(Debug)]
@@ -163,9 +184,22 @@ pub(crate) enum IndexSpec {
     Text(String),
 }
 
-const TOP_FIELDS: &[&str] = &["name", "initializations", "inputs", "nodes", "post_nodes"];
+const TOP_FIELDS: &[&str] = &["name", "initializations", "inputs", "nodes", "post_nodes", "network_config"];
 const INPUT_FIELDS: &[&str] = &["name", "factor"];
-const TOP_UNSUPPORTED: &[&str] = &["network_config"];
+const NETWORK_FIELDS: &[&str] = &[
+    "socket_type",
+    "address",
+    "start_port",
+    "num_sockets",
+    "packet_length",
+    "frame_packets",
+    "stream_packets",
+    "buffer_depth",
+    "extract_packet_func",
+    "id_function",
+    "index_function",
+];
+const INDEX_FUNCTION_FIELDS: &[&str] = &["function", "args"];
 const INIT_FIELDS: &[&str] = &["name", "value", "function", "func", "args", "factor"];
 const NODE_FIELDS: &[&str] =
     &["name", "function", "factor", "args", "priority", "use_workers", "loop", "loop_args", "condition", "group_size"];
@@ -182,7 +216,7 @@ pub(crate) fn read(root: &Json) -> Result<GraphSpec, Issue> {
     let Json::Object(top) = root else {
         return invalid(format!(r#"the top level must be an object with a "nodes" list, got {}"#, show(root)));
     };
-    check_fields(top, TOP_FIELDS, TOP_UNSUPPORTED, Place::Top)?;
+    check_fields(top, TOP_FIELDS, &[], Place::Top)?;
     let name = match top.get("name") {
         None | Some(Json::Null) => None,
         Some(Json::String(name)) => Some(name.clone()),
@@ -203,6 +237,20 @@ pub(crate) fn read(root: &Json) -> Result<GraphSpec, Issue> {
         }
         nodes.push(input);
     }
+    let network = match top.get("network_config") {
+        None | Some(Json::Null) => None,
+        Some(json) => {
+            let (network, frame_packets) = network(json)?;
+            if nodes.iter().any(|node| node.name == NETWORK_INPUT) {
+                return invalid(format!(
+                    "{} is the name of the packets of network_config; rename the node or input called so",
+                    quote(NETWORK_INPUT)
+                ));
+            }
+            nodes.push(input_spec(NETWORK_INPUT.to_owned(), frame_packets));
+            Some(network)
+        }
+    };
     let post_nodes = list(top.get("post_nodes"), "post_nodes", false)?;
     let post_nodes: Vec<NodeSpec> =
         post_nodes.iter().enumerate().map(|(k, json)| node(json, k)).collect::<Result<_, _>>()?;
@@ -214,7 +262,77 @@ pub(crate) fn read(root: &Json) -> Result<GraphSpec, Issue> {
             Place::Node(&post.name)
         )));
     }
-    Ok(GraphSpec { name, inits, nodes, post_nodes })
+    Ok(GraphSpec { name, inits, nodes, post_nodes, network })
+}
+
+/// `network_config` (README.md, "Network sources"), and the factor of `$network`: its
+/// `frame_packets` (or `stream_packets`).
+fn network(json: &Json) -> Result<(NetworkSpec, FactorSpec), Issue> {
+    let at = Place::Network;
+    let Json::Object(object) = json else {
+        return invalid(format!("{at} must be an object {{\"start_port\": ..., \"packet_length\": ..., ...}}"));
+    };
+    check_fields(object, NETWORK_FIELDS, &[], at)?;
+    let text = |field: &str| -> Result<Option<String>, Issue> {
+        match object.get(field) {
+            None | Some(Json::Null) => Ok(None),
+            Some(Json::String(text)) if !text.is_empty() => Ok(Some(text.clone())),
+            Some(other) => invalid(format!("{at}: {} must be a non-empty string, got {}", quote(field), show(other))),
+        }
+    };
+    let number = |field: &str, default: Option<u64>| -> Result<FactorSpec, Issue> {
+        match (object.get(field), default) {
+            (None | Some(Json::Null), Some(default)) => Ok(FactorSpec::Count(default)),
+            (None | Some(Json::Null), None) => invalid(format!("{at}: {} is missing; give a number", quote(field))),
+            (Some(Json::Number(n)), _) if n.as_u64().is_some() => Ok(FactorSpec::Count(n.as_u64().unwrap_or(0))),
+            (Some(Json::String(name)), _) if !name.is_empty() => Ok(FactorSpec::Var(name.clone())),
+            (Some(other), _) => invalid(format!(
+                "{at}: {} must be a non-negative integer or the name of an initialization holding one, got {}",
+                quote(field),
+                show(other)
+            )),
+        }
+    };
+    let frame_packets = match (object.get("frame_packets"), object.get("stream_packets")) {
+        (Some(_), Some(_)) => {
+            return invalid(format!(r#"{at}: give "frame_packets" or its other spelling "stream_packets", not both"#));
+        }
+        (None, Some(_)) => number("stream_packets", None)?,
+        _ => number("frame_packets", None)?,
+    };
+    let index_function = match object.get("index_function") {
+        None | Some(Json::Null) => None,
+        Some(Json::Object(index)) if index.is_empty() => None,
+        Some(Json::Object(index)) => {
+            check_fields(index, INDEX_FUNCTION_FIELDS, &[], at)?;
+            let function = name_field(index, "function", at, "name the kernel that gives a packet's index")?;
+            let args = arg_list(index.get("args"), "index_function.args", NETWORK_INPUT, ArgGroup::Kernel)?;
+            if args.iter().any(|arg| matches!(arg, ArgSpec::Edge(_))) {
+                return invalid(format!(
+                    "{at}: index_function's args are passed with each packet; give literals or $ref"
+                ));
+            }
+            Some((function, args))
+        }
+        Some(other) => {
+            return invalid(format!(
+                r#"{at}: "index_function" must be {{"function": KERNEL, "args": [...]}}, got {}"#,
+                show(other)
+            ));
+        }
+    };
+    let network = NetworkSpec {
+        socket_type: text("socket_type")?.unwrap_or_else(|| "udp".to_owned()),
+        address: text("address")?.unwrap_or_else(|| "127.0.0.1".to_owned()),
+        start_port: number("start_port", None)?,
+        num_sockets: number("num_sockets", Some(1))?,
+        packet_length: number("packet_length", None)?,
+        buffer_depth: number("buffer_depth", Some(128))?,
+        extract_packet_func: text("extract_packet_func")?,
+        id_function: text("id_function")?,
+        index_function,
+    };
+    Ok((network, frame_packets))
 }
 
 /// A top-level list; absent or null is empty unless `required`.
@@ -346,7 +464,12 @@ fn input(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
     let name = name_field(object, "name", Place::InputAt(position), "give every input a unique name")?;
     check_fields(object, INPUT_FIELDS, &[], Place::Input(&name))?;
     let factor = factor(object.get("factor"), Place::Input(&name))?;
-    Ok(NodeSpec {
+    Ok(input_spec(name, factor))
+}
+
+/// An input called `name` with `factor` instances.
+fn input_spec(name: String, factor: FactorSpec) -> NodeSpec {
+    NodeSpec {
         name,
         input: true,
         function: String::new(),
@@ -358,7 +481,7 @@ fn input(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
         loop_args: Vec::new(),
         condition: None,
         group_size: None,
-    })
+    }
 }
 
 fn node(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
@@ -547,6 +670,11 @@ fn arg(json: &Json, node: &str, group: ArgGroup, k: usize) -> Result<ArgSpec, Is
         "$res" => EdgeKind::Res,
         "$dep" => EdgeKind::Dep,
         "$barrier" => EdgeKind::Barrier,
+        "$network" => {
+            return invalid(format!(
+                r#"{at}: "$network" is the name of the packets, not an argument type; read them with {{"type": "$res", "predecessor": {{"name": "$network", "index": ...}}}} and give the graph a "network_config""#
+            ));
+        }
         other => return Err(Issue::Unsupported(format!("{at}: argument type {}", quote(other)))),
     };
     check_fields(object, EDGE_FIELDS, &[], at)?;

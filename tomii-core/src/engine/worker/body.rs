@@ -80,6 +80,9 @@ impl Engine<'_> {
         instance: u32,
         frame: u64,
     ) -> Result<Option<TomiiValue>, RunError> {
+        if self.abandonable && self.table.slot(slot).abandoned.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(None); // its source gave up on the frame
+        }
         if let Some(condition) = &self.conditions[node as usize]
             && !self.condition_holds(local, condition, node, slot, instance, frame)?
         {

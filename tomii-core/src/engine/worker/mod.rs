@@ -26,7 +26,7 @@ use setup::{bind_conditions, check_config, scheduler_setup, templates};
 use fault::Containment;
 
 use super::clock::{Clock, Ticks};
-use super::door::Door;
+use super::door::{Door, Opened, Request};
 use super::report::{self, NodeCounters, WorkerCounters};
 use super::sleep::{Sleep, Wake};
 use super::slots::{SlotTable, decode_handle, encode_handle};
@@ -67,6 +67,9 @@ pub(super) struct Engine<'a> {
     hooks: &'static TomiiSchedulerVtable,
     /// Per node: its kernel and how its tasks run.
     runs: Vec<NodeRun>,
+    /// Whether the source may abandon a frame (README.md, "Inputs delivered one by one"): every
+    /// body then looks at its slot's `abandoned` flag first.
+    abandonable: bool,
     /// Per node: its condition, bound to the condition's function.
     conditions: Vec<Option<BoundCondition>>,
     /// The values of the computed initializations, element by element (README, "Computed
@@ -99,7 +102,9 @@ pub(super) struct Engine<'a> {
     timing: bool,
     /// Frames started: the next frame's number.
     frames_started: AtomicU64,
+    /// Frames that completed with every input (the others were abandoned by their source).
     frames_done: AtomicU64,
+    frames_abandoned: AtomicU64,
     /// Set when a stop was requested (`RunConfig::stop`) before the source ended.
     interrupted: AtomicBool,
     /// Set when the run finished or failed; workers exit when they see it.
@@ -220,7 +225,7 @@ impl<'a> Engine<'a> {
                 let variadic = kernel.flags & TOMII_KERNEL_VARIADIC != 0;
                 // A loop of one iteration still appends its loop arguments: not simple.
                 let looped = node.iterations > 1 || !graph.loop_args_of(node.first).is_empty();
-                let simple = !variadic && node.condition.is_none() && !looped;
+                let simple = !variadic && node.condition.is_none() && !looped && graph.network.is_none();
                 NodeRun { kernel, variadic, simple, grouped: node.group_size > 1 }
             })
             .collect();
@@ -255,11 +260,18 @@ impl<'a> Engine<'a> {
             hooks: scheduler.hooks(),
             scheduler,
             runs,
+            abandonable: graph.network.is_some(),
             conditions,
             computed,
             post_kernels,
             source,
-            door: Arc::new(Door::new(config.slots, config.workers, Arc::clone(&sleep), host.clone())),
+            door: Arc::new(Door::new(
+                config.slots,
+                graph.inputs.len(),
+                config.workers,
+                Arc::clone(&sleep),
+                host.clone(),
+            )),
             wants_outputs: source.wants_outputs(),
             held: (0..if graph.post.is_empty() { 0 } else { config.slots }).map(|_| Mutex::new(None)).collect(),
             node_names,
@@ -273,6 +285,7 @@ impl<'a> Engine<'a> {
             timing,
             frames_started: AtomicU64::new(0),
             frames_done: AtomicU64::new(0),
+            frames_abandoned: AtomicU64::new(0),
             interrupted: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             stopped_at: OnceLock::new(),
@@ -298,13 +311,13 @@ impl<'a> Engine<'a> {
 
     /// Gives the source the door, then asks it for a frame for every slot, from the host thread.
     fn start_first_frames(&self, latency: &mut Histogram<u64>) -> Result<(), RunError> {
-        self.source.attach(&self.door);
+        self.source.attach(&self.door)?;
         let mut pusher = Pusher { worker: TOMII_NO_WORKER, ready: Vec::with_capacity(PUSH_CHUNK), self_take: false };
         for slot in 0..self.config.slots {
             match self.next_frame() {
                 NextFrame::Start { tag, inputs } => {
                     self.door.count_start();
-                    self.start_frame(&mut pusher, slot, tag, inputs, latency)?;
+                    self.start_frame(&mut pusher, slot, (tag, 0), Some(inputs), latency)?;
                 }
                 NextFrame::NotYet => self.door.release_slot(slot),
                 NextFrame::Done => break,
@@ -853,13 +866,14 @@ impl<'a> Engine<'a> {
     }
 
     /// Starts the frame the source tagged `tag` in `slot`, which the caller holds: a new
-    /// generation, its root tasks, then its inputs (README.md, "Frames and their source").
+    /// generation, its root tasks, then its inputs, unless they come later, one by one (README.md,
+    /// "Frames and their source").
     fn start_frame(
         &self,
         pusher: &mut Pusher,
         slot: u32,
-        tag: u64,
-        inputs: Vec<Value>,
+        (tag, serial): (u64, u64),
+        inputs: Option<Vec<Value>>,
         latency: &mut Histogram<u64>,
     ) -> Result<(), RunError> {
         if let Some(held) = self.held.get(slot as usize) {
@@ -870,7 +884,7 @@ impl<'a> Engine<'a> {
         }
         let now = self.clock.now();
         let frame = self.frames_started.fetch_add(1, Ordering::Relaxed);
-        let generation = self.table.begin_frame(slot, frame, tag, now);
+        let generation = self.table.begin_frame(slot, frame, tag, serial, now);
         if let Some(started) = self.hook(self.hooks.frame_started) {
             // SAFETY: valid scheduler state.
             unsafe { started(self.scheduler.state(), frame, slot) };
@@ -879,21 +893,9 @@ impl<'a> Engine<'a> {
             self.stage(pusher, root, slot, generation, frame, now, TOMII_NO_WORKER)?;
         }
         let mut completed = false;
-        for (&instance, value) in self.graph.inputs.iter().zip(inputs) {
-            // The input's own claim: it is never run, and an ejection's scan must not queue it.
-            let _ = self.table.claim(slot, instance, generation);
-            let raw = value.into_raw();
-            if self.keeps_result[instance as usize] {
-                // SAFETY: the input's cell belongs to the frame's start in this generation.
-                unsafe { self.table.store_result(slot, instance, raw) };
-            } else {
-                // SAFETY: an owned value nobody reads.
-                drop(unsafe { Value::from_raw(raw) });
-            }
+        for (&instance, value) in self.graph.inputs.iter().zip(inputs.into_iter().flatten()) {
             let claimed = Claimed { slot, instance, generation, frame };
-            self.release_successors(pusher, claimed, now, false)?;
-            let is_sink = self.graph.successors(instance).is_empty();
-            completed |= is_sink && self.table.complete_sink(slot, generation);
+            completed |= self.give_input(pusher, claimed, value, now)?;
         }
         self.flush(pusher)?;
         if completed {
@@ -902,13 +904,89 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
-    /// Starts every frame handed in through the door (README.md, "Frames and their source").
+    /// Gives input instance `claimed.instance` of the frame its value: stored like a task's
+    /// result, its arrival counted on its successors (pushing those it made ready). True when
+    /// that completed the frame (the input is a sink). An input that already has its value (its
+    /// frame was abandoned first) keeps it, and `value` is dropped.
+    fn give_input(&self, pusher: &mut Pusher, claimed: Claimed, value: Value, now: Ticks) -> Result<bool, RunError> {
+        let Claimed { slot, instance, generation, .. } = claimed;
+        // The input's own claim: it is never run, and an ejection's scan must not queue it.
+        if self.table.claim(slot, instance, generation).is_err() {
+            return Ok(false);
+        }
+        let raw = value.into_raw();
+        if self.keeps_result[instance as usize] {
+            // SAFETY: the claim gives this call the input's cell in this generation.
+            unsafe { self.table.store_result(slot, instance, raw) };
+        } else {
+            // SAFETY: an owned value nobody reads.
+            drop(unsafe { Value::from_raw(raw) });
+        }
+        self.release_successors(pusher, claimed, now, false)?;
+        let is_sink = self.graph.successors(instance).is_empty();
+        Ok(is_sink && self.table.complete_sink(slot, generation))
+    }
+
+    /// Serves the door's requests in order, unless another worker is serving them (README.md,
+    /// "Frames and their source").
     #[cold]
     fn serve_door(&self, local: &mut Local) -> Result<(), RunError> {
-        while let Some(request) = self.door.take_request() {
-            // This worker pops next: it takes one of the frame's first tasks itself.
-            local.pusher.self_take = true;
-            self.start_frame(&mut local.pusher, request.slot, request.tag, request.inputs, &mut local.latency)?;
+        let Some(serving) = self.door.serve() else { return Ok(()) };
+        while let Some(request) = self.door.take_request(&serving) {
+            let (pusher, latency) = (&mut local.pusher, &mut local.latency);
+            match request {
+                Request::Start { slot, serial, tag, inputs } => {
+                    // This worker pops next: it takes one of the frame's first tasks itself.
+                    pusher.self_take = true;
+                    self.start_frame(pusher, slot, (tag, serial), inputs, latency)?;
+                }
+                Request::Deliver { frame, input, value } => {
+                    let instance = self.graph.inputs[input as usize];
+                    // A value for a frame no longer in its slot (abandoned, then completed) is
+                    // dropped: it must not reach the slot's next frame.
+                    let Some(claimed) = self.opened(frame, instance) else { continue };
+                    if self.give_input(pusher, claimed, value, self.clock.now())? {
+                        self.finish_frame(pusher, frame.slot, claimed.frame, latency)?;
+                    }
+                    self.flush(pusher)?;
+                }
+                Request::Abandon { frame } => self.abandon_frame(pusher, frame, latency)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// `instance` in the frame the door opened as `frame`, if that frame is still in its slot.
+    fn opened(&self, frame: Opened, instance: u32) -> Option<Claimed> {
+        let state = self.table.slot(frame.slot);
+        let generation = state.generation.load(Ordering::Acquire);
+        (state.busy.load(Ordering::Relaxed) && state.serial.load(Ordering::Relaxed) == frame.serial).then(|| Claimed {
+            slot: frame.slot,
+            instance,
+            generation,
+            frame: state.frame.load(Ordering::Relaxed),
+        })
+    }
+
+    /// The source gave up on `frame`: its tasks not yet run are skipped from now on, and its inputs
+    /// without a value get NONE, so that the frame completes (as abandoned).
+    fn abandon_frame(&self, pusher: &mut Pusher, frame: Opened, latency: &mut Histogram<u64>) -> Result<(), RunError> {
+        if self.opened(frame, 0).is_none() {
+            return Ok(());
+        }
+        // Before any NONE is given: a task they make ready sees the flag.
+        self.table.slot(frame.slot).abandoned.store(true, Ordering::Release);
+        let now = self.clock.now();
+        let mut completed = None;
+        for &instance in &self.graph.inputs {
+            let Some(claimed) = self.opened(frame, instance) else { break };
+            if self.give_input(pusher, claimed, Value::none(), now)? {
+                completed = Some(claimed.frame);
+            }
+        }
+        self.flush(pusher)?;
+        if let Some(number) = completed {
+            self.finish_frame(pusher, frame.slot, number, latency)?;
         }
         Ok(())
     }
@@ -924,7 +1002,12 @@ impl<'a> Engine<'a> {
     ) -> Result<(), RunError> {
         let state = self.table.slot(slot);
         let latency_ns = self.clock.ns_between(state.started.load(Ordering::Relaxed), self.clock.now());
-        latency.saturating_record(latency_ns.max(1));
+        let abandoned = state.abandoned.load(Ordering::Relaxed);
+        if abandoned {
+            self.frames_abandoned.fetch_add(1, Ordering::Relaxed);
+        } else {
+            latency.saturating_record(latency_ns.max(1));
+        }
         if let Some(completed) = self.hook(self.hooks.frame_completed) {
             // SAFETY: valid scheduler state.
             unsafe { completed(self.scheduler.state(), frame, slot, latency_ns) };
@@ -935,10 +1018,12 @@ impl<'a> Engine<'a> {
             self.door.count_start();
         }
         let last = self.door.count_done();
-        self.frames_done.fetch_add(1, Ordering::AcqRel);
+        if !abandoned {
+            self.frames_done.fetch_add(1, Ordering::AcqRel);
+        }
         state.busy.store(false, Ordering::Relaxed);
         let outputs = self.wants_outputs.then_some(Vec::new());
-        let done = FrameDone { tag, frame, latency_ns, outputs, completed: true };
+        let done = FrameDone { tag, frame, latency_ns, outputs, completed: true, abandoned };
         match self.held.get(slot as usize) {
             // The post-nodes may read this frame's results: they stay in the slot until it is
             // reused, or until the post-nodes ran.
@@ -946,7 +1031,7 @@ impl<'a> Engine<'a> {
             None => self.hand_over(slot, done),
         }
         match next {
-            NextFrame::Start { tag, inputs } => self.start_frame(pusher, slot, tag, inputs, latency)?,
+            NextFrame::Start { tag, inputs } => self.start_frame(pusher, slot, (tag, 0), Some(inputs), latency)?,
             NextFrame::NotYet => self.door.release_slot(slot),
             NextFrame::Done => {}
         }
@@ -1047,13 +1132,15 @@ impl<'a> Engine<'a> {
             }
         }
         self.hand_back_lost();
+        let section = self.source.finish();
         if let Some(error) = failure {
             return Err(error);
         }
         let post_outputs = post_outputs?;
         trace_error
             .map_err(|reason| RunError::Io { path: self.config.trace_file.clone().unwrap_or_default(), reason })?;
-        let report = self.report(&counters, &latency, &sink, wall_s);
+        let mut report = self.report(&counters, &latency, &sink, wall_s);
+        report.source_section.extend(section.map(|section| (self.source.kind(), section)));
         let trace = sink.into_records();
         Ok(RunOutcome { report, trace, outputs: Vec::new(), post_outputs, clock: self.clock })
     }
@@ -1061,21 +1148,30 @@ impl<'a> Engine<'a> {
     /// Tells the source of every frame that will not complete: handed in but never started, or in
     /// a slot when the run ended.
     fn hand_back_lost(&self) {
-        for request in self.door.drain() {
+        for tag in self.door.drain() {
             let frame = u64::MAX;
             self.source.frame_done(FrameDone {
-                tag: request.tag,
+                tag,
                 frame,
                 latency_ns: 0,
                 outputs: None,
                 completed: false,
+                abandoned: false,
             });
         }
         for slot in 0..self.config.slots {
             let state = self.table.slot(slot);
             if state.busy.swap(false, Ordering::Relaxed) {
                 let (tag, frame) = (state.tag.load(Ordering::Relaxed), state.frame.load(Ordering::Relaxed));
-                self.source.frame_done(FrameDone { tag, frame, latency_ns: 0, outputs: None, completed: false });
+                let abandoned = state.abandoned.load(Ordering::Relaxed);
+                self.source.frame_done(FrameDone {
+                    tag,
+                    frame,
+                    latency_ns: 0,
+                    outputs: None,
+                    completed: false,
+                    abandoned,
+                });
             }
         }
     }
@@ -1101,6 +1197,7 @@ impl<'a> Engine<'a> {
             workers: self.config.workers,
             slots: self.config.slots,
             frames,
+            frames_abandoned: self.frames_abandoned.load(Ordering::Relaxed),
             tasks,
             tasks_inlined: counters.iter().map(|c| c.inlined).sum(),
             inline_continuation: self.config.inline_continuation,
@@ -1121,6 +1218,7 @@ impl<'a> Engine<'a> {
                 .filter_map(|(figures, node)| (!node.input).then_some(figures))
                 .collect(),
             per_worker: report::per_worker(counters, &self.clock, wall_s, self.timing),
+            source_section: Default::default(),
         }
     }
 }

@@ -63,9 +63,45 @@ fn unknown_fields() {
 fn unsupported_features() {
     let message = error(one(json!({"name": "x", "function": "f", "group_size": 0})));
     assert_mentions(&message, &[r#"node "x": group_size 0 is not a positive integer"#]);
-    let message = error(json!({"nodes": [{"name": "x", "function": "f"}], "network_config": [{"name": "p"}]}));
-    assert_mentions(&message, &[r#""network_config" is not supported"#]);
-    assert_mentions(&arg_error(json!({"type": "$network", "port": 1})), &[r#"argument type "$network""#]);
+}
+
+/// A graph reading packets, with `network_config` as given.
+fn network(config: serde_json::Value) -> String {
+    error(json!({
+        "network_config": config,
+        "nodes": [{"name": "x", "function": "f", "args": [{"type": "$res", "predecessor": {"name": "$network"}}]}]
+    }))
+}
+
+#[test]
+fn network_config_errors_name_the_field() {
+    let ok = json!({"start_port": 9000, "packet_length": 64, "frame_packets": 4});
+    let with = |key: &str, value: serde_json::Value| {
+        let mut config = ok.clone();
+        config[key] = value;
+        network(config)
+    };
+    assert_mentions(&network(json!([{"name": "p"}])), &["network_config must be an object"]);
+    assert_mentions(
+        &network(json!({"packet_length": 64, "frame_packets": 4})),
+        &["network_config", r#""start_port" is missing"#],
+    );
+    assert_mentions(&with("packet_length", json!(8)), &["packet_length 8", "16-byte packet header", "id_function"]);
+    assert_mentions(&with("packet_length", json!(70000)), &["packet_length 70000", "65507"]);
+    assert_mentions(&with("address", json!("example.org")), &[r#"address "example.org" is not an IP address"#]);
+    assert_mentions(&with("socket_type", json!("sctp")), &[r#"socket_type "sctp""#]);
+    let mut beyond = ok.clone();
+    (beyond["start_port"], beyond["num_sockets"]) = (json!(65535), json!(2));
+    assert_mentions(&network(beyond), &["ports 65535..65536 go beyond 65535"]);
+    assert_mentions(&with("frame_packets", json!("n")), &[r#"factor "n" is not an initialization"#]);
+    assert_mentions(&with("porrt", json!(1)), &[r#"unknown field "porrt" in network_config"#]);
+    let both = with("stream_packets", json!(4));
+    assert_mentions(&both, &[r#""frame_packets" or its other spelling "stream_packets""#]);
+    let without = error(json!({"nodes": [{"name": "x", "function": "f",
+        "args": [{"type": "$res", "predecessor": {"name": "$network"}}]}]}));
+    assert_mentions(&without, &[r#"reads "$network""#, r#"no "network_config"; add one"#]);
+    let as_type = arg_error(json!({"type": "$network", "port": 1}));
+    assert_mentions(&as_type, &[r#""$network" is the name of the packets"#, r#""predecessor": {"name": "$network""#]);
 }
 
 #[test]
@@ -273,9 +309,9 @@ fn file_that_is_not_utf8() {
 
 #[test]
 fn error_kinds() {
-    let e =
-        parse_str("g.json", r#"{"nodes": [{"name": "x", "function": "f"}], "network_config": {"a": 1}}"#).unwrap_err();
-    assert!(matches!(e, GraphError::Unsupported { .. }));
+    let post = r#"{"nodes": [{"name": "x", "function": "f"}],
+                   "post_nodes": [{"name": "p", "function": "f", "loop": {"name": "l", "factor": 2}}]}"#;
+    assert!(matches!(parse_str("g.json", post).unwrap_err(), GraphError::Unsupported { .. }));
     let e = parse_str("g.json", "[").unwrap_err();
     assert!(matches!(e, GraphError::Syntax { .. }));
 }

@@ -1,0 +1,140 @@
+"""Graphs fed by packets, in-process: `Graph.network()` builds the `network_config` block,
+`run_graph` receives while `tomii.send` sends on loopback (UDP and TCP, a port chosen free at run
+time), and every frame's sink equals the checksum recomputed from the packets; the report counts
+packets and drops; bad settings and a port in use are errors that name them."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from typing import Any
+
+import pytest
+from reference import SYNTHETIC, checksum, fnv1a
+
+import tomii as tm
+import tomii.network as net
+
+PACKET = 48
+PACKETS = 4
+
+
+def free_port(kind: int) -> int:
+    """A port nothing listens on now (the run binds it moments later)."""
+    with socket.socket(socket.AF_INET, kind) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def pipeline(socket_type: str, port: int) -> tm.Graph:
+    """`fft` instance i reads packet i; `sum` reads every `fft`."""
+    app = tm.Graph()
+    packets = app.network(
+        socket_type=socket_type,
+        address="127.0.0.1",
+        start_port=port,
+        num_sockets=1,
+        packet_length=PACKET,
+        frame_packets=PACKETS,
+    )
+    fft = app.node("fft", func="checksum", factor=PACKETS, args=[packets.out()])
+    app.node("sum", func="checksum", args=[fft.out(0, PACKETS)])
+    return app
+
+
+def expected_sum(number: int, frame_id: int) -> int:
+    """The sink of frame number `number`, made of the generated packets of frame `frame_id`."""
+    ffts = [
+        checksum("fft", i, number, [fnv1a(net.packet(frame_id, i, PACKET))])
+        for i in range(PACKETS)
+    ]
+    return checksum("sum", 0, number, ffts)
+
+
+def run_while_sending(app: tm.Graph, frames: int, **knobs: Any) -> tm.RunResult:
+    """Runs `app` for `frames` frames while this thread sends them, paced."""
+    result: dict[str, Any] = {}
+
+    def receive() -> None:
+        try:
+            result["run"] = app.run(dylib=SYNTHETIC, frames=frames, workers=2, slots=4, **knobs)
+        except Exception as error:  # raised again on the test's thread
+            result["error"] = error
+
+    receiver = threading.Thread(target=receive)
+    receiver.start()
+    try:
+        for _ in range(200):  # until the run has bound its socket
+            try:
+                net.send(app, frames=frames, rate=20_000)
+                break
+            except tm.TomiiError:
+                threading.Event().wait(0.05)
+    finally:
+        receiver.join(timeout=60)
+    assert not receiver.is_alive(), "the run did not end"
+    if "error" in result:
+        raise result["error"]
+    run: tm.RunResult = result["run"]
+    return run
+
+
+@pytest.mark.parametrize("socket_type", ["udp", "tcp"])
+def test_frames_from_packets_match_the_reference(socket_type: str) -> None:
+    kind = socket.SOCK_DGRAM if socket_type == "udp" else socket.SOCK_STREAM
+    app = pipeline(socket_type, free_port(kind))
+    frames = 30
+    # UDP: the sender waits until the run listens, so packets sent earlier are refused, not lost.
+    run = run_while_sending(app, frames, on_slots_busy="wait")
+    assert run.report["frames"] == frames
+    network = run.report["network"]
+    assert network["socket_type"] == socket_type
+    assert network["frames_complete"] == frames
+    assert network["packets_accepted"] == frames * PACKETS
+    for number, outputs in enumerate(run.outputs):
+        # One socket, one receiver, packets in order: frame number k is frame id k.
+        assert outputs[-1] == ("sum", 0, expected_sum(number, number)), f"frame {number}"
+
+
+def test_the_builder_writes_the_network_block_and_returns_the_packets() -> None:
+    app = tm.Graph()
+    port = app.var("port", 9000)
+    packets = app.network(start_port=port, packet_length=64, frame_packets=8)
+    app.node("a", func="checksum", factor=8, args=[packets.out()])
+    graph = app.to_dict()
+    assert graph["network_config"] == {
+        "buffer_depth": 128,
+        "start_port": "port",
+        "packet_length": 64,
+        "frame_packets": 8,
+    }
+    assert graph["nodes"][0]["args"][0]["predecessor"]["name"] == "$network"
+    with pytest.raises(ValueError, match="frame_packets is required"):
+        tm.Graph().network(start_port=1, packet_length=64)
+    with pytest.raises(ValueError, match="unknown key"):
+        tm.Graph().network(start_port=1, packet_length=64, frame_packets=1, port=3)
+
+
+def test_a_port_in_use_is_an_error_naming_it() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        with pytest.raises(tm.ConfigError, match=f"udp 127.0.0.1:{port}: the port is in use"):
+            pipeline("udp", port).run(dylib=SYNTHETIC, frames=1)
+
+
+def test_bad_network_knobs_are_config_errors() -> None:
+    app = pipeline("udp", free_port(socket.SOCK_DGRAM))
+    with pytest.raises(tm.ConfigError, match="on_slots_busy"):
+        app.run(dylib=SYNTHETIC, on_slots_busy="sometimes")
+    with pytest.raises(tm.ConfigError, match="frame_window 2 is smaller than slots 4"):
+        app.run(dylib=SYNTHETIC, slots=4, frame_window=2)
+
+
+def test_knob_space_keeps_network_knobs_only_for_network_graphs() -> None:
+    with_network = tm.knob_space(pipeline("udp", 9000).to_dict())
+    assert "receiver_threads" in {k["name"] for k in with_network["knobs"]}
+    plain = tm.knob_space(tm.graphs.fork_join(4, 2))
+    assert "receiver_threads" not in {k["name"] for k in plain["knobs"]}
+    assert "receiver_threads" in {k["name"] for k in plain["excluded"]}

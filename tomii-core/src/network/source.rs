@@ -1,0 +1,482 @@
+//! The network source (README.md beside this file): frames made of packets. Each packet is
+//! decoded (`extract_packet_func`), given its frame id and index (`id_function`,
+//! `index_function`, or the packet header), and, with packet-driven dispatch, delivered through the
+//! door as the value of its `$network` instance the moment it arrives; a frame opens at its first
+//! packet and its reception ends at its last, or at its deadline.
+
+use std::ffi::CString;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tomii_types::abi::{TOMII_NO_WORKER, TOMII_OK, TomiiCallCtx, TomiiErrorBuf, TomiiValue};
+use tomii_types::kernel::{Value, ValueRef};
+
+use super::pool::PacketPool;
+use super::receive::{self, Endpoint, Local, Sink};
+use super::window::{Cause, Counts, Shape, Verdict, Window};
+use super::{Dispatch, NetworkOptions, WhenBusy, read_header};
+use crate::engine::{Door, FrameDone, FrameOutputs, FrameSource, NextFrame, RunConfig, RunError};
+use crate::graph::{CompiledGraph, NetworkConfig};
+use crate::plugin::{Kernel, KernelSet};
+
+/// How often a receiver looks for frames past their deadline, at most.
+const EXPIRE_EVERY_NS: u64 = 1_000_000;
+
+/// Frames from packets on a graph's `network_config` sockets; bound by [`NetworkSource::bind`],
+/// receiving once the run has attached it.
+pub struct NetworkSource {
+    shared: Arc<Shared>,
+    /// The sockets, until the receivers take them.
+    endpoints: Mutex<Option<Vec<Endpoint>>>,
+    receivers: Mutex<Vec<JoinHandle<()>>>,
+    ports: Vec<u16>,
+    recv_buffer: usize,
+}
+
+/// What the receivers share with the run.
+struct Shared {
+    config: NetworkConfig,
+    options: NetworkOptions,
+    window: Mutex<Window>,
+    counts: Counts,
+    pool: Arc<PacketPool>,
+    door: OnceLock<Arc<Door>>,
+    epoch: Instant,
+    next_expiry_ns: AtomicU64,
+    extract: Option<Kernel>,
+    id: Option<Kernel>,
+    /// The index function and its constant arguments.
+    index: Option<(Kernel, Vec<Value>)>,
+    /// `$network`, the node name source kernels see.
+    node: CString,
+    /// The first source kernel failure, for the report.
+    first_error: Mutex<Option<String>>,
+    /// Set when the run is over: the receivers return.
+    stop: AtomicBool,
+    /// Per frame, by the engine's frame number, when collecting outputs.
+    outputs: Option<Mutex<Vec<FrameOutputs>>>,
+}
+
+impl NetworkSource {
+    /// Binds the sockets of `graph`'s `network_config` and makes the packet buffers, for a run
+    /// configured by `config`; resolves the source kernels in `kernels`.
+    pub fn bind(graph: &CompiledGraph, kernels: &KernelSet, config: &RunConfig) -> Result<Self, RunError> {
+        let network = graph.network.clone().ok_or_else(|| {
+            RunError::Config(format!("{}: the graph has no network_config; a network source needs one", graph.source))
+        })?;
+        if let Some(other) = graph.nodes.iter().find(|node| node.input && node.name != crate::graph::NETWORK_INPUT) {
+            return Err(RunError::Config(format!(
+                "{}: input {:?}: a graph with a network_config takes its inputs from packets only ($network)",
+                graph.source, other.name
+            )));
+        }
+        let options = config.network.clone();
+        check_options(&options, config.slots)?;
+        let resolve = |what: &str, name: &str| kernels.resolve(|| format!("network_config {what}"), name);
+        let extract = network.extract_packet_func.as_deref().map(|f| resolve("extract_packet_func", f)).transpose()?;
+        let id = network.id_function.as_deref().map(|f| resolve("id_function", f)).transpose()?;
+        let index = match &network.index_function {
+            Some((function, args)) => {
+                Some((resolve("index_function", function)?, args.iter().map(|literal| literal.to_value()).collect()))
+            }
+            None => None,
+        };
+        let sockets = receive::bind(&network, options.socket_recv_buf_bytes).map_err(RunError::Config)?;
+        let collect = options.dispatch == Dispatch::Frame;
+        let held_frames = u64::from(config.slots) + if collect { u64::from(options.frame_window) } else { 0 };
+        let buffers = held_frames * u64::from(network.frame_packets)
+            + u64::from(network.num_sockets) * u64::from(network.buffer_depth);
+        let buffers = u32::try_from(buffers).map_err(|_| {
+            RunError::Config(format!(
+                "{}: network_config: {buffers} packet buffers (slots × frame_packets + num_sockets × buffer_depth) is too many",
+                graph.source
+            ))
+        })?;
+        let shape = Shape {
+            frame_packets: network.frame_packets,
+            capacity: options.frame_window,
+            collect,
+            wait: options.on_slots_busy == WhenBusy::Wait,
+            timeout_ns: u64::try_from(options.frame_timeout.as_nanos()).unwrap_or(u64::MAX),
+            frames: config.frames,
+        };
+        let shared = Shared {
+            pool: PacketPool::new(buffers, network.packet_length as usize + 1),
+            window: Mutex::new(Window::new(shape)),
+            counts: Counts::default(),
+            door: OnceLock::new(),
+            epoch: Instant::now(),
+            next_expiry_ns: AtomicU64::new(0),
+            extract,
+            id,
+            index,
+            node: CString::new(crate::graph::NETWORK_INPUT).unwrap_or_default(),
+            first_error: Mutex::new(None),
+            stop: AtomicBool::new(false),
+            outputs: config.collect_outputs.then(|| Mutex::new(Vec::new())),
+            config: network,
+            options,
+        };
+        Ok(NetworkSource {
+            shared: Arc::new(shared),
+            endpoints: Mutex::new(Some(sockets.endpoints)),
+            receivers: Mutex::new(Vec::new()),
+            ports: sockets.ports,
+            recv_buffer: sockets.recv_buffer,
+        })
+    }
+
+    /// The ports bound, in socket order (the system's choice where `start_port` is 0).
+    pub fn ports(&self) -> &[u16] {
+        &self.ports
+    }
+
+    /// Packets read from the sockets so far (kept or dropped).
+    pub fn packets_received(&self) -> u64 {
+        self.shared.counts.received.load(Ordering::Relaxed)
+    }
+
+    /// Where the source listens, as `udp 127.0.0.1:9000-9003`.
+    pub fn describe(&self) -> String {
+        let config = &self.shared.config;
+        let first = receive::show(std::net::SocketAddr::new(config.address, self.ports[0]));
+        let ports = match self.ports.as_slice() {
+            [_] => first,
+            [.., last] if self.ports.windows(2).all(|p| p[1] == p[0] + 1) => format!("{first}-{last}"),
+            _ => format!("{first} and {} more ports", self.ports.len() - 1),
+        };
+        format!("{} {ports}", config.socket_type.name())
+    }
+
+    /// The outputs collected, one entry per frame in the engine's frame order (frames that did
+    /// not complete have none).
+    pub fn into_outputs(self) -> Vec<FrameOutputs> {
+        let shared = &self.shared;
+        shared.outputs.as_ref().map(|o| std::mem::take(&mut *lock(o))).unwrap_or_default()
+    }
+
+    /// Stops the receivers and waits for them.
+    fn stop_receivers(&self) {
+        self.shared.stop.store(true, Ordering::Release);
+        for receiver in std::mem::take(&mut *lock(&self.receivers)) {
+            let _ = receiver.join();
+        }
+    }
+}
+
+impl Drop for NetworkSource {
+    fn drop(&mut self) {
+        self.stop_receivers();
+    }
+}
+
+/// The options, checked against the run: one line each.
+fn check_options(options: &NetworkOptions, slots: u32) -> Result<(), RunError> {
+    if options.receiver_threads == 0 {
+        return Err(RunError::Config("receiver_threads is 0; a network source needs at least one".into()));
+    }
+    if options.frame_window < slots {
+        return Err(RunError::Config(format!(
+            "frame_window {} is smaller than slots {slots}: every slot could not hold a frame; raise frame_window",
+            options.frame_window
+        )));
+    }
+    Ok(())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl FrameSource for NetworkSource {
+    fn next_frame(&self) -> NextFrame {
+        NextFrame::NotYet // frames open as packets arrive, through the door
+    }
+
+    fn wants_outputs(&self) -> bool {
+        self.shared.outputs.is_some()
+    }
+
+    fn frame_done(&self, done: FrameDone) {
+        let now = self.shared.now_ns();
+        lock(&self.shared.window).frame_done(done.tag, done.completed && !done.abandoned, now);
+        if let (Some(outputs), Some(frame)) = (&self.shared.outputs, done.outputs) {
+            let mut outputs = lock(outputs);
+            let at = done.frame as usize;
+            if outputs.len() <= at {
+                outputs.resize_with(at + 1, Vec::new);
+            }
+            outputs[at] = frame;
+        }
+    }
+
+    fn attach(&self, door: &Arc<Door>) -> Result<(), RunError> {
+        let _ = self.shared.door.set(Arc::clone(door));
+        let endpoints = lock(&self.endpoints).take().unwrap_or_default();
+        let threads = (self.shared.options.receiver_threads as usize).min(endpoints.len()).max(1);
+        let mut shares: Vec<Vec<Endpoint>> = (0..threads).map(|_| Vec::new()).collect();
+        for (k, endpoint) in endpoints.into_iter().enumerate() {
+            shares[k % threads].push(endpoint);
+        }
+        let mut receivers = lock(&self.receivers);
+        for (k, share) in shares.into_iter().enumerate() {
+            let shared = Arc::clone(&self.shared);
+            let spawned = std::thread::Builder::new().name(format!("tomii-receive-{k}")).spawn(move || {
+                if let Err(error) = receive::receive(&*shared, share) {
+                    shared.record_error(format!("a receiver stopped: {error}"));
+                    shared.end();
+                }
+            });
+            match spawned {
+                Ok(handle) => receivers.push(handle),
+                Err(error) => {
+                    self.shared.end();
+                    return Err(RunError::Internal(format!("cannot start a receiver thread: {error}")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn kind(&self) -> &'static str {
+        "network"
+    }
+
+    fn planned(&self) -> Option<u64> {
+        let frames = lock(&self.shared.window).planned();
+        (frames > 0).then_some(frames)
+    }
+
+    fn finish(&self) -> Option<serde_json::Value> {
+        self.stop_receivers();
+        Some(self.report())
+    }
+}
+
+impl NetworkSource {
+    /// The report's `network` section.
+    fn report(&self) -> serde_json::Value {
+        let (shared, counts) = (&self.shared, &self.shared.counts);
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let dropped: serde_json::Map<String, serde_json::Value> =
+            Cause::ALL.iter().map(|&cause| (cause.name().to_owned(), counts.dropped(cause).into())).collect();
+        let window = lock(&shared.window);
+        let options = &shared.options;
+        json!({
+            "socket_type": shared.config.socket_type.name(),
+            "address": shared.config.address.to_string(),
+            "ports": self.ports,
+            "receiver_threads": options.receiver_threads.min(self.ports.len() as u32),
+            "recv_buffer_bytes": self.recv_buffer,
+            "dispatch": options.dispatch.name(),
+            "on_slots_busy": options.on_slots_busy.name(),
+            "frame_timeout_ms": options.frame_timeout.as_millis() as u64,
+            "frame_window": options.frame_window,
+            "packet_length": shared.config.packet_length,
+            "frame_packets": shared.config.frame_packets,
+            "packet_buffers": shared.pool.capacity(),
+            "packets_received": load(&counts.received),
+            "packets_accepted": load(&counts.accepted),
+            "packets_dropped": dropped,
+            "frames_complete": load(&counts.complete),
+            "frames_incomplete": load(&counts.incomplete),
+            "frames_dropped": load(&counts.dropped_frames),
+            "frames_failed": load(&counts.failed),
+            "connections": load(&counts.connections),
+            "first_source_error": *lock(&shared.first_error),
+            "latency_from_first_packet_us": crate::engine::latency_summary(&window.latency),
+        })
+    }
+}
+
+impl Shared {
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn door(&self) -> Option<&Arc<Door>> {
+        self.door.get()
+    }
+
+    /// Ends the run's frames: the door takes no new frame.
+    fn end(&self) {
+        if let Some(door) = self.door() {
+            door.end();
+        }
+    }
+
+    fn record_error(&self, message: String) {
+        let mut first = lock(&self.first_error);
+        if first.is_none() {
+            *first = Some(message);
+        }
+    }
+
+    /// Calls a source kernel on `args`; its error message on failure.
+    fn call(&self, local: &mut Local, kernel: Kernel, args: &[TomiiValue]) -> Result<Value, String> {
+        local.error[0] = 0;
+        let ctx = TomiiCallCtx {
+            struct_size: size_of::<TomiiCallCtx>() as u32,
+            worker: TOMII_NO_WORKER,
+            frame: 0,
+            slot: 0,
+            instance: 0,
+            node: self.node.as_ptr(),
+            err: TomiiErrorBuf { ptr: local.error.as_mut_ptr().cast(), cap: local.error.len() },
+            data: kernel.data,
+        };
+        let mut out = TomiiValue::NONE;
+        // SAFETY: the arguments are live for the call; `out` and `ctx` are live.
+        let status = unsafe { (kernel.func)(args.as_ptr(), args.len(), &mut out, &ctx) };
+        // SAFETY: the kernel handed over `out` (NONE or releasable, even on failure).
+        let value = unsafe { Value::from_raw(out) };
+        if status == TOMII_OK {
+            return Ok(value);
+        }
+        let end = local.error.iter().position(|&b| b == 0).unwrap_or(local.error.len());
+        let text = String::from_utf8_lossy(&local.error[..end]).into_owned();
+        Err(if text.is_empty() { format!("returned status {status} without a message") } else { text })
+    }
+
+    /// A source kernel's result as a frame id or index.
+    fn number(&self, what: &str, value: &Value) -> Result<u64, String> {
+        match value.view() {
+            ValueRef::UInt(n) => Ok(n),
+            ValueRef::Int(n) if n >= 0 => Ok(n as u64),
+            other => Err(format!("{what} returned {other:?}, not a non-negative integer")),
+        }
+    }
+
+    /// A source kernel failed on a packet.
+    #[cold]
+    fn source_error(&self, what: &str, message: String, frame: Option<u64>) {
+        self.record_error(format!("network_config {what}: {message}"));
+        match (frame, self.door()) {
+            (Some(id), Some(door)) => lock(&self.window).fail(&**door, &self.counts, id),
+            _ => self.counts.drop_packet(Cause::SourceError),
+        }
+    }
+
+    /// Decodes a packet held in `value` (with the header read from its bytes) and offers it.
+    fn decode(&self, local: &mut Local, value: Value, header: Option<(u64, u32)>) {
+        let value = match self.extract {
+            Some(kernel) => match self.call(local, kernel, &[*value.as_raw()]) {
+                Ok(decoded) => decoded,
+                Err(message) => return self.source_error("extract_packet_func", message, None),
+            },
+            None => value,
+        };
+        let id = match self.id {
+            Some(kernel) => {
+                match self.call(local, kernel, &[*value.as_raw()]).and_then(|v| self.number("id_function", &v)) {
+                    Ok(id) => id,
+                    Err(message) => return self.source_error("id_function", message, None),
+                }
+            }
+            None => header.map_or(0, |(id, _)| id),
+        };
+        let index = match &self.index {
+            Some((kernel, extra)) => {
+                let mut args = Vec::with_capacity(1 + extra.len());
+                args.push(*value.as_raw());
+                args.extend(extra.iter().map(|arg| *arg.as_raw()));
+                match self.call(local, *kernel, &args).and_then(|v| self.number("index_function", &v)) {
+                    Ok(index) => u32::try_from(index).unwrap_or(u32::MAX),
+                    Err(message) => return self.source_error("index_function", message, Some(id)),
+                }
+            }
+            None => header.map_or(0, |(_, index)| index),
+        };
+        self.offer(id, index, value);
+    }
+
+    /// Gives a decoded packet to its frame.
+    fn offer(&self, id: u64, index: u32, mut value: Value) {
+        let Some(door) = self.door() else { return };
+        loop {
+            let verdict = lock(&self.window).packet(&**door, &self.counts, id, index, value, self.now_ns());
+            match verdict {
+                Verdict::Deliver { frame, value } => return door.deliver(frame, index, value),
+                Verdict::Submit { tag, inputs, last } => {
+                    let wait = (self.options.on_slots_busy == WhenBusy::Drop).then_some(Duration::ZERO);
+                    if let Err(why) = door.submit(tag, inputs, wait) {
+                        lock(&self.window).refused(&self.counts, tag, why);
+                    }
+                    if last {
+                        door.end();
+                    }
+                    return;
+                }
+                Verdict::Wait { value: again } => {
+                    door.wait_for_slot(None);
+                    if door.is_ended() {
+                        return;
+                    }
+                    value = again;
+                }
+                Verdict::Held | Verdict::Dropped | Verdict::Ignored => return,
+            }
+        }
+    }
+}
+
+impl Sink for Shared {
+    fn buffer(&self) -> Option<u32> {
+        self.pool.take()
+    }
+
+    unsafe fn bytes(&self, index: u32) -> &mut [u8] {
+        // SAFETY: the caller's guarantee is the pool's.
+        unsafe { self.pool.buffer(index) }
+    }
+
+    fn give_back(&self, index: u32) {
+        self.pool.give_back(index);
+    }
+
+    fn packet(&self, local: &mut Local, index: u32, len: usize) {
+        self.counts.received.fetch_add(1, Ordering::Relaxed);
+        if len != self.config.packet_length as usize {
+            self.pool.give_back(index);
+            return self.counts.drop_packet(Cause::WrongLength);
+        }
+        // SAFETY: the receiver handed buffer `index` over, with `len` bytes written.
+        let header =
+            if self.config.reads_header() { read_header(unsafe { &self.pool.buffer(index)[..len] }) } else { None };
+        // SAFETY: as above; the value owns the buffer from now on.
+        let value = unsafe { self.pool.into_value(index, len) };
+        self.decode(local, value, header);
+    }
+
+    fn lost(&self, why: Cause) {
+        self.counts.received.fetch_add(1, Ordering::Relaxed);
+        self.counts.drop_packet(why);
+    }
+
+    fn connected(&self) {
+        self.counts.connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn tick(&self) -> bool {
+        let Some(door) = self.door() else { return true };
+        let now = self.now_ns();
+        let ended = door.is_ended();
+        if ended || now >= self.next_expiry_ns.load(Ordering::Relaxed) {
+            self.next_expiry_ns.store(now + EXPIRE_EVERY_NS, Ordering::Relaxed);
+            let mut window = lock(&self.window);
+            // Once the run ends, frames still receiving will get no more packets: give up on them.
+            window.expire(&**door, &self.counts, if ended { u64::MAX } else { now });
+            if ended && window.open_frames() == 0 {
+                return true;
+            }
+        }
+        self.stop.load(Ordering::Acquire)
+    }
+
+    fn packet_length(&self) -> usize {
+        self.config.packet_length as usize
+    }
+}

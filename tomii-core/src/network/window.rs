@@ -1,0 +1,624 @@
+//! The frames being received (README.md, "Frames from packets"): which frame ids are open, in
+//! which slot, which of their packets arrived, and why a packet is dropped. One `Window` per
+//! network source, behind a lock taken once per packet (a few dozen instructions inside).
+//!
+//! A frame id `f` is looked at only while `low <= f < low + capacity`: `low` is the oldest id the
+//! window still knows (the first packet's id, at first), and it moves on, when a newer id needs
+//! room, over ids whose frames are done, dropped or were never seen, but never over a frame that
+//! is open or in flight. A packet of an id below `low` is late; one too far ahead is outside the
+//! window.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use hdrhistogram::Histogram;
+use tomii_types::kernel::Value;
+
+use crate::engine::{Opened, Refused};
+
+/// Why a packet was dropped (the report counts each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cause {
+    /// Not `packet_length` bytes.
+    WrongLength,
+    /// Its frame id is too far ahead of the oldest frame in flight.
+    OutsideWindow,
+    /// Its frame's reception was already over: timed out, failed, or older than the window.
+    Late,
+    /// Its frame found every slot busy (with `on_slots_busy = drop`).
+    SlotsBusy,
+    /// Its frame already had a packet of this index.
+    Duplicate,
+    /// Its index is not below `frame_packets`.
+    BadIndex,
+    /// A source kernel (extract, id or index function) failed on it.
+    SourceError,
+    /// Every packet buffer was in use.
+    NoBuffer,
+}
+
+impl Cause {
+    pub(crate) const ALL: [Cause; 8] = [
+        Cause::WrongLength,
+        Cause::OutsideWindow,
+        Cause::Late,
+        Cause::SlotsBusy,
+        Cause::Duplicate,
+        Cause::BadIndex,
+        Cause::SourceError,
+        Cause::NoBuffer,
+    ];
+
+    /// Its key in the report.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Cause::WrongLength => "wrong_length",
+            Cause::OutsideWindow => "outside_window",
+            Cause::Late => "late",
+            Cause::SlotsBusy => "slots_busy",
+            Cause::Duplicate => "duplicate",
+            Cause::BadIndex => "bad_index",
+            Cause::SourceError => "source_error",
+            Cause::NoBuffer => "no_buffer",
+        }
+    }
+}
+
+/// Packet and frame counts of a network source, written by the receivers.
+#[derive(Default)]
+pub(crate) struct Counts {
+    /// Packets read from the sockets.
+    pub received: AtomicU64,
+    /// Packets given to a frame.
+    pub accepted: AtomicU64,
+    dropped: [AtomicU64; Cause::ALL.len()],
+    /// Frames whose every packet arrived.
+    pub complete: AtomicU64,
+    /// Frames abandoned with packets missing: timed out, or open when the run stopped.
+    pub incomplete: AtomicU64,
+    /// Frames dropped at their first packet (or, collecting, at their last) because every slot
+    /// was busy.
+    pub dropped_frames: AtomicU64,
+    /// Frames abandoned because a source kernel failed on one of their packets.
+    pub failed: AtomicU64,
+    /// TCP connections accepted.
+    pub connections: AtomicU64,
+}
+
+impl Counts {
+    pub(crate) fn drop_packet(&self, cause: Cause) {
+        self.dropped[cause as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn dropped(&self, cause: Cause) -> u64 {
+        self.dropped[cause as usize].load(Ordering::Relaxed)
+    }
+}
+
+/// What the frames do with their slots: the door, or a stand-in in tests.
+pub(crate) trait Slots {
+    /// Opens a frame whose inputs come one by one.
+    fn open(&self, tag: u64) -> Result<Opened, Refused>;
+    /// No more values for the frame.
+    fn abandon(&self, frame: Opened);
+    /// No more frames.
+    fn end(&self);
+}
+
+impl Slots for crate::engine::Door {
+    fn open(&self, tag: u64) -> Result<Opened, Refused> {
+        crate::engine::Door::open(self, tag)
+    }
+    fn abandon(&self, frame: Opened) {
+        crate::engine::Door::abandon(self, frame);
+    }
+    fn end(&self) {
+        crate::engine::Door::end(self);
+    }
+}
+
+/// What to do with a packet, once the window has looked at it.
+pub(crate) enum Verdict {
+    /// Deliver `value` as input `index` of `frame` (packet-driven dispatch).
+    Deliver { frame: Opened, value: Value },
+    /// The window keeps the packet until its frame is complete (collecting dispatch).
+    Held,
+    /// The frame `tag` is complete: start it with these inputs, in index order (collecting);
+    /// then, if it is the `last` frame the run asked for, end the door.
+    Submit { tag: u64, inputs: Vec<Value>, last: bool },
+    /// Every slot is busy and the policy is to wait: wait for one, then offer `value` again.
+    Wait { value: Value },
+    /// Dropped (and counted).
+    Dropped,
+    /// The run has all the frames it asked for: packets of new frames are not looked at.
+    Ignored,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// No frame: never seen, or done and forgotten.
+    Free,
+    /// Receiving packets.
+    Open,
+    /// Reception over; the frame is in the engine until `frame_done`.
+    InFlight,
+    /// Dropped at its first packet (every slot busy): its other packets are dropped too.
+    Dropped,
+    /// Reception closed without the frame completing it (timed out or failed), or the frame
+    /// completed in the engine; kept until the window moves past it, to tell late packets and
+    /// duplicates from new frames.
+    Done { complete: bool },
+}
+
+struct Entry {
+    id: u64,
+    state: State,
+    frame: Opened,
+    /// Packets received.
+    got: u32,
+    /// Bit per index: received.
+    received: Box<[u64]>,
+    /// Collecting: the packets so far, by index.
+    held: Vec<Option<Value>>,
+    first_ns: u64,
+    deadline_ns: u64,
+}
+
+/// How the window is set up.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shape {
+    pub frame_packets: u32,
+    /// Frame ids looked at, from the oldest one kept.
+    pub capacity: u32,
+    /// Collect a frame's packets before starting it (otherwise each packet is delivered as it
+    /// arrives).
+    pub collect: bool,
+    /// Wait for a slot when every one is busy (otherwise drop the frame).
+    pub wait: bool,
+    pub timeout_ns: u64,
+    /// Frames to take in all; 0: without end.
+    pub frames: u64,
+}
+
+pub(crate) struct Window {
+    shape: Shape,
+    low: Option<u64>,
+    entries: Box<[Entry]>,
+    /// Entries in state `Open`.
+    open: u64,
+    /// Frames whose reception is over (complete, incomplete, failed or dropped).
+    taken: u64,
+    /// From a frame's first packet to its completion, for frames that completed with every
+    /// packet.
+    pub latency: Histogram<u64>,
+}
+
+impl Window {
+    pub(crate) fn new(shape: Shape) -> Self {
+        let words = shape.frame_packets.div_ceil(64) as usize;
+        let entries = (0..shape.capacity.max(1))
+            .map(|_| Entry {
+                id: 0,
+                state: State::Free,
+                frame: Opened { slot: 0, serial: 0 },
+                got: 0,
+                received: vec![0; words].into_boxed_slice(),
+                held: if shape.collect { (0..shape.frame_packets).map(|_| None).collect() } else { Vec::new() },
+                first_ns: 0,
+                deadline_ns: 0,
+            })
+            .collect();
+        let latency = Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
+        Window { shape, low: None, entries, open: 0, taken: 0, latency }
+    }
+
+    /// Whether another frame may still open.
+    fn takes_frames(&self) -> bool {
+        self.shape.frames == 0 || self.taken + self.open < self.shape.frames
+    }
+
+    /// Whether every frame asked for has been taken and none is open.
+    #[cfg(test)]
+    pub(crate) fn is_over(&self) -> bool {
+        self.shape.frames > 0 && self.taken >= self.shape.frames && self.open == 0
+    }
+
+    /// The frames the run asked for (0: without end).
+    pub(crate) fn planned(&self) -> u64 {
+        self.shape.frames
+    }
+
+    /// Frames open now.
+    pub(crate) fn open_frames(&self) -> u64 {
+        self.open
+    }
+
+    /// The entry of `id`, making room for it: `Err` with the cause when the id is not in the
+    /// window and cannot be.
+    fn entry(&mut self, id: u64) -> Result<usize, Cause> {
+        let capacity = u64::from(self.shape.capacity.max(1));
+        let low = *self.low.get_or_insert(id);
+        if id < low {
+            return Err(Cause::Late);
+        }
+        if id >= low + capacity {
+            // Move on, over ids whose frames are over or were never seen, to make room for `id`.
+            let target = id - capacity + 1;
+            let mut next = low;
+            while next < target {
+                let entry = &self.entries[(next % capacity) as usize];
+                let live = entry.id == next && matches!(entry.state, State::Open | State::InFlight);
+                if live {
+                    break;
+                }
+                next += 1;
+                if next - low >= capacity {
+                    next = target; // every entry was looked at: none is live
+                }
+            }
+            self.low = Some(next);
+            if next < target {
+                return Err(Cause::OutsideWindow);
+            }
+        }
+        let at = (id % capacity) as usize;
+        let entry = &mut self.entries[at];
+        if entry.id != id {
+            entry.id = id;
+            entry.state = State::Free;
+        }
+        Ok(at)
+    }
+
+    /// A packet of frame `id`, input `index`, decoded into `value`, arrived at `now_ns`.
+    pub(crate) fn packet(
+        &mut self,
+        slots: &dyn Slots,
+        counts: &Counts,
+        id: u64,
+        index: u32,
+        value: Value,
+        now_ns: u64,
+    ) -> Verdict {
+        let dropped = |cause| {
+            counts.drop_packet(cause);
+            Verdict::Dropped
+        };
+        if index >= self.shape.frame_packets {
+            return dropped(Cause::BadIndex);
+        }
+        let at = match self.entry(id) {
+            Ok(at) => at,
+            Err(cause) => return dropped(cause),
+        };
+        match self.entries[at].state {
+            State::Open => {}
+            State::Free => {
+                if !self.takes_frames() {
+                    return Verdict::Ignored;
+                }
+                if !self.shape.collect {
+                    match slots.open(id) {
+                        Ok(frame) => self.entries[at].frame = frame,
+                        Err(Refused::Ended) => return Verdict::Ignored,
+                        Err(Refused::Busy) if self.shape.wait => return Verdict::Wait { value },
+                        Err(Refused::Busy) => {
+                            self.entries[at].state = State::Dropped;
+                            counts.dropped_frames.fetch_add(1, Ordering::Relaxed);
+                            self.close_reception(slots, true);
+                            return dropped(Cause::SlotsBusy);
+                        }
+                    }
+                }
+                let entry = &mut self.entries[at];
+                entry.state = State::Open;
+                entry.got = 0;
+                entry.received.fill(0);
+                entry.first_ns = now_ns;
+                entry.deadline_ns = now_ns.saturating_add(self.shape.timeout_ns);
+                self.open += 1;
+            }
+            State::InFlight | State::Done { complete: true } => return dropped(Cause::Duplicate),
+            State::Done { complete: false } => return dropped(Cause::Late),
+            State::Dropped => return dropped(Cause::SlotsBusy),
+        }
+        let entry = &mut self.entries[at];
+        let (word, bit) = ((index / 64) as usize, 1u64 << (index % 64));
+        if entry.received[word] & bit != 0 {
+            return dropped(Cause::Duplicate);
+        }
+        entry.received[word] |= bit;
+        entry.got += 1;
+        counts.accepted.fetch_add(1, Ordering::Relaxed);
+        let complete = entry.got == self.shape.frame_packets;
+        if !self.shape.collect {
+            let frame = entry.frame;
+            if complete {
+                self.complete(slots, counts, at, true);
+            }
+            return Verdict::Deliver { frame, value };
+        }
+        entry.held[index as usize] = Some(value);
+        if !complete {
+            return Verdict::Held;
+        }
+        let inputs = entry.held.iter_mut().map(|held| held.take().unwrap_or_else(Value::none)).collect();
+        // The door ends only once this frame is in: the receiver ends it after submitting.
+        let last = self.complete(slots, counts, at, false);
+        Verdict::Submit { tag: id, inputs, last }
+    }
+
+    /// The frame at `at` has every packet; true when it was the last the run asked for.
+    fn complete(&mut self, slots: &dyn Slots, counts: &Counts, at: usize, end: bool) -> bool {
+        self.entries[at].state = State::InFlight;
+        self.open -= 1;
+        counts.complete.fetch_add(1, Ordering::Relaxed);
+        self.close_reception(slots, end)
+    }
+
+    /// One more frame's reception is over; the last one the run asked for ends the door (with
+    /// `end`) and returns true.
+    fn close_reception(&mut self, slots: &dyn Slots, end: bool) -> bool {
+        self.taken += 1;
+        let last = self.shape.frames > 0 && self.taken == self.shape.frames;
+        if last && end {
+            slots.end();
+        }
+        last
+    }
+
+    /// A source kernel failed on a packet of frame `id`: the frame is abandoned.
+    pub(crate) fn fail(&mut self, slots: &dyn Slots, counts: &Counts, id: u64) {
+        counts.drop_packet(Cause::SourceError);
+        let Ok(at) = self.entry(id) else { return };
+        match self.entries[at].state {
+            State::Open => {
+                counts.failed.fetch_add(1, Ordering::Relaxed);
+                self.give_up(slots, at);
+            }
+            State::Free if self.takes_frames() => {
+                counts.failed.fetch_add(1, Ordering::Relaxed);
+                self.entries[at].state = State::Done { complete: false };
+                self.close_reception(slots, true);
+            }
+            _ => {}
+        }
+    }
+
+    /// Gives up on the open frame at `at`: abandoned in its slot, or its held packets released.
+    fn give_up(&mut self, slots: &dyn Slots, at: usize) {
+        let entry = &mut self.entries[at];
+        if self.shape.collect {
+            entry.held.iter_mut().for_each(|held| *held = None);
+            entry.state = State::Done { complete: false };
+        } else {
+            slots.abandon(entry.frame);
+            entry.state = State::InFlight;
+        }
+        self.open -= 1;
+        self.close_reception(slots, true);
+    }
+
+    /// Abandons every open frame whose deadline passed by `now_ns` (all of them with `u64::MAX`).
+    pub(crate) fn expire(&mut self, slots: &dyn Slots, counts: &Counts, now_ns: u64) {
+        if self.open == 0 {
+            return;
+        }
+        for at in 0..self.entries.len() {
+            let entry = &self.entries[at];
+            if entry.state == State::Open && entry.deadline_ns <= now_ns {
+                counts.incomplete.fetch_add(1, Ordering::Relaxed);
+                self.give_up(slots, at);
+            }
+        }
+    }
+
+    /// Collecting: the engine refused the complete frame `tag` (every slot busy, or the run over).
+    pub(crate) fn refused(&mut self, counts: &Counts, tag: u64, why: Refused) {
+        if let Ok(at) = self.entry(tag) {
+            self.entries[at].state = State::Done { complete: false };
+        }
+        if why == Refused::Busy {
+            counts.complete.fetch_sub(1, Ordering::Relaxed);
+            counts.dropped_frames.fetch_add(1, Ordering::Relaxed);
+            for _ in 0..self.shape.frame_packets {
+                counts.drop_packet(Cause::SlotsBusy);
+            }
+            counts.accepted.fetch_sub(u64::from(self.shape.frame_packets), Ordering::Relaxed);
+        }
+    }
+
+    /// The frame `tag` left the engine at `now_ns`; `whole`: with every packet.
+    pub(crate) fn frame_done(&mut self, tag: u64, whole: bool, now_ns: u64) {
+        let Some(low) = self.low else { return };
+        let capacity = u64::from(self.shape.capacity.max(1));
+        if tag < low || tag >= low + capacity {
+            return;
+        }
+        let entry = &mut self.entries[(tag % capacity) as usize];
+        if entry.id != tag || entry.state != State::InFlight {
+            return;
+        }
+        entry.state = State::Done { complete: whole };
+        if whole {
+            self.latency.saturating_record(now_ns.saturating_sub(entry.first_ns).max(1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    /// Slots as a test sees them: `free` of them; what was opened, abandoned and ended.
+    #[derive(Default)]
+    struct FakeSlots {
+        free: RefCell<Vec<u32>>,
+        opened: RefCell<Vec<u64>>,
+        abandoned: RefCell<Vec<u32>>,
+        serial: RefCell<u64>,
+        ended: RefCell<bool>,
+    }
+
+    impl FakeSlots {
+        fn with(slots: u32) -> Self {
+            let fake = FakeSlots::default();
+            *fake.free.borrow_mut() = (0..slots).rev().collect();
+            fake
+        }
+        fn release(&self, slot: u32) {
+            self.free.borrow_mut().push(slot);
+        }
+    }
+
+    impl Slots for FakeSlots {
+        fn open(&self, tag: u64) -> Result<Opened, Refused> {
+            if *self.ended.borrow() {
+                return Err(Refused::Ended);
+            }
+            let slot = self.free.borrow_mut().pop().ok_or(Refused::Busy)?;
+            self.opened.borrow_mut().push(tag);
+            *self.serial.borrow_mut() += 1;
+            Ok(Opened { slot, serial: *self.serial.borrow() })
+        }
+        fn abandon(&self, frame: Opened) {
+            self.abandoned.borrow_mut().push(frame.slot);
+        }
+        fn end(&self) {
+            *self.ended.borrow_mut() = true;
+        }
+    }
+
+    fn shape(frame_packets: u32, capacity: u32, frames: u64) -> Shape {
+        Shape { frame_packets, capacity, collect: false, wait: false, timeout_ns: 1_000, frames }
+    }
+
+    fn offer(window: &mut Window, slots: &FakeSlots, counts: &Counts, id: u64, index: u32) -> Verdict {
+        window.packet(slots, counts, id, index, Value::u64(id * 100 + u64::from(index)), 0)
+    }
+
+    #[test]
+    fn a_frame_opens_at_its_first_packet_and_is_taken_at_its_last() {
+        let (slots, counts) = (FakeSlots::with(2), Counts::default());
+        let mut window = Window::new(shape(3, 8, 0));
+        for index in [2, 0, 1] {
+            assert!(matches!(
+                offer(&mut window, &slots, &counts, 7, index),
+                Verdict::Deliver { frame: Opened { slot: 0, .. }, .. }
+            ));
+        }
+        assert_eq!(*slots.opened.borrow(), vec![7]);
+        assert_eq!(counts.complete.load(Ordering::Relaxed), 1);
+        assert_eq!(window.open_frames(), 0);
+        // Every later packet of frame 7 is a duplicate, before and after it left the engine.
+        assert!(matches!(offer(&mut window, &slots, &counts, 7, 0), Verdict::Dropped));
+        window.frame_done(7, true, 50);
+        assert!(matches!(offer(&mut window, &slots, &counts, 7, 1), Verdict::Dropped));
+        assert_eq!(counts.dropped(Cause::Duplicate), 2);
+        assert_eq!(window.latency.len(), 1);
+    }
+
+    #[test]
+    fn every_drop_has_its_cause() {
+        let (slots, counts) = (FakeSlots::with(1), Counts::default());
+        let mut window = Window::new(shape(2, 4, 0));
+        assert!(matches!(offer(&mut window, &slots, &counts, 10, 0), Verdict::Deliver { .. }));
+        assert!(matches!(offer(&mut window, &slots, &counts, 10, 0), Verdict::Dropped)); // duplicate
+        assert!(matches!(offer(&mut window, &slots, &counts, 10, 2), Verdict::Dropped)); // bad index
+        assert!(matches!(offer(&mut window, &slots, &counts, 9, 0), Verdict::Dropped)); // late
+        assert!(matches!(offer(&mut window, &slots, &counts, 11, 0), Verdict::Dropped)); // slots busy
+        assert!(matches!(offer(&mut window, &slots, &counts, 11, 1), Verdict::Dropped)); // its frame dropped
+        assert!(matches!(offer(&mut window, &slots, &counts, 14, 0), Verdict::Dropped)); // 10 is open
+        assert_eq!(counts.dropped(Cause::Duplicate), 1);
+        assert_eq!(counts.dropped(Cause::BadIndex), 1);
+        assert_eq!(counts.dropped(Cause::Late), 1);
+        assert_eq!(counts.dropped(Cause::SlotsBusy), 2);
+        assert_eq!(counts.dropped(Cause::OutsideWindow), 1);
+        assert_eq!(counts.dropped_frames.load(Ordering::Relaxed), 1);
+        assert_eq!(counts.accepted.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn the_window_moves_on_over_frames_that_are_over_but_never_over_one_in_flight() {
+        let (slots, counts) = (FakeSlots::with(4), Counts::default());
+        let mut window = Window::new(shape(1, 2, 0));
+        assert!(matches!(
+            offer(&mut window, &slots, &counts, 0, 0),
+            Verdict::Deliver { frame: Opened { slot: 0, .. }, .. }
+        ));
+        assert!(matches!(
+            offer(&mut window, &slots, &counts, 1, 0),
+            Verdict::Deliver { frame: Opened { slot: 1, .. }, .. }
+        ));
+        // Frames 0 and 1 are in the engine: 2 does not fit.
+        assert!(matches!(offer(&mut window, &slots, &counts, 2, 0), Verdict::Dropped));
+        window.frame_done(0, true, 1);
+        slots.release(0);
+        assert!(matches!(
+            offer(&mut window, &slots, &counts, 2, 0),
+            Verdict::Deliver { frame: Opened { slot: 0, .. }, .. }
+        ));
+        assert!(matches!(offer(&mut window, &slots, &counts, 0, 0), Verdict::Dropped)); // now late
+        assert_eq!(counts.dropped(Cause::OutsideWindow), 1);
+        assert_eq!(counts.dropped(Cause::Late), 1);
+    }
+
+    #[test]
+    fn a_frame_missing_packets_is_abandoned_at_its_deadline() {
+        let (slots, counts) = (FakeSlots::with(1), Counts::default());
+        let mut window = Window::new(shape(2, 4, 1));
+        assert!(matches!(
+            offer(&mut window, &slots, &counts, 5, 0),
+            Verdict::Deliver { frame: Opened { slot: 0, .. }, .. }
+        ));
+        window.expire(&slots, &counts, 999);
+        assert!(slots.abandoned.borrow().is_empty());
+        window.expire(&slots, &counts, 1_000);
+        assert_eq!(*slots.abandoned.borrow(), vec![0]);
+        assert_eq!(counts.incomplete.load(Ordering::Relaxed), 1);
+        // The run asked for one frame: it is over, and the door ended.
+        assert!(window.is_over());
+        assert!(*slots.ended.borrow());
+        assert!(matches!(offer(&mut window, &slots, &counts, 5, 1), Verdict::Dropped)); // late
+    }
+
+    #[test]
+    fn no_frame_opens_beyond_the_frames_asked_for() {
+        let (slots, counts) = (FakeSlots::with(4), Counts::default());
+        let mut window = Window::new(shape(2, 8, 2));
+        assert!(matches!(offer(&mut window, &slots, &counts, 0, 0), Verdict::Deliver { .. }));
+        assert!(matches!(offer(&mut window, &slots, &counts, 1, 0), Verdict::Deliver { .. }));
+        assert!(matches!(offer(&mut window, &slots, &counts, 2, 0), Verdict::Ignored));
+        assert!(matches!(offer(&mut window, &slots, &counts, 0, 1), Verdict::Deliver { .. }));
+        assert!(!*slots.ended.borrow());
+        assert!(matches!(offer(&mut window, &slots, &counts, 1, 1), Verdict::Deliver { .. }));
+        assert!(*slots.ended.borrow());
+        assert!(window.is_over());
+    }
+
+    #[test]
+    fn collecting_holds_the_packets_and_submits_the_frame_in_index_order() {
+        let (slots, counts) = (FakeSlots::with(1), Counts::default());
+        let mut window = Window::new(Shape { collect: true, ..shape(3, 4, 0) });
+        assert!(matches!(offer(&mut window, &slots, &counts, 3, 2), Verdict::Held));
+        assert!(matches!(offer(&mut window, &slots, &counts, 3, 0), Verdict::Held));
+        let Verdict::Submit { tag, inputs, last: false } = offer(&mut window, &slots, &counts, 3, 1) else {
+            panic!("not submitted")
+        };
+        assert_eq!(tag, 3);
+        assert_eq!(inputs, vec![Value::u64(300), Value::u64(301), Value::u64(302)]);
+        assert!(slots.opened.borrow().is_empty());
+    }
+
+    #[test]
+    fn busy_slots_make_a_receiver_wait_when_asked_to() {
+        let (slots, counts) = (FakeSlots::with(0), Counts::default());
+        let mut window = Window::new(Shape { wait: true, ..shape(1, 4, 0) });
+        let Verdict::Wait { value } = offer(&mut window, &slots, &counts, 0, 0) else { panic!("did not wait") };
+        slots.release(0);
+        assert!(matches!(
+            window.packet(&slots, &counts, 0, 0, value, 0),
+            Verdict::Deliver { frame: Opened { slot: 0, .. }, .. }
+        ));
+    }
+}

@@ -1,0 +1,299 @@
+//! The network source on loopback, with ports the system chooses: UDP and TCP frames end to end
+//! (sink checksums equal to the reference computed from the packets), packet-driven overlap seen
+//! in the trace (a frame's first task runs before its last packet arrived; collecting, none
+//! does), every drop counted by its cause under an induced overload, a frame missing a packet
+//! abandoned at its deadline, and a port in use refused with one line.
+//!
+//! Needs `cargo build --workspace` first (plugins).
+
+mod common;
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use common::checksum::{expected, fnv1a};
+use common::{plugin, synthetic_lib, within_timeout};
+use tomii_core::engine::{self, Output, RunConfig, RunError, RunOutcome};
+use tomii_core::graph::{self, CompiledGraph};
+use tomii_core::network::send::{self, Destination, Packets, Transport};
+use tomii_core::network::{Dispatch, NetworkOptions, NetworkSource, WhenBusy};
+use tomii_core::plugin::{KernelSet, SchedulerPlugin};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+const PACKET: usize = 64;
+const PACKETS: u32 = 4;
+
+/// `fft` instance i reads packet i of its frame; `sum` reads every `fft`. `spin` microseconds of
+/// work in `fft` (0: none).
+fn graph(socket_type: &str, spin_us: u64) -> CompiledGraph {
+    let text = format!(
+        r#"{{
+  "name": "net",
+  "network_config": {{"socket_type": "{socket_type}", "address": "127.0.0.1", "start_port": 0,
+                      "num_sockets": 1, "packet_length": {PACKET}, "frame_packets": {PACKETS}}},
+  "nodes": [
+    {{"name": "fft", "function": "checksum", "factor": {PACKETS},
+     "args": [{{"type": "$res", "predecessor": {{"name": "$network"}}}}]}},
+    {{"name": "wait", "function": "spin", "factor": {PACKETS},
+     "args": [{spin_us}, {{"type": "$res", "predecessor": {{"name": "fft"}}}}]}},
+    {{"name": "sum", "function": "checksum",
+     "args": [{{"type": "$res", "predecessor": {{"name": "fft", "index": "all"}}}},
+              {{"type": "$dep", "predecessor": {{"name": "wait", "index": "all"}}}}]}}
+  ]
+}}"#
+    );
+    graph::parse_str("net.json", &text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Packet `index` of frame `frame`, as `tomii send` generates it.
+fn packet(frame: u64, index: u32) -> Vec<u8> {
+    let mut bytes = vec![0u8; PACKET];
+    send::write_packet(&mut bytes, frame, index);
+    bytes
+}
+
+/// The sink of frame number `number`, made of the packets of frame id `id`.
+fn reference(number: u64, id: u64) -> u64 {
+    let ffts: Vec<u64> = (0..PACKETS).map(|i| expected("fft", i, number, &[fnv1a(&packet(id, i))])).collect();
+    // `$dep` arguments are not passed to the kernel.
+    expected("sum", 0, number, &ffts)
+}
+
+struct Run {
+    graph: CompiledGraph,
+    kernels: KernelSet,
+    scheduler: SchedulerPlugin,
+    config: RunConfig,
+}
+
+impl Run {
+    fn new(graph: CompiledGraph, scheduler: &str, config: RunConfig) -> Self {
+        let kernels = KernelSet::load(&[synthetic_lib()]).unwrap_or_else(|e| panic!("{e}"));
+        let file = format!("libtomii_sched_{}.so", scheduler.replace('-', "_"));
+        let scheduler = SchedulerPlugin::load(&plugin(&file)).unwrap_or_else(|e| panic!("{e}"));
+        Run { graph, kernels, scheduler, config }
+    }
+
+    /// Binds, then runs while `send` sends to the bound ports; the outcome has the frames'
+    /// outputs, by frame number.
+    fn go(self, send: impl FnOnce(&NetworkSource, SocketAddr) + Send) -> Result<RunOutcome, RunError> {
+        let source = NetworkSource::bind(&self.graph, &self.kernels, &self.config).unwrap_or_else(|e| panic!("{e}"));
+        let to = SocketAddr::from(([127, 0, 0, 1], source.ports()[0]));
+        let outcome = std::thread::scope(|scope| {
+            scope.spawn(|| send(&source, to));
+            engine::run_with(&self.graph, &self.kernels, &self.scheduler, &self.config, &source)
+        });
+        let mut outcome = outcome?;
+        outcome.outputs = source.into_outputs();
+        Ok(outcome)
+    }
+}
+
+fn config(slots: u32, frames: u64) -> RunConfig {
+    RunConfig { workers: 2, slots, frames, collect_outputs: true, trace: true, ..RunConfig::default() }
+}
+
+/// `config`, with receivers that wait for a free slot instead of dropping a frame.
+fn waiting(slots: u32, frames: u64) -> RunConfig {
+    let network = NetworkOptions { on_slots_busy: WhenBusy::Wait, ..NetworkOptions::default() };
+    RunConfig { network, ..config(slots, frames) }
+}
+
+fn sink(outputs: &[(u32, u32, Output)]) -> u64 {
+    match outputs.last() {
+        Some((_, 0, Output::UInt(value))) => *value,
+        other => panic!("expected the sink value last, got {other:?}"),
+    }
+}
+
+fn udp_sender() -> UdpSocket {
+    UdpSocket::bind("127.0.0.1:0").unwrap()
+}
+
+#[test]
+fn udp_frames_end_to_end_match_the_reference_with_three_schedulers() {
+    for scheduler in ["fifo", "priority", "work-stealing"] {
+        within_timeout(TIMEOUT, scheduler, move || {
+            let frames = 40;
+            let outcome = Run::new(graph("udp", 0), scheduler, waiting(4, frames)).go(|_, to| {
+                // The traffic generator, paced to stay well within the socket buffer.
+                let destination = Destination::new(Transport::Udp, to.ip(), to.port(), 1).unwrap();
+                let packets =
+                    Packets::Generated { packet_length: PACKET, frame_packets: PACKETS, frames, first_frame: 0 };
+                let sent = send::send(&destination, &packets, Some(20_000.0), None).unwrap();
+                assert_eq!(sent.packets, frames * u64::from(PACKETS));
+            });
+            let outcome = outcome.unwrap_or_else(|e| panic!("{scheduler}: {e}"));
+            let shown = serde_json::to_string(&outcome.report.source_section).unwrap();
+            assert_eq!(
+                outcome.report.frames, frames,
+                "{scheduler}: {shown} abandoned {}",
+                outcome.report.frames_abandoned
+            );
+            assert_eq!(outcome.outputs.len() as u64, frames);
+            for (number, outputs) in outcome.outputs.iter().enumerate() {
+                // One socket, one receiver: frames open in the order their packets came.
+                assert_eq!(sink(outputs), reference(number as u64, number as u64), "{scheduler}: frame {number}");
+            }
+            let network = &outcome.report.source_section["network"];
+            assert_eq!(network["packets_accepted"], frames * u64::from(PACKETS));
+            assert_eq!(network["frames_complete"], frames);
+            assert_eq!(outcome.report.source, "network");
+        });
+    }
+}
+
+#[test]
+fn tcp_frames_end_to_end_match_the_reference_across_reconnects() {
+    within_timeout(TIMEOUT, "tcp", || {
+        let frames = 12;
+        let outcome = Run::new(graph("tcp", 0), "fifo", waiting(2, frames)).go(|_, to| {
+            // Each connection sends a third of the frames, then closes: the source accepts the next.
+            for part in 0..3 {
+                let mut stream = TcpStream::connect(to).unwrap();
+                for frame in part * 4..part * 4 + 4 {
+                    for index in 0..PACKETS {
+                        stream.write_all(&(PACKET as u32).to_le_bytes()).unwrap();
+                        stream.write_all(&packet(frame, index)).unwrap();
+                    }
+                }
+                stream.flush().unwrap();
+            }
+        });
+        let outcome = outcome.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(outcome.report.frames, frames);
+        for (number, outputs) in outcome.outputs.iter().enumerate() {
+            assert_eq!(sink(outputs), reference(number as u64, number as u64), "frame {number}");
+        }
+        assert_eq!(outcome.report.source_section["network"]["connections"], 3);
+    });
+}
+
+/// Sends frame 0 with a pause of `gap` before its last packet; returns the trace's (ready, start)
+/// of `fft` 0 and the ready time of `fft` of the last packet.
+fn paced_first_frame(dispatch: Dispatch) -> (u64, u64) {
+    let config = RunConfig { network: NetworkOptions { dispatch, ..NetworkOptions::default() }, ..config(1, 1) };
+    let outcome = Run::new(graph("udp", 0), "fifo", config).go(|_, to| {
+        let socket = udp_sender();
+        for index in 0..PACKETS {
+            if index == PACKETS - 1 {
+                std::thread::sleep(Duration::from_millis(30));
+            }
+            socket.send_to(&packet(0, index), to).unwrap();
+        }
+    });
+    let outcome = outcome.unwrap_or_else(|e| panic!("{e}"));
+    let fft = outcome.report.per_node.iter().position(|n| n.name == "fft").unwrap() as u32;
+    assert!(!outcome.trace.is_empty(), "no trace: {}", serde_json::to_string(&outcome.report).unwrap());
+    let record = |instance| outcome.trace.iter().find(|r| r.node == fft && r.instance == instance).copied().unwrap();
+    let (first, last) = (record(0), record(PACKETS - 1));
+    (outcome.ns(first.start), outcome.ns(last.ready))
+}
+
+#[test]
+fn a_frames_first_task_runs_before_its_last_packet_arrives_unless_collecting() {
+    within_timeout(TIMEOUT, "overlap", || {
+        let (first_start, last_ready) = paced_first_frame(Dispatch::Packet);
+        assert!(
+            first_start < last_ready,
+            "packet-driven: fft[0] started at {first_start} ns, the last packet came at {last_ready} ns"
+        );
+        let (first_start, last_ready) = paced_first_frame(Dispatch::Frame);
+        assert!(
+            first_start >= last_ready,
+            "collecting: fft[0] started at {first_start} ns, before the last packet ({last_ready} ns)"
+        );
+    });
+}
+
+#[test]
+fn every_drop_is_counted_by_its_cause_under_overload() {
+    within_timeout(TIMEOUT, "overload", || {
+        // One slot, and frame 0 keeps it for 300 ms: frames 1..=5 find it busy.
+        let stop = Arc::new(AtomicBool::new(false));
+        let config = RunConfig { stop: Some(Arc::clone(&stop)), ..config(1, 0) };
+        let sent = 4 + 4 + 5 * 4;
+        let outcome = Run::new(graph("udp", 300_000), "fifo", config).go(|source, to| {
+            let socket = udp_sender();
+            for index in 0..PACKETS {
+                socket.send_to(&packet(0, index), to).unwrap();
+            }
+            socket.send_to(&packet(0, 1), to).unwrap(); // duplicate
+            socket.send_to(&packet(0, 1)[..PACKET - 1], to).unwrap(); // wrong length
+            let mut bad = packet(0, 9); // index beyond frame_packets
+            bad[8] = 9;
+            socket.send_to(&bad, to).unwrap();
+            socket.send_to(&packet(1000, 0), to).unwrap(); // far ahead of frame 0, which is in flight
+            for frame in 1..=5 {
+                for index in 0..PACKETS {
+                    socket.send_to(&packet(frame, index), to).unwrap();
+                }
+            }
+            while source.packets_received() < sent {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        let outcome = outcome.unwrap_or_else(|e| panic!("{e}"));
+        let network = &outcome.report.source_section["network"];
+        let dropped = &network["packets_dropped"];
+        assert_eq!(network["packets_received"], sent);
+        assert_eq!(dropped["duplicate"], 1);
+        assert_eq!(dropped["wrong_length"], 1);
+        assert_eq!(dropped["bad_index"], 1);
+        assert_eq!(dropped["outside_window"], 1);
+        assert_eq!(dropped["slots_busy"], 5 * 4);
+        assert_eq!(network["frames_dropped"], 5);
+        assert_eq!(network["packets_accepted"], 4);
+        assert_eq!(outcome.report.frames, 1);
+        assert!(outcome.report.interrupted);
+    });
+}
+
+#[test]
+fn a_frame_missing_a_packet_is_abandoned_at_its_deadline_and_the_next_one_runs() {
+    within_timeout(TIMEOUT, "timeout", || {
+        let network = NetworkOptions { frame_timeout: Duration::from_millis(50), ..NetworkOptions::default() };
+        let config = RunConfig { network, ..config(1, 2) };
+        let outcome = Run::new(graph("udp", 0), "fifo", config).go(|_, to| {
+            let socket = udp_sender();
+            for index in 0..PACKETS - 1 {
+                socket.send_to(&packet(0, index), to).unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            for index in 0..PACKETS {
+                socket.send_to(&packet(1, index), to).unwrap();
+            }
+        });
+        let outcome = outcome.unwrap_or_else(|e| panic!("{e}"));
+        let network = &outcome.report.source_section["network"];
+        assert_eq!(network["frames_incomplete"], 1);
+        assert_eq!(network["frames_complete"], 1);
+        assert_eq!(outcome.report.frames, 1);
+        assert_eq!(outcome.report.frames_abandoned, 1);
+        // Frame 0 ran none of its tasks after it was abandoned: its sink never ran the kernel.
+        assert!(outcome.outputs[0].iter().all(|(_, _, value)| *value == Output::None), "{:?}", outcome.outputs[0]);
+        assert_eq!(sink(&outcome.outputs[1]), reference(1, 1));
+    });
+}
+
+#[test]
+fn a_port_in_use_is_refused_with_one_line_naming_it() {
+    let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let text = format!(
+        r#"{{"network_config": {{"address": "127.0.0.1", "start_port": {port}, "packet_length": 64, "frame_packets": 1}},
+            "nodes": [{{"name": "a", "function": "checksum", "args": [{{"type": "$res", "predecessor": {{"name": "$network"}}}}]}}]}}"#
+    );
+    let graph = graph::parse_str("busy.json", &text).unwrap();
+    let kernels = KernelSet::load(&[synthetic_lib()]).unwrap();
+    let Err(error) = NetworkSource::bind(&graph, &kernels, &RunConfig::default()) else {
+        panic!("bound a port in use")
+    };
+    let message = error.to_string();
+    assert!(message.contains(&format!("udp 127.0.0.1:{port}")) && message.contains("in use"), "{message}");
+    assert!(!message.contains('\n'));
+}
