@@ -29,11 +29,16 @@ const PACKETS: u32 = 4;
 /// `fft` instance i reads packet i of its frame; `sum` reads every `fft`. `spin` microseconds of
 /// work in `fft` (0: none).
 fn graph(socket_type: &str, spin_us: u64) -> CompiledGraph {
+    graph_on(socket_type, 1, spin_us)
+}
+
+/// `graph` on `sockets` sockets.
+fn graph_on(socket_type: &str, sockets: u32, spin_us: u64) -> CompiledGraph {
     let text = format!(
         r#"{{
   "name": "net",
   "network_config": {{"socket_type": "{socket_type}", "address": "127.0.0.1", "start_port": 0,
-                      "num_sockets": 1, "packet_length": {PACKET}, "frame_packets": {PACKETS}}},
+                      "num_sockets": {sockets}, "packet_length": {PACKET}, "frame_packets": {PACKETS}}},
   "nodes": [
     {{"name": "fft", "function": "checksum", "factor": {PACKETS},
      "args": [{{"type": "$res", "predecessor": {{"name": "$network"}}}}]}},
@@ -146,6 +151,35 @@ fn udp_frames_end_to_end_match_the_reference_with_three_schedulers() {
     }
 }
 
+/// Frames whose packets alternate between two sockets, read by one receiver: when every slot is
+/// busy, a frame waits holding its packets while the receiver goes on reading the packets of the
+/// frames in flight (a receiver that blocked would wait for itself).
+#[test]
+fn frames_spread_over_two_sockets_wait_for_slots_without_blocking_their_receiver() {
+    within_timeout(TIMEOUT, "two sockets", || {
+        let frames = 200;
+        let run = Run::new(graph_on("udp", 2, 50), "fifo", waiting(2, frames));
+        let outcome = run.go(|source, to| {
+            // The system chose each port: packet i goes to socket i % 2, as `tomii send` sends.
+            let ports: Vec<SocketAddr> = source.ports().iter().map(|&port| SocketAddr::new(to.ip(), port)).collect();
+            let socket = udp_sender();
+            for frame in 0..frames {
+                for index in 0..PACKETS {
+                    socket.send_to(&packet(frame, index), ports[index as usize % 2]).unwrap();
+                }
+                if frame % 16 == 15 {
+                    std::thread::sleep(Duration::from_millis(1)); // within the socket buffers
+                }
+            }
+        });
+        let outcome = outcome.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(outcome.report.frames, frames);
+        let network = &outcome.report.source_section["network"];
+        assert_eq!(network["packets_accepted"], frames * u64::from(PACKETS), "{network}");
+        assert_eq!(network["receiver_threads"], 1);
+    });
+}
+
 #[test]
 fn tcp_frames_end_to_end_match_the_reference_across_reconnects() {
     within_timeout(TIMEOUT, "tcp", || {
@@ -180,7 +214,7 @@ fn paced_first_frame(dispatch: Dispatch) -> (u64, u64) {
         let socket = udp_sender();
         for index in 0..PACKETS {
             if index == PACKETS - 1 {
-                std::thread::sleep(Duration::from_millis(30));
+                std::thread::sleep(Duration::from_millis(100));
             }
             socket.send_to(&packet(0, index), to).unwrap();
         }
@@ -296,4 +330,145 @@ fn a_port_in_use_is_refused_with_one_line_naming_it() {
     let message = error.to_string();
     assert!(message.contains(&format!("udp 127.0.0.1:{port}")) && message.contains("in use"), "{message}");
     assert!(!message.contains('\n'));
+}
+
+#[test]
+fn a_source_kernel_error_fails_its_frame_not_the_run() {
+    within_timeout(TIMEOUT, "source error", || {
+        let text = format!(
+            r#"{{"network_config": {{"start_port": 0, "packet_length": {PACKET}, "frame_packets": {PACKETS},
+                                    "index_function": {{"function": "fail"}}}},
+                "nodes": [{{"name": "a", "function": "checksum", "factor": {PACKETS},
+                           "args": [{{"type": "$res", "predecessor": {{"name": "$network"}}}}]}}]}}"#
+        );
+        let graph = graph::parse_str("failing.json", &text).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let config = RunConfig { stop: Some(Arc::clone(&stop)), ..config(2, 0) };
+        let outcome = Run::new(graph, "fifo", config).go(|source, to| {
+            let socket = udp_sender();
+            for frame in 0..3 {
+                for index in 0..PACKETS {
+                    socket.send_to(&packet(frame, index), to).unwrap();
+                }
+            }
+            while source.packets_received() < 3 * u64::from(PACKETS) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        let outcome = outcome.unwrap_or_else(|e| panic!("the run failed: {e}"));
+        let network = &outcome.report.source_section["network"];
+        assert_eq!(network["frames_failed"], 3);
+        assert_eq!(network["packets_dropped"]["source_error"], 3 * u64::from(PACKETS));
+        let first = network["first_source_error"].as_str().unwrap();
+        assert!(first.contains("index_function") && first.contains("fail kernel called"), "{first}");
+        assert_eq!(outcome.report.frames, 0);
+    });
+}
+
+/// The `tomii` command receiving packets from `tomii send`, as a user runs them.
+mod command {
+    use std::io::{BufRead, BufReader};
+    use std::path::Path;
+    use std::process::{Child, Command, Stdio};
+
+    use super::*;
+    use common::cli::{assert_error, finish, tomii};
+
+    fn write_graph(dir: &Path, config: &str) -> std::path::PathBuf {
+        let path = dir.join("net.json");
+        let text = format!(
+            r#"{{"name": "net", "network_config": {{{config}}},
+                "nodes": [{{"name": "fft", "function": "checksum", "factor": 4,
+                           "args": [{{"type": "$res", "predecessor": {{"name": "$network"}}}}]}},
+                          {{"name": "sum", "function": "checksum",
+                           "args": [{{"type": "$res", "predecessor": {{"name": "fft", "index": "all"}}}}]}}]}}"#
+        );
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn run_command(graph: &Path, args: &[&str]) -> Command {
+        let mut command = tomii();
+        command.arg("run").arg(graph).arg("--dylib").arg(synthetic_lib()).args(["--workers", "2", "--slots", "4"]);
+        command.args(args);
+        command
+    }
+
+    /// Starts a run and returns it with the port it listens on (from its "listening on" line).
+    fn listening(mut command: Command) -> (Child, u16) {
+        let mut child =
+            command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("tomii run");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        let port = line
+            .strip_prefix("listening on udp 127.0.0.1:")
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|port| port.parse().ok())
+            .unwrap_or_else(|| panic!("no listening line: {line:?}"));
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        (child, port)
+    }
+
+    fn send(graph: &Path, port: u16, frames: u64) {
+        let mut command = tomii();
+        command.arg("send").arg("--graph").arg(graph).args(["--port", &port.to_string()]);
+        command.args(["--frames", &frames.to_string(), "--rate", "20000"]);
+        let run = finish(command);
+        assert!(run.status.success(), "tomii send failed: {}", run.stderr);
+        assert!(run.stdout.contains(&format!("sent {} packets", frames * 4)), "{}", run.stdout);
+    }
+
+    #[test]
+    fn tomii_run_takes_the_frames_tomii_send_sends() {
+        let dir = tempfile::tempdir().unwrap();
+        let graph = write_graph(dir.path(), r#""start_port": 0, "packet_length": 64, "frame_packets": 4"#);
+        let report = dir.path().join("report.json");
+        let mut command = run_command(&graph, &["--frames", "25", "--on-slots-busy", "wait", "--report"]);
+        command.arg(&report);
+        let (child, port) = listening(command);
+        send(&graph, port, 25);
+        let output = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{stdout}");
+        assert!(stdout.contains("packets: 100 received, 100 accepted, none dropped"), "{stdout}");
+        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        assert_eq!(report["frames"], 25);
+        assert_eq!(report["network"]["ports"][0], port);
+    }
+
+    #[test]
+    fn ctrl_c_ends_an_unbounded_network_run_with_a_complete_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let graph = write_graph(dir.path(), r#""start_port": 0, "packet_length": 64, "frame_packets": 4"#);
+        let report = dir.path().join("report.json");
+        let mut command = run_command(&graph, &["--frames", "0", "--on-slots-busy", "wait", "--report"]);
+        command.arg(&report);
+        let (child, port) = listening(command);
+        send(&graph, port, 7);
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: sending a signal to our own child process.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(0));
+        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        assert_eq!((report["frames"].as_u64(), report["interrupted"].as_bool()), (Some(7), Some(true)));
+    }
+
+    #[test]
+    fn sockets_that_cannot_be_bound_are_one_error_line_naming_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let graph =
+            write_graph(dir.path(), &format!(r#""start_port": {port}, "packet_length": 64, "frame_packets": 4"#));
+        assert_error(&finish(run_command(&graph, &[])), &[&format!("udp 127.0.0.1:{port}"), "in use"]);
+        // 192.0.2.1 (TEST-NET-1) is never an address of this machine.
+        let graph = write_graph(
+            dir.path(),
+            r#""address": "192.0.2.1", "start_port": 9000, "packet_length": 64, "frame_packets": 4"#,
+        );
+        assert_error(&finish(run_command(&graph, &[])), &["udp 192.0.2.1:9000", "not one of this machine's"]);
+    }
 }

@@ -101,11 +101,13 @@ fn settings(args: &SendArgs, network: Option<&NetworkBlock<'_>>) -> Result<(Dest
     };
     let transport = match flag_type {
         Some(transport) => transport,
-        None => {
-            let text = required(None, network, "socket_type", NetworkBlock::text)?;
+        // A graph's block without socket_type means UDP, as the runtime reads it.
+        None if network.is_some() => {
+            let text = pick(None, network, "socket_type", NetworkBlock::text)?.unwrap_or_else(|| "udp".to_owned());
             let in_graph = || format!("{}: network_config", network.map_or(Path::new(""), |n| n.path).display());
             Transport::parse(&text).with_context(in_graph)?
         }
+        None => required(None, network, "socket_type", NetworkBlock::text).map(|_| Transport::Udp)?,
     };
     let address = pick(args.address.clone(), network, "address", NetworkBlock::text)?;
     let address = network::parse_address(address.as_deref().unwrap_or("127.0.0.1"))?;
@@ -117,7 +119,10 @@ fn settings(args: &SendArgs, network: Option<&NetworkBlock<'_>>) -> Result<(Dest
         Some(path) => Packets::File { path: path.clone(), packet_length },
         None => Packets::Generated {
             packet_length,
-            frame_packets: required(args.frame_packets, network, "frame_packets", NetworkBlock::integer)?,
+            frame_packets: match pick(None, network, "stream_packets", NetworkBlock::integer)? {
+                Some(packets) if args.frame_packets.is_none() => packets, // the field's other spelling
+                _ => required(args.frame_packets, network, "frame_packets", NetworkBlock::integer)?,
+            },
             frames: args.frames,
             first_frame: args.first_frame,
         },

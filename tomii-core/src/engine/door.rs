@@ -85,6 +85,8 @@ pub struct Door {
     sleep: Arc<Sleep>,
     /// The run's host thread: woken when the door ends with nothing in flight.
     host: Thread,
+    /// Called whenever a slot becomes free, if set (`on_slot_free`).
+    slot_freed: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
 impl Door {
@@ -106,7 +108,14 @@ impl Door {
             freed: Condvar::new(),
             sleep,
             host,
+            slot_freed: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Calls `notify` whenever a slot becomes free (once per frame that leaves its slot, from the
+    /// worker that completed it; it must be quick). Set once: a second call is ignored.
+    pub fn on_slot_free(&self, notify: Box<dyn Fn() + Send + Sync>) {
+        let _ = self.slot_freed.set(notify);
     }
 
     /// Hands in a frame: `inputs` holds one value per input instance of the graph (in
@@ -260,6 +269,9 @@ impl Door {
         let _ = self.free.push(slot);
         if self.waiters.load(Ordering::SeqCst) > 0 {
             self.wake_waiters();
+        }
+        if let Some(notify) = self.slot_freed.get() {
+            notify();
         }
     }
 

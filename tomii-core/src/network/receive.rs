@@ -7,14 +7,17 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use mio::net::{TcpListener, TcpStream, UdpSocket};
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll, Token, Waker};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::sync::Arc;
 
 use super::TCP_LENGTH_PREFIX;
 use crate::graph::{NetworkConfig, SocketType};
 
 /// How long a receiver waits for a packet before it looks at the run (its end, frame deadlines).
 const POLL_EVERY: Duration = Duration::from_millis(2);
+/// The token of the receiver's waker.
+const WAKE: Token = Token(usize::MAX);
 /// Bytes a TCP connection reads at once, at least.
 const STREAM_BUFFER: usize = 64 << 10;
 
@@ -122,6 +125,10 @@ pub(crate) trait Sink {
     fn tick(&self) -> bool;
     /// The length every packet has.
     fn packet_length(&self) -> usize;
+    /// The receiver's waker: waking it calls `slot_freed` on its thread.
+    fn waker(&self, waker: Arc<Waker>);
+    /// A slot may have become free (the receiver was woken).
+    fn slot_freed(&self);
 }
 
 /// A receiver thread's own buffers, lent to the sink for each packet.
@@ -141,12 +148,30 @@ struct Connection {
     end: usize,
     /// Bytes of a packet of the wrong length still to skip.
     skip: usize,
+    /// Whether the stream may have bytes to read.
+    ready: bool,
 }
 
+/// What a round of reading left of a socket.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Left {
+    /// Nothing to read until it is readable again.
+    Drained,
+    /// More may be waiting: it gets another round.
+    More,
+    /// The connection closed.
+    Closed,
+}
+
+/// Datagrams read from one socket in a round, and TCP reads from one connection: sockets take
+/// turns, so that one socket's backlog does not hold up the packets of the others (a frame's
+/// packets may be spread over several).
+const UDP_ROUND: usize = 32;
+const TCP_ROUND: usize = 4;
+
 /// A receiver thread's life: polls `endpoints` until the sink says stop.
-pub(crate) fn receive(sink: &dyn Sink, endpoints: Vec<Endpoint>) -> io::Result<()> {
+pub(crate) fn receive(sink: &dyn Sink, mut endpoints: Vec<Endpoint>) -> io::Result<()> {
     let mut poll = Poll::new()?;
-    let mut endpoints = endpoints;
     for (k, endpoint) in endpoints.iter_mut().enumerate() {
         let registry = poll.registry();
         match endpoint {
@@ -154,11 +179,15 @@ pub(crate) fn receive(sink: &dyn Sink, endpoints: Vec<Endpoint>) -> io::Result<(
             Endpoint::Tcp(listener) => registry.register(listener, Token(k), Interest::READABLE)?,
         }
     }
+    sink.waker(Arc::new(Waker::new(poll.registry(), WAKE)?));
     let mut local = Local { error: vec![0; 1024], scratch: vec![0; sink.packet_length() + 1] };
     let mut connections: Vec<Option<Connection>> = Vec::new();
+    let mut ready = vec![false; endpoints.len()];
     let mut events = Events::with_capacity(256);
+    let mut more = false;
     while !sink.tick() {
-        if let Err(error) = poll.poll(&mut events, Some(POLL_EVERY)) {
+        let wait = if more { Duration::ZERO } else { POLL_EVERY };
+        if let Err(error) = poll.poll(&mut events, Some(wait)) {
             if error.kind() == io::ErrorKind::Interrupted {
                 continue;
             }
@@ -166,15 +195,33 @@ pub(crate) fn receive(sink: &dyn Sink, endpoints: Vec<Endpoint>) -> io::Result<(
         }
         for event in &events {
             let token = event.token().0;
-            if let Some(endpoint) = endpoints.get(token) {
-                match endpoint {
-                    Endpoint::Udp(socket) => read_datagrams(sink, &mut local, socket),
-                    Endpoint::Tcp(listener) => accept(sink, &poll, listener, endpoints.len(), &mut connections)?,
-                }
-            } else if let Some(slot) = connections.get_mut(token - endpoints.len()) {
-                let open = slot.as_mut().is_some_and(|connection| read_stream(sink, &mut local, connection));
-                if !open && let Some(mut connection) = slot.take() {
-                    let _ = poll.registry().deregister(&mut connection.stream);
+            if event.token() == WAKE {
+                sink.slot_freed();
+            } else if let Some(Endpoint::Tcp(listener)) = endpoints.get(token) {
+                accept(sink, &poll, listener, endpoints.len(), &mut connections)?;
+            } else if token < endpoints.len() {
+                ready[token] = true;
+            } else if let Some(Some(connection)) = connections.get_mut(token - endpoints.len()) {
+                connection.ready = true;
+            }
+        }
+        // One round: every socket that may have packets reads a few.
+        more = false;
+        for (k, endpoint) in endpoints.iter().enumerate() {
+            if let (true, Endpoint::Udp(socket)) = (ready[k], endpoint) {
+                ready[k] = read_datagrams(sink, &mut local, socket) == Left::More;
+                more |= ready[k];
+            }
+        }
+        for slot in &mut connections {
+            let Some(connection) = slot.as_mut().filter(|c| c.ready) else { continue };
+            match read_stream(sink, &mut local, connection) {
+                Left::Drained => connection.ready = false,
+                Left::More => more = true,
+                Left::Closed => {
+                    if let Some(mut connection) = slot.take() {
+                        let _ = poll.registry().deregister(&mut connection.stream);
+                    }
                 }
             }
         }
@@ -182,15 +229,15 @@ pub(crate) fn receive(sink: &dyn Sink, endpoints: Vec<Endpoint>) -> io::Result<(
     Ok(())
 }
 
-/// Reads every datagram waiting on `socket`.
-fn read_datagrams(sink: &dyn Sink, local: &mut Local, socket: &UdpSocket) {
+/// Reads up to a round of datagrams waiting on `socket`.
+fn read_datagrams(sink: &dyn Sink, local: &mut Local, socket: &UdpSocket) -> Left {
     let wanted = sink.packet_length() + 1; // one more, to tell a longer datagram
-    loop {
+    for _ in 0..UDP_ROUND {
         let Some(index) = sink.buffer() else {
             match socket.recv(&mut local.scratch) {
                 Ok(_) => sink.lost(super::window::Cause::NoBuffer),
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return,
+                Err(_) => return Left::Drained,
             }
             continue;
         };
@@ -201,11 +248,12 @@ fn read_datagrams(sink: &dyn Sink, local: &mut Local, socket: &UdpSocket) {
             Err(error) => {
                 sink.give_back(index);
                 if error.kind() != io::ErrorKind::Interrupted {
-                    return; // WouldBlock: all read; anything else (an ICMP error) ends this round
+                    return Left::Drained; // WouldBlock: all read; anything else (an ICMP error) too
                 }
             }
         }
     }
+    Left::More
 }
 
 /// Accepts every connection waiting on `listener`.
@@ -226,7 +274,7 @@ fn accept(
         let at = connections.iter().position(Option::is_none).unwrap_or(connections.len());
         poll.registry().register(&mut stream, Token(first_token + at), Interest::READABLE)?;
         let size = STREAM_BUFFER.max(2 * (sink.packet_length() + TCP_LENGTH_PREFIX));
-        let connection = Connection { stream, buffer: vec![0; size], start: 0, end: 0, skip: 0 };
+        let connection = Connection { stream, buffer: vec![0; size], start: 0, end: 0, skip: 0, ready: true };
         if at == connections.len() {
             connections.push(Some(connection));
         } else {
@@ -236,9 +284,9 @@ fn accept(
     }
 }
 
-/// Reads what `connection` has and hands on every whole packet; false once it closed.
-fn read_stream(sink: &dyn Sink, local: &mut Local, connection: &mut Connection) -> bool {
-    loop {
+/// Reads up to a round of what `connection` has and hands on every whole packet.
+fn read_stream(sink: &dyn Sink, local: &mut Local, connection: &mut Connection) -> Left {
+    for _ in 0..TCP_ROUND {
         if connection.start == connection.end {
             (connection.start, connection.end) = (0, 0);
         } else if connection.end == connection.buffer.len() {
@@ -251,15 +299,16 @@ fn read_stream(sink: &dyn Sink, local: &mut Local, connection: &mut Connection) 
                 if connection.end > connection.start || connection.skip > 0 {
                     sink.lost(super::window::Cause::WrongLength); // cut off in the middle of a packet
                 }
-                return false;
+                return Left::Closed;
             }
             Ok(n) => connection.end += n,
-            Err(error) if error.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => return Left::Drained,
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => return false,
+            Err(_) => return Left::Closed,
         }
         parse_stream(sink, local, connection);
     }
+    Left::More
 }
 
 /// Hands on every whole packet in the connection's buffer.

@@ -6,7 +6,7 @@
 
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,8 @@ use crate::engine::{Door, FrameDone, FrameOutputs, FrameSource, NextFrame, RunCo
 use crate::graph::{CompiledGraph, NetworkConfig};
 use crate::plugin::{Kernel, KernelSet};
 
+/// The longest a receiver waits, blocked, for the window to move before it looks again.
+const WAIT_AT_MOST: Duration = Duration::from_millis(1);
 /// How often a receiver looks for frames past their deadline, at most.
 const EXPIRE_EVERY_NS: u64 = 1_000_000;
 
@@ -56,6 +58,13 @@ struct Shared {
     first_error: Mutex<Option<String>>,
     /// Set when the run is over: the receivers return.
     stop: AtomicBool,
+    /// Whether frames wait for a slot (`Window::has_waiting`, kept for the door's callback).
+    waiting: AtomicBool,
+    /// Each receiver's waker: a free slot wakes them when frames wait for one.
+    wakers: Mutex<Vec<Arc<mio::Waker>>>,
+    /// Signalled (with `window`) when a frame leaves the engine or a slot is free: a receiver
+    /// waiting for the window to move looks again.
+    advanced: Condvar,
     /// Per frame, by the engine's frame number, when collecting outputs.
     outputs: Option<Mutex<Vec<FrameOutputs>>>,
 }
@@ -86,7 +95,9 @@ impl NetworkSource {
         };
         let sockets = receive::bind(&network, options.socket_recv_buf_bytes).map_err(RunError::Config)?;
         let collect = options.dispatch == Dispatch::Frame;
-        let held_frames = u64::from(config.slots) + if collect { u64::from(options.frame_window) } else { 0 };
+        // Collecting or waiting, frames in the window hold their packets too.
+        let holds = collect || options.on_slots_busy == WhenBusy::Wait;
+        let held_frames = u64::from(config.slots) + if holds { u64::from(options.frame_window) } else { 0 };
         let buffers = held_frames * u64::from(network.frame_packets)
             + u64::from(network.num_sockets) * u64::from(network.buffer_depth);
         let buffers = u32::try_from(buffers).map_err(|_| {
@@ -116,6 +127,9 @@ impl NetworkSource {
             node: CString::new(crate::graph::NETWORK_INPUT).unwrap_or_default(),
             first_error: Mutex::new(None),
             stop: AtomicBool::new(false),
+            waiting: AtomicBool::new(false),
+            wakers: Mutex::new(Vec::new()),
+            advanced: Condvar::new(),
             outputs: config.collect_outputs.then(|| Mutex::new(Vec::new())),
             config: network,
             options,
@@ -203,6 +217,7 @@ impl FrameSource for NetworkSource {
     fn frame_done(&self, done: FrameDone) {
         let now = self.shared.now_ns();
         lock(&self.shared.window).frame_done(done.tag, done.completed && !done.abandoned, now);
+        self.shared.advanced.notify_all();
         if let (Some(outputs), Some(frame)) = (&self.shared.outputs, done.outputs) {
             let mut outputs = lock(outputs);
             let at = done.frame as usize;
@@ -215,6 +230,18 @@ impl FrameSource for NetworkSource {
 
     fn attach(&self, door: &Arc<Door>) -> Result<(), RunError> {
         let _ = self.shared.door.set(Arc::clone(door));
+        if self.shared.options.on_slots_busy == WhenBusy::Wait {
+            // Frames waiting for a slot open as soon as one is free: the receivers are woken.
+            let shared = Arc::downgrade(&self.shared);
+            door.on_slot_free(Box::new(move || {
+                if let Some(shared) = shared.upgrade()
+                    && shared.waiting.load(Ordering::Acquire)
+                {
+                    lock(&shared.wakers).iter().for_each(|waker| drop(waker.wake()));
+                    shared.advanced.notify_all();
+                }
+            }));
+        }
         let endpoints = lock(&self.endpoints).take().unwrap_or_default();
         let threads = (self.shared.options.receiver_threads as usize).min(endpoints.len()).max(1);
         let mut shares: Vec<Vec<Endpoint>> = (0..threads).map(|_| Vec::new()).collect();
@@ -394,31 +421,36 @@ impl Shared {
     }
 
     /// Gives a decoded packet to its frame.
-    fn offer(&self, id: u64, index: u32, mut value: Value) {
+    fn offer(&self, id: u64, index: u32, value: Value) {
         let Some(door) = self.door() else { return };
-        loop {
-            let verdict = lock(&self.window).packet(&**door, &self.counts, id, index, value, self.now_ns());
-            match verdict {
-                Verdict::Deliver { frame, value } => return door.deliver(frame, index, value),
-                Verdict::Submit { tag, inputs, last } => {
-                    let wait = (self.options.on_slots_busy == WhenBusy::Drop).then_some(Duration::ZERO);
-                    if let Err(why) = door.submit(tag, inputs, wait) {
-                        lock(&self.window).refused(&self.counts, tag, why);
-                    }
-                    if last {
-                        door.end();
-                    }
-                    return;
-                }
-                Verdict::Wait { value: again } => {
-                    door.wait_for_slot(None);
-                    if door.is_ended() {
-                        return;
-                    }
-                    value = again;
-                }
-                Verdict::Held | Verdict::Dropped | Verdict::Ignored => return,
+        let mut window = lock(&self.window);
+        let mut verdict = window.packet(&**door, &self.counts, id, index, value, self.now_ns());
+        while let Verdict::Full { value } = verdict {
+            // The window is full of frames with every packet: they leave it as the engine completes
+            // them (frame_done) and the waiting ones take the slots that frees. This receiver waits.
+            window.open_waiting(&**door, &self.counts);
+            window.expire(&**door, &self.counts, self.now_ns());
+            window = self.advanced.wait_timeout(window, WAIT_AT_MOST).unwrap_or_else(|p| p.into_inner()).0;
+            if door.is_ended() || self.stop.load(Ordering::Acquire) {
+                return;
             }
+            verdict = window.packet(&**door, &self.counts, id, index, value, self.now_ns());
+        }
+        self.waiting.store(window.has_waiting(), Ordering::Release);
+        drop(window);
+        match verdict {
+            Verdict::Deliver { frame, value } => door.deliver(frame, index, value),
+            Verdict::Submit { tag, inputs, last } => {
+                // Collecting, no frame in the engine waits for a packet: a receiver may block here.
+                let wait = (self.options.on_slots_busy == WhenBusy::Drop).then_some(Duration::ZERO);
+                if let Err(why) = door.submit(tag, inputs, wait) {
+                    lock(&self.window).refused(&self.counts, tag, why);
+                }
+                if last {
+                    door.end();
+                }
+            }
+            Verdict::Held | Verdict::Dropped | Verdict::Ignored | Verdict::Full { .. } => {}
         }
     }
 }
@@ -464,6 +496,9 @@ impl Sink for Shared {
         let Some(door) = self.door() else { return true };
         let now = self.now_ns();
         let ended = door.is_ended();
+        if self.waiting.load(Ordering::Acquire) {
+            self.slot_freed();
+        }
         if ended || now >= self.next_expiry_ns.load(Ordering::Relaxed) {
             self.next_expiry_ns.store(now + EXPIRE_EVERY_NS, Ordering::Relaxed);
             let mut window = lock(&self.window);
@@ -478,5 +513,16 @@ impl Sink for Shared {
 
     fn packet_length(&self) -> usize {
         self.config.packet_length as usize
+    }
+
+    fn waker(&self, waker: Arc<mio::Waker>) {
+        lock(&self.wakers).push(waker);
+    }
+
+    fn slot_freed(&self) {
+        let Some(door) = self.door() else { return };
+        let mut window = lock(&self.window);
+        window.open_waiting(&**door, &self.counts);
+        self.waiting.store(window.has_waiting(), Ordering::Release);
     }
 }

@@ -98,6 +98,8 @@ impl Counts {
 pub(crate) trait Slots {
     /// Opens a frame whose inputs come one by one.
     fn open(&self, tag: u64) -> Result<Opened, Refused>;
+    /// The value of packet `index` of an open frame.
+    fn deliver(&self, frame: Opened, index: u32, value: Value);
     /// No more values for the frame.
     fn abandon(&self, frame: Opened);
     /// No more frames.
@@ -107,6 +109,9 @@ pub(crate) trait Slots {
 impl Slots for crate::engine::Door {
     fn open(&self, tag: u64) -> Result<Opened, Refused> {
         crate::engine::Door::open(self, tag)
+    }
+    fn deliver(&self, frame: Opened, index: u32, value: Value) {
+        crate::engine::Door::deliver(self, frame, index, value);
     }
     fn abandon(&self, frame: Opened) {
         crate::engine::Door::abandon(self, frame);
@@ -125,12 +130,21 @@ pub(crate) enum Verdict {
     /// The frame `tag` is complete: start it with these inputs, in index order (collecting);
     /// then, if it is the `last` frame the run asked for, end the door.
     Submit { tag: u64, inputs: Vec<Value>, last: bool },
-    /// Every slot is busy and the policy is to wait: wait for one, then offer `value` again.
-    Wait { value: Value },
     /// Dropped (and counted).
     Dropped,
     /// The run has all the frames it asked for: packets of new frames are not looked at.
     Ignored,
+    /// The frame is beyond the window, which is full of frames that have every packet and wait
+    /// for the engine (with `on_slots_busy = wait`): offer `value` again once the window moved.
+    Full { value: Value },
+}
+
+/// Why the window has no entry for a frame id.
+enum Miss {
+    /// Dropped, for this cause.
+    Drop(Cause),
+    /// Not yet: the window is full of frames that have all their packets.
+    Full,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,6 +153,9 @@ enum State {
     Free,
     /// Receiving packets.
     Open,
+    /// Receiving packets, holding them: every slot was busy at its first packet (with
+    /// `on_slots_busy = wait`); it opens when a slot is free (`open_waiting`).
+    Waiting,
     /// Reception over; the frame is in the engine until `frame_done`.
     InFlight,
     /// Dropped at its first packet (every slot busy): its other packets are dropped too.
@@ -183,8 +200,10 @@ pub(crate) struct Window {
     shape: Shape,
     low: Option<u64>,
     entries: Box<[Entry]>,
-    /// Entries in state `Open`.
+    /// Entries in state `Open` or `Waiting`.
     open: u64,
+    /// Entries in state `Waiting`.
+    waiting: u64,
     /// Frames whose reception is over (complete, incomplete, failed or dropped).
     taken: u64,
     /// From a frame's first packet to its completion, for frames that completed with every
@@ -202,13 +221,17 @@ impl Window {
                 frame: Opened { slot: 0, serial: 0 },
                 got: 0,
                 received: vec![0; words].into_boxed_slice(),
-                held: if shape.collect { (0..shape.frame_packets).map(|_| None).collect() } else { Vec::new() },
+                held: if shape.collect || shape.wait {
+                    (0..shape.frame_packets).map(|_| None).collect()
+                } else {
+                    Vec::new()
+                },
                 first_ns: 0,
                 deadline_ns: 0,
             })
             .collect();
         let latency = Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
-        Window { shape, low: None, entries, open: 0, taken: 0, latency }
+        Window { shape, low: None, entries, open: 0, waiting: 0, taken: 0, latency }
     }
 
     /// Whether another frame may still open.
@@ -232,13 +255,13 @@ impl Window {
         self.open
     }
 
-    /// The entry of `id`, making room for it: `Err` with the cause when the id is not in the
-    /// window and cannot be.
-    fn entry(&mut self, id: u64) -> Result<usize, Cause> {
+    /// The entry of `id`, making room for it: `Err` when the id is not in the window and cannot
+    /// be now.
+    fn entry(&mut self, id: u64) -> Result<usize, Miss> {
         let capacity = u64::from(self.shape.capacity.max(1));
         let low = *self.low.get_or_insert(id);
         if id < low {
-            return Err(Cause::Late);
+            return Err(Miss::Drop(Cause::Late));
         }
         if id >= low + capacity {
             // Move on, over ids whose frames are over or were never seen, to make room for `id`.
@@ -246,7 +269,7 @@ impl Window {
             let mut next = low;
             while next < target {
                 let entry = &self.entries[(next % capacity) as usize];
-                let live = entry.id == next && matches!(entry.state, State::Open | State::InFlight);
+                let live = entry.id == next && matches!(entry.state, State::Open | State::Waiting | State::InFlight);
                 if live {
                     break;
                 }
@@ -257,7 +280,12 @@ impl Window {
             }
             self.low = Some(next);
             if next < target {
-                return Err(Cause::OutsideWindow);
+                // Waiting loses nothing while the frame in the way needs no packet: it leaves the
+                // window on its own. A frame in the way that misses packets needs the receivers.
+                let blocking = &self.entries[(next % capacity) as usize];
+                let whole = blocking.state == State::InFlight
+                    || (blocking.state == State::Waiting && blocking.got == self.shape.frame_packets);
+                return Err(if self.shape.wait && whole { Miss::Full } else { Miss::Drop(Cause::OutsideWindow) });
             }
         }
         let at = (id % capacity) as usize;
@@ -288,19 +316,30 @@ impl Window {
         }
         let at = match self.entry(id) {
             Ok(at) => at,
-            Err(cause) => return dropped(cause),
+            Err(Miss::Drop(cause)) => return dropped(cause),
+            Err(Miss::Full) => return Verdict::Full { value },
         };
         match self.entries[at].state {
-            State::Open => {}
+            State::Open | State::Waiting => {}
             State::Free => {
                 if !self.takes_frames() {
                     return Verdict::Ignored;
                 }
-                if !self.shape.collect {
+                let mut state = State::Open;
+                if self.waiting > 0 {
+                    self.open_waiting(slots, counts); // frames open in the order they came
+                }
+                if self.waiting > 0 {
+                    state = State::Waiting;
+                    self.waiting += 1;
+                } else if !self.shape.collect {
                     match slots.open(id) {
                         Ok(frame) => self.entries[at].frame = frame,
                         Err(Refused::Ended) => return Verdict::Ignored,
-                        Err(Refused::Busy) if self.shape.wait => return Verdict::Wait { value },
+                        Err(Refused::Busy) if self.shape.wait => {
+                            state = State::Waiting;
+                            self.waiting += 1;
+                        }
                         Err(Refused::Busy) => {
                             self.entries[at].state = State::Dropped;
                             counts.dropped_frames.fetch_add(1, Ordering::Relaxed);
@@ -310,7 +349,7 @@ impl Window {
                     }
                 }
                 let entry = &mut self.entries[at];
-                entry.state = State::Open;
+                entry.state = state;
                 entry.got = 0;
                 entry.received.fill(0);
                 entry.first_ns = now_ns;
@@ -330,6 +369,10 @@ impl Window {
         entry.got += 1;
         counts.accepted.fetch_add(1, Ordering::Relaxed);
         let complete = entry.got == self.shape.frame_packets;
+        if entry.state == State::Waiting {
+            entry.held[index as usize] = Some(value);
+            return Verdict::Held;
+        }
         if !self.shape.collect {
             let frame = entry.frame;
             if complete {
@@ -366,12 +409,52 @@ impl Window {
         last
     }
 
+    /// Whether frames wait for a slot.
+    pub(crate) fn has_waiting(&self) -> bool {
+        self.waiting > 0
+    }
+
+    /// Opens the frames waiting for a slot, oldest first, while slots are free, and delivers the
+    /// packets they hold.
+    pub(crate) fn open_waiting(&mut self, slots: &dyn Slots, counts: &Counts) {
+        let (Some(low), capacity) = (self.low, u64::from(self.shape.capacity.max(1))) else { return };
+        for id in low..low + capacity {
+            if self.waiting == 0 {
+                return;
+            }
+            let at = (id % capacity) as usize;
+            if self.entries[at].id != id || self.entries[at].state != State::Waiting {
+                continue;
+            }
+            let frame = match slots.open(id) {
+                Ok(frame) => frame,
+                Err(Refused::Busy) => return,
+                Err(Refused::Ended) => {
+                    counts.incomplete.fetch_add(1, Ordering::Relaxed);
+                    self.give_up(slots, at);
+                    continue;
+                }
+            };
+            self.waiting -= 1;
+            let entry = &mut self.entries[at];
+            (entry.state, entry.frame) = (State::Open, frame);
+            for (index, held) in entry.held.iter_mut().enumerate() {
+                if let Some(value) = held.take() {
+                    slots.deliver(frame, index as u32, value);
+                }
+            }
+            if entry.got == self.shape.frame_packets {
+                self.complete(slots, counts, at, true);
+            }
+        }
+    }
+
     /// A source kernel failed on a packet of frame `id`: the frame is abandoned.
     pub(crate) fn fail(&mut self, slots: &dyn Slots, counts: &Counts, id: u64) {
         counts.drop_packet(Cause::SourceError);
         let Ok(at) = self.entry(id) else { return };
         match self.entries[at].state {
-            State::Open => {
+            State::Open | State::Waiting => {
                 counts.failed.fetch_add(1, Ordering::Relaxed);
                 self.give_up(slots, at);
             }
@@ -387,7 +470,10 @@ impl Window {
     /// Gives up on the open frame at `at`: abandoned in its slot, or its held packets released.
     fn give_up(&mut self, slots: &dyn Slots, at: usize) {
         let entry = &mut self.entries[at];
-        if self.shape.collect {
+        if entry.state == State::Waiting {
+            self.waiting -= 1;
+        }
+        if self.shape.collect || entry.state == State::Waiting {
             entry.held.iter_mut().for_each(|held| *held = None);
             entry.state = State::Done { complete: false };
         } else {
@@ -405,7 +491,7 @@ impl Window {
         }
         for at in 0..self.entries.len() {
             let entry = &self.entries[at];
-            if entry.state == State::Open && entry.deadline_ns <= now_ns {
+            if matches!(entry.state, State::Open | State::Waiting) && entry.deadline_ns <= now_ns {
                 counts.incomplete.fetch_add(1, Ordering::Relaxed);
                 self.give_up(slots, at);
             }
@@ -456,6 +542,7 @@ mod tests {
         free: RefCell<Vec<u32>>,
         opened: RefCell<Vec<u64>>,
         abandoned: RefCell<Vec<u32>>,
+        delivered: RefCell<Vec<(u32, u32, Value)>>,
         serial: RefCell<u64>,
         ended: RefCell<bool>,
     }
@@ -480,6 +567,9 @@ mod tests {
             self.opened.borrow_mut().push(tag);
             *self.serial.borrow_mut() += 1;
             Ok(Opened { slot, serial: *self.serial.borrow() })
+        }
+        fn deliver(&self, frame: Opened, index: u32, value: Value) {
+            self.delivered.borrow_mut().push((frame.slot, index, value));
         }
         fn abandon(&self, frame: Opened) {
             self.abandoned.borrow_mut().push(frame.slot);
@@ -611,14 +701,28 @@ mod tests {
     }
 
     #[test]
-    fn busy_slots_make_a_receiver_wait_when_asked_to() {
+    fn with_busy_slots_a_frame_waits_holding_its_packets_and_opens_when_one_is_free() {
         let (slots, counts) = (FakeSlots::with(0), Counts::default());
-        let mut window = Window::new(Shape { wait: true, ..shape(1, 4, 0) });
-        let Verdict::Wait { value } = offer(&mut window, &slots, &counts, 0, 0) else { panic!("did not wait") };
+        let mut window = Window::new(Shape { wait: true, ..shape(2, 4, 0) });
+        assert!(matches!(offer(&mut window, &slots, &counts, 0, 1), Verdict::Held));
+        assert!(matches!(offer(&mut window, &slots, &counts, 1, 0), Verdict::Held));
+        assert!(window.has_waiting());
+        window.open_waiting(&slots, &counts); // still no slot
+        assert!(slots.opened.borrow().is_empty());
         slots.release(0);
+        window.open_waiting(&slots, &counts);
+        // The oldest frame opened with its packet; frame 1 waits for the next slot.
+        assert_eq!(*slots.opened.borrow(), vec![0]);
+        assert_eq!(*slots.delivered.borrow(), vec![(0, 1, Value::u64(1))]);
         assert!(matches!(
-            window.packet(&slots, &counts, 0, 0, value, 0),
+            offer(&mut window, &slots, &counts, 0, 0),
             Verdict::Deliver { frame: Opened { slot: 0, .. }, .. }
         ));
+        assert_eq!(counts.complete.load(Ordering::Relaxed), 1);
+        assert!(window.has_waiting());
+        // A waiting frame past its deadline is given up, its packets released.
+        window.expire(&slots, &counts, 10_000);
+        assert!(!window.has_waiting());
+        assert_eq!(counts.incomplete.load(Ordering::Relaxed), 1);
     }
 }

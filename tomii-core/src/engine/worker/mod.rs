@@ -309,9 +309,9 @@ impl<'a> Engine<'a> {
         })
     }
 
-    /// Gives the source the door, then asks it for a frame for every slot, from the host thread.
+    /// Asks the source for a frame for every slot, then gives it the door (so that the slots it
+    /// does not take are free before its threads use the door), from the host thread.
     fn start_first_frames(&self, latency: &mut Histogram<u64>) -> Result<(), RunError> {
-        self.source.attach(&self.door)?;
         let mut pusher = Pusher { worker: TOMII_NO_WORKER, ready: Vec::with_capacity(PUSH_CHUNK), self_take: false };
         for slot in 0..self.config.slots {
             match self.next_frame() {
@@ -323,6 +323,7 @@ impl<'a> Engine<'a> {
                 NextFrame::Done => break,
             }
         }
+        self.source.attach(&self.door)?;
         if self.door.is_finished() {
             self.stop_run(); // a source without frames
         }
