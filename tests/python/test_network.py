@@ -46,8 +46,7 @@ def pipeline(socket_type: str, port: int) -> tm.Graph:
 def expected_sum(number: int, frame_id: int) -> int:
     """The sink of frame number `number`, made of the generated packets of frame `frame_id`."""
     ffts = [
-        checksum("fft", i, number, [fnv1a(net.packet(frame_id, i, PACKET))])
-        for i in range(PACKETS)
+        checksum("fft", i, number, [fnv1a(net.packet(frame_id, i, PACKET))]) for i in range(PACKETS)
     ]
     return checksum("sum", 0, number, ffts)
 
@@ -59,7 +58,7 @@ def run_while_sending(app: tm.Graph, frames: int, **knobs: Any) -> tm.RunResult:
     def receive() -> None:
         try:
             result["run"] = app.run(dylib=SYNTHETIC, frames=frames, workers=2, slots=4, **knobs)
-        except Exception as error:  # raised again on the test's thread
+        except tm.TomiiError as error:  # raised again on the test's thread
             result["error"] = error
 
     receiver = threading.Thread(target=receive)
