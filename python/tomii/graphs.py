@@ -378,6 +378,7 @@ def mimo_uplink(
     cost: CostSpec = _ZERO,
     seed: int = 0,
     kernel: Kernel = "spin",
+    network: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A massive-MIMO uplink frame: per-antenna FFT → channel estimate → beamform → demodulate.
 
@@ -386,17 +387,26 @@ def mimo_uplink(
     antenna; `beamform` (factor `subcarrier_groups`, instance g reads chest g); `demod` (factor
     `users`): every instance reads every beamform group, as a user's stream spans all
     subcarriers. antennas + 2·groups + users tasks. Roles for `cost`: the node names.
+
+    With `network` (a `network_config` block without `frame_packets`, e.g.
+    `{"start_port": 9500, "packet_length": 1024}`), each frame is made of `antennas` packets, one
+    per antenna: `fft` instance i reads packet i (`$network`) and starts when it arrives.
     """
     _check_int("mimo_uplink", "antennas", antennas)
     _check_int("mimo_uplink", "subcarrier_groups", subcarrier_groups)
     _check_int("mimo_uplink", "users", users)
     build = _Builder("mimo_uplink", ("fft", "chest", "beamform", "demod"), cost, seed, kernel)
-    build.node("fft", "fft", antennas, [])
+    build.node("fft", "fft", antennas, [] if network is None else [_edge("$network")])
     build.node("chest", "chest", subcarrier_groups, [_edge("fft", "all")])
     build.node("beamform", "beamform", subcarrier_groups, [_edge("chest")])
     build.node("demod", "demod", users, [_edge("beamform", "all")])
     params = {"antennas": antennas, "subcarrier_groups": subcarrier_groups, "users": users}
-    return build.graph(params)
+    graph = build.graph(params)
+    if network is not None:
+        if "frame_packets" in network or "stream_packets" in network:
+            raise ValueError("mimo_uplink: network sets its own frame_packets (one packet per antenna)")
+        graph["network_config"] = {**network, "frame_packets": antennas}
+    return graph
 
 
 def map_reduce(
@@ -505,7 +515,12 @@ def _tasks(graph: Mapping[str, Any]) -> list[_Task]:
     tasks: list[_Task] = []
     for node in nodes:
         name = node["name"]
-        edges = [_parse_edge(name, arg, inits, factors) for arg in _edge_args(node)]
+        # Inputs and the network's packets are given to the frame: no task, no cost.
+        edges = [
+            _parse_edge(name, arg, inits, factors)
+            for arg in _edge_args(node)
+            if arg.get("predecessor", {}).get("name") in factors
+        ]
         cost = _spin_us(node, inits) * _iterations(node, inits)
         for i in range(factors[name]):
             results: list[int] = []

@@ -312,6 +312,7 @@ impl NetworkSource {
             "frames_incomplete": load(&counts.incomplete),
             "frames_dropped": load(&counts.dropped_frames),
             "frames_failed": load(&counts.failed),
+            "packets_missing": load(&counts.missing),
             "connections": load(&counts.connections),
             "first_source_error": *lock(&shared.first_error),
             "latency_from_first_packet_us": crate::engine::latency_summary(&window.latency),
@@ -426,8 +427,9 @@ impl Shared {
         let mut window = lock(&self.window);
         let mut verdict = window.packet(&**door, &self.counts, id, index, value, self.now_ns());
         while let Verdict::Full { value } = verdict {
-            // The window is full of frames with every packet: they leave it as the engine completes
-            // them (frame_done) and the waiting ones take the slots that frees. This receiver waits.
+            // The window is full: its oldest frame leaves it when the engine completes it
+            // (frame_done), when it gets its packets (from other receivers) and a slot, or at its
+            // deadline (expire, here and in the other receivers). This receiver waits meanwhile.
             window.open_waiting(&**door, &self.counts);
             window.expire(&**door, &self.counts, self.now_ns());
             window = self.advanced.wait_timeout(window, WAIT_AT_MOST).unwrap_or_else(|p| p.into_inner()).0;
@@ -444,7 +446,7 @@ impl Shared {
                 // Collecting, no frame in the engine waits for a packet: a receiver may block here.
                 let wait = (self.options.on_slots_busy == WhenBusy::Drop).then_some(Duration::ZERO);
                 if let Err(why) = door.submit(tag, inputs, wait) {
-                    lock(&self.window).refused(&self.counts, tag, why);
+                    lock(&self.window).refused(&**door, &self.counts, tag, why);
                 }
                 if last {
                     door.end();

@@ -80,6 +80,9 @@ pub(crate) struct Counts {
     pub dropped_frames: AtomicU64,
     /// Frames abandoned because a source kernel failed on one of their packets.
     pub failed: AtomicU64,
+    /// Packets that never arrived, of the frames given up on (an id skipped and never seen
+    /// counts as a frame whose every packet is missing).
+    pub missing: AtomicU64,
     /// TCP connections accepted.
     pub connections: AtomicU64,
 }
@@ -134,8 +137,8 @@ pub(crate) enum Verdict {
     Dropped,
     /// The run has all the frames it asked for: packets of new frames are not looked at.
     Ignored,
-    /// The frame is beyond the window, which is full of frames that have every packet and wait
-    /// for the engine (with `on_slots_busy = wait`): offer `value` again once the window moved.
+    /// The frame is beyond the window, with `on_slots_busy = wait`: offer `value` again once the
+    /// window moved (the frame in the way completed, or passed its deadline).
     Full { value: Value },
 }
 
@@ -143,7 +146,7 @@ pub(crate) enum Verdict {
 enum Miss {
     /// Dropped, for this cause.
     Drop(Cause),
-    /// Not yet: the window is full of frames that have all their packets.
+    /// Not yet: the window is full, and the receiver waits.
     Full,
 }
 
@@ -160,6 +163,9 @@ enum State {
     InFlight,
     /// Dropped at its first packet (every slot busy): its other packets are dropped too.
     Dropped,
+    /// Not seen yet, but a later id was (at `deadline_ns` minus the timeout): frame ids are
+    /// consecutive, so it is given up on at its deadline, or when the window moves past it.
+    Expected,
     /// Reception closed without the frame completing it (timed out or failed), or the frame
     /// completed in the engine; kept until the window moves past it, to tell late packets and
     /// duplicates from new frames.
@@ -204,6 +210,10 @@ pub(crate) struct Window {
     open: u64,
     /// Entries in state `Waiting`.
     waiting: u64,
+    /// Entries in state `Expected`.
+    expected: u64,
+    /// The newest frame id seen.
+    newest: Option<u64>,
     /// Frames whose reception is over (complete, incomplete, failed or dropped).
     taken: u64,
     /// From a frame's first packet to its completion, for frames that completed with every
@@ -231,12 +241,12 @@ impl Window {
             })
             .collect();
         let latency = Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
-        Window { shape, low: None, entries, open: 0, waiting: 0, taken: 0, latency }
+        Window { shape, low: None, entries, open: 0, waiting: 0, expected: 0, newest: None, taken: 0, latency }
     }
 
     /// Whether another frame may still open.
     fn takes_frames(&self) -> bool {
-        self.shape.frames == 0 || self.taken + self.open < self.shape.frames
+        self.shape.frames == 0 || self.taken + self.open + self.expected < self.shape.frames
     }
 
     /// Whether every frame asked for has been taken and none is open.
@@ -257,7 +267,7 @@ impl Window {
 
     /// The entry of `id`, making room for it: `Err` when the id is not in the window and cannot
     /// be now.
-    fn entry(&mut self, id: u64) -> Result<usize, Miss> {
+    fn entry(&mut self, counts: &Counts, slots: &dyn Slots, id: u64) -> Result<usize, Miss> {
         let capacity = u64::from(self.shape.capacity.max(1));
         let low = *self.low.get_or_insert(id);
         if id < low {
@@ -273,6 +283,9 @@ impl Window {
                 if live {
                     break;
                 }
+                if entry.id == next && entry.state == State::Expected {
+                    self.missed(counts, slots, (next % capacity) as usize); // it will not come now
+                }
                 next += 1;
                 if next - low >= capacity {
                     next = target; // every entry was looked at: none is live
@@ -280,12 +293,10 @@ impl Window {
             }
             self.low = Some(next);
             if next < target {
-                // Waiting loses nothing while the frame in the way needs no packet: it leaves the
-                // window on its own. A frame in the way that misses packets needs the receivers.
-                let blocking = &self.entries[(next % capacity) as usize];
-                let whole = blocking.state == State::InFlight
-                    || (blocking.state == State::Waiting && blocking.got == self.shape.frame_packets);
-                return Err(if self.shape.wait && whole { Miss::Full } else { Miss::Drop(Cause::OutsideWindow) });
+                // Waiting, the receiver waits for the frame in the way to leave the window: as the
+                // engine completes it, as the other receivers bring its missing packets, or at its
+                // deadline, so the wait is bounded even when its packets are behind this receiver.
+                return Err(if self.shape.wait { Miss::Full } else { Miss::Drop(Cause::OutsideWindow) });
             }
         }
         let at = (id % capacity) as usize;
@@ -314,14 +325,19 @@ impl Window {
         if index >= self.shape.frame_packets {
             return dropped(Cause::BadIndex);
         }
-        let at = match self.entry(id) {
+        let at = match self.entry(counts, slots, id) {
             Ok(at) => at,
             Err(Miss::Drop(cause)) => return dropped(cause),
             Err(Miss::Full) => return Verdict::Full { value },
         };
+        self.expect_up_to(id, now_ns);
         match self.entries[at].state {
             State::Open | State::Waiting => {}
-            State::Free => {
+            State::Free | State::Expected => {
+                if self.entries[at].state == State::Expected {
+                    self.expected -= 1;
+                    self.entries[at].state = State::Free;
+                }
                 if !self.takes_frames() {
                     return Verdict::Ignored;
                 }
@@ -390,6 +406,35 @@ impl Window {
         Verdict::Submit { tag: id, inputs, last }
     }
 
+    /// `id` is the newest frame seen: the ids between the previous newest and it, not seen yet,
+    /// are expected by `now_ns` + the timeout.
+    fn expect_up_to(&mut self, id: u64, now_ns: u64) {
+        let Some(newest) = self.newest.filter(|&newest| newest < id) else {
+            self.newest = self.newest.max(Some(id));
+            return;
+        };
+        self.newest = Some(id);
+        let (low, capacity) = (self.low.unwrap_or(id), u64::from(self.shape.capacity.max(1)));
+        for gap in (newest + 1).max(low)..id {
+            let takes = self.takes_frames();
+            let entry = &mut self.entries[(gap % capacity) as usize];
+            if takes && (entry.id != gap || entry.state == State::Free) {
+                (entry.id, entry.state) = (gap, State::Expected);
+                entry.deadline_ns = now_ns.saturating_add(self.shape.timeout_ns);
+                self.expected += 1;
+            }
+        }
+    }
+
+    /// The expected frame at `at` never came: it is taken, every packet missing.
+    fn missed(&mut self, counts: &Counts, slots: &dyn Slots, at: usize) {
+        self.entries[at].state = State::Done { complete: false };
+        self.expected -= 1;
+        counts.incomplete.fetch_add(1, Ordering::Relaxed);
+        counts.missing.fetch_add(u64::from(self.shape.frame_packets), Ordering::Relaxed);
+        self.close_reception(slots, true);
+    }
+
     /// The frame at `at` has every packet; true when it was the last the run asked for.
     fn complete(&mut self, slots: &dyn Slots, counts: &Counts, at: usize, end: bool) -> bool {
         self.entries[at].state = State::InFlight;
@@ -431,7 +476,7 @@ impl Window {
                 Err(Refused::Busy) => return,
                 Err(Refused::Ended) => {
                     counts.incomplete.fetch_add(1, Ordering::Relaxed);
-                    self.give_up(slots, at);
+                    self.give_up(slots, counts, at);
                     continue;
                 }
             };
@@ -452,11 +497,17 @@ impl Window {
     /// A source kernel failed on a packet of frame `id`: the frame is abandoned.
     pub(crate) fn fail(&mut self, slots: &dyn Slots, counts: &Counts, id: u64) {
         counts.drop_packet(Cause::SourceError);
-        let Ok(at) = self.entry(id) else { return };
+        let Ok(at) = self.entry(counts, slots, id) else { return };
         match self.entries[at].state {
             State::Open | State::Waiting => {
                 counts.failed.fetch_add(1, Ordering::Relaxed);
-                self.give_up(slots, at);
+                self.give_up(slots, counts, at);
+            }
+            State::Expected => {
+                counts.failed.fetch_add(1, Ordering::Relaxed);
+                self.expected -= 1;
+                self.entries[at].state = State::Done { complete: false };
+                self.close_reception(slots, true);
             }
             State::Free if self.takes_frames() => {
                 counts.failed.fetch_add(1, Ordering::Relaxed);
@@ -468,8 +519,9 @@ impl Window {
     }
 
     /// Gives up on the open frame at `at`: abandoned in its slot, or its held packets released.
-    fn give_up(&mut self, slots: &dyn Slots, at: usize) {
+    fn give_up(&mut self, slots: &dyn Slots, counts: &Counts, at: usize) {
         let entry = &mut self.entries[at];
+        counts.missing.fetch_add(u64::from(self.shape.frame_packets - entry.got), Ordering::Relaxed);
         if entry.state == State::Waiting {
             self.waiting -= 1;
         }
@@ -486,21 +538,28 @@ impl Window {
 
     /// Abandons every open frame whose deadline passed by `now_ns` (all of them with `u64::MAX`).
     pub(crate) fn expire(&mut self, slots: &dyn Slots, counts: &Counts, now_ns: u64) {
-        if self.open == 0 {
+        if self.open == 0 && self.expected == 0 {
             return;
         }
         for at in 0..self.entries.len() {
             let entry = &self.entries[at];
-            if matches!(entry.state, State::Open | State::Waiting) && entry.deadline_ns <= now_ns {
-                counts.incomplete.fetch_add(1, Ordering::Relaxed);
-                self.give_up(slots, at);
+            if entry.deadline_ns > now_ns {
+                continue;
+            }
+            match entry.state {
+                State::Open | State::Waiting => {
+                    counts.incomplete.fetch_add(1, Ordering::Relaxed);
+                    self.give_up(slots, counts, at);
+                }
+                State::Expected => self.missed(counts, slots, at),
+                _ => {}
             }
         }
     }
 
     /// Collecting: the engine refused the complete frame `tag` (every slot busy, or the run over).
-    pub(crate) fn refused(&mut self, counts: &Counts, tag: u64, why: Refused) {
-        if let Ok(at) = self.entry(tag) {
+    pub(crate) fn refused(&mut self, slots: &dyn Slots, counts: &Counts, tag: u64, why: Refused) {
+        if let Ok(at) = self.entry(counts, slots, tag) {
             self.entries[at].state = State::Done { complete: false };
         }
         if why == Refused::Busy {
@@ -651,6 +710,32 @@ mod tests {
         assert!(matches!(offer(&mut window, &slots, &counts, 0, 0), Verdict::Dropped)); // now late
         assert_eq!(counts.dropped(Cause::OutsideWindow), 1);
         assert_eq!(counts.dropped(Cause::Late), 1);
+    }
+
+    #[test]
+    fn an_id_skipped_and_never_seen_is_a_frame_missing_every_packet() {
+        let (slots, counts) = (FakeSlots::with(4), Counts::default());
+        let mut window = Window::new(shape(1, 8, 3));
+        assert!(matches!(offer(&mut window, &slots, &counts, 0, 0), Verdict::Deliver { .. }));
+        assert!(matches!(offer(&mut window, &slots, &counts, 2, 0), Verdict::Deliver { .. }));
+        assert!(!*slots.ended.borrow(), "frame 1 may still come");
+        window.expire(&slots, &counts, 1_000);
+        assert_eq!(counts.incomplete.load(Ordering::Relaxed), 1);
+        assert_eq!(counts.missing.load(Ordering::Relaxed), 1);
+        assert!(*slots.ended.borrow(), "frames 0, 1 and 2 are taken");
+        assert!(matches!(offer(&mut window, &slots, &counts, 1, 0), Verdict::Dropped)); // late
+    }
+
+    #[test]
+    fn an_expected_frame_that_comes_in_time_runs() {
+        let (slots, counts) = (FakeSlots::with(4), Counts::default());
+        let mut window = Window::new(shape(1, 8, 0));
+        offer(&mut window, &slots, &counts, 0, 0);
+        offer(&mut window, &slots, &counts, 2, 0);
+        assert!(matches!(offer(&mut window, &slots, &counts, 1, 0), Verdict::Deliver { .. }));
+        window.expire(&slots, &counts, 1_000);
+        assert_eq!(counts.incomplete.load(Ordering::Relaxed), 0);
+        assert_eq!(counts.complete.load(Ordering::Relaxed), 3);
     }
 
     #[test]
