@@ -128,6 +128,7 @@ def lossless(report: dict[str, Any], frames: int) -> bool:
 
 def highest_rate(threads: int, packet_length: int, seconds: float) -> tuple[float, str, int]:
     """The highest rate passed, why the search stopped, and the trials run."""
+
     def trial(rate: float) -> tuple[bool, float]:
         frames = max(100, int(rate * seconds / FRAME_PACKETS))
         graph = rate_graph(packet_length, free_ports(2))
@@ -165,20 +166,24 @@ def highest_rate(threads: int, packet_length: int, seconds: float) -> tuple[floa
 
 
 def rate_table(seconds: float) -> None:
-    print("| receiver threads | packet | highest rate without loss | MB/s | stopped because | trials |")
+    print(
+        "| receiver threads | packet | highest rate without loss | MB/s | stopped because | trials |"
+    )
     print("|---:|---:|---:|---:|---|---:|")
     for packet_length in (64, 8192):
         for threads in (1, 2):
             best, stop, trials = highest_rate(threads, packet_length, seconds)
             mbs = best * packet_length / 1e6
             size = "64 B" if packet_length == 64 else "8 KiB"
-            print(f"| {threads} | {size} | {best:,.0f} packets/s | {mbs:,.1f} | {stop} | {trials} |")
+            print(
+                f"| {threads} | {size} | {best:,.0f} packets/s | {mbs:,.1f} | {stop} | {trials} |"
+            )
             sys.stdout.flush()
 
 
 def mimo(port: int) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "python"))
-    import tomii.graphs as graphs
+    from tomii import graphs
 
     cost = {
         "fft": graphs.Fixed(20),
@@ -199,23 +204,34 @@ def latency_table(rounds: int, frames: int, rate: float) -> None:
             knobs += ["--on-slots-busy", "wait"]
             report, _ = run_and_send(mimo(free_ports(1)), frames, rate, knobs)
             if not lossless(report, frames):
-                raise RuntimeError(f"{dispatch}: lost packets at {rate} packets/s: {report['network']}")
+                raise RuntimeError(
+                    f"{dispatch}: lost packets at {rate} packets/s: {report['network']}"
+                )
             results[dispatch].append(report["network"]["latency_from_first_packet_us"])
-    med = {d: {k: statistics.median(r[k] for r in results[d]) for k in ("p50", "p99")} for d in results}
+    med = {
+        d: {k: statistics.median(r[k] for r in results[d]) for k in ("p50", "p99")} for d in results
+    }
     print(f"mimo_uplink(16, 4, 4), {frames} frames a run, {rounds} rounds, {rate:,.0f} packets/s")
-    print("(one frame's 16 packets arrive over "
-          f"{FRAME_PACKETS / rate * 1e6:,.0f} µs); latency from a frame's first packet to its completion:")
+    print(
+        "(one frame's 16 packets arrive over "
+        f"{FRAME_PACKETS / rate * 1e6:,.0f} µs); latency from a frame's first packet to its completion:"
+    )
     print()
     print("| dispatch | p50 (median of rounds) | p99 (median of rounds) | p50 per round |")
     print("|---|---:|---:|---|")
     for dispatch in ("packet", "frame"):
         rounds_p50 = ", ".join(f"{r['p50']:.0f}" for r in results[dispatch])
-        print(f"| {dispatch} | {med[dispatch]['p50']:.0f} µs | {med[dispatch]['p99']:.0f} µs | {rounds_p50} |")
+        print(
+            f"| {dispatch} | {med[dispatch]['p50']:.0f} µs | {med[dispatch]['p99']:.0f} µs | {rounds_p50} |"
+        )
     ratio = med["frame"]["p50"] / med["packet"]["p50"]
     ratios = [f["p50"] / p["p50"] for p, f in zip(results["packet"], results["frame"])]
     print()
-    print(f"collect-first ÷ packet-driven, p50: {ratio:.2f} (per round: "
-          + ", ".join(f"{r:.2f}" for r in ratios) + ")")
+    print(
+        f"collect-first ÷ packet-driven, p50: {ratio:.2f} (per round: "
+        + ", ".join(f"{r:.2f}" for r in ratios)
+        + ")"
+    )
 
 
 def main() -> None:

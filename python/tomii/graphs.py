@@ -404,7 +404,9 @@ def mimo_uplink(
     graph = build.graph(params)
     if network is not None:
         if "frame_packets" in network or "stream_packets" in network:
-            raise ValueError("mimo_uplink: network sets its own frame_packets (one packet per antenna)")
+            raise ValueError(
+                "mimo_uplink: network sets its own frame_packets (one packet per antenna)"
+            )
         graph["network_config"] = {**network, "frame_packets": antennas}
     return graph
 
@@ -517,9 +519,9 @@ def _tasks(graph: Mapping[str, Any]) -> list[_Task]:
         name = node["name"]
         # Inputs and the network's packets are given to the frame: no task, no cost.
         edges = [
-            _parse_edge(name, arg, inits, factors)
-            for arg in _edge_args(node)
-            if arg.get("predecessor", {}).get("name") in factors
+            _parse_edge(name, edge, inits, factors)
+            for edge in _edge_args(node)
+            if edge[0]["predecessor"]["name"] in factors
         ]
         cost = _spin_us(node, inits) * _iterations(node, inits)
         for i in range(factors[name]):

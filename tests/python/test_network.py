@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import socket
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
-from reference import SYNTHETIC, checksum, fnv1a
+from reference import ROOT, SYNTHETIC, checksum, fnv1a, run_documented_example
 
 import tomii as tm
 import tomii.network as net
 
+GUIDE = ROOT / "python" / "README.md"
 PACKET = 48
 PACKETS = 4
 
@@ -137,3 +139,25 @@ def test_knob_space_keeps_network_knobs_only_for_network_graphs() -> None:
     plain = tm.knob_space(tm.graphs.fork_join(4, 2))
     assert "receiver_threads" not in {k["name"] for k in plain["knobs"]}
     assert "receiver_threads" in {k["name"] for k in plain["excluded"]}
+
+
+def test_the_guide_example_runs(tmp_path: Path) -> None:
+    done = run_documented_example(GUIDE, "## Frames from packets", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "1600 accepted" in done.stdout, done.stdout
+
+
+def test_mimo_uplink_reads_one_packet_per_antenna() -> None:
+    cost = tm.graphs.Fixed(10)
+    fed = tm.graphs.mimo_uplink(
+        8, 4, 4, cost=cost, network={"start_port": 9000, "packet_length": 64}
+    )
+    assert fed["network_config"] == {"start_port": 9000, "packet_length": 64, "frame_packets": 8}
+    fft = next(node for node in fed["nodes"] if node["name"] == "fft")
+    assert {"type": "$res", "predecessor": {"name": "$network"}} in fft["args"]
+    plain = tm.graphs.mimo_uplink(8, 4, 4, cost=cost)
+    # Packets cost nothing: the shape's work and critical path are the same.
+    assert tm.graphs.critical_path_us(fed) == tm.graphs.critical_path_us(plain)
+    assert tm.graphs.total_work_us(fed) == tm.graphs.total_work_us(plain)
+    with pytest.raises(ValueError, match="frame_packets"):
+        tm.graphs.mimo_uplink(8, 4, 4, network={"start_port": 1, "frame_packets": 3})
