@@ -18,7 +18,7 @@ use common::checksum::{expected, fnv1a};
 use common::{plugin, synthetic_lib, within_timeout};
 use tomii_core::engine::{self, Output, RunConfig, RunError, RunOutcome};
 use tomii_core::graph::{self, CompiledGraph};
-use tomii_core::network::send::{self, Destination, Packets, Transport};
+use tomii_core::network::send::{self, Destination, Packets, SocketType};
 use tomii_core::network::{Dispatch, NetworkOptions, NetworkSource, WhenBusy};
 use tomii_core::plugin::{KernelSet, SchedulerPlugin};
 
@@ -125,7 +125,7 @@ fn udp_frames_end_to_end_match_the_reference_with_three_schedulers() {
             let frames = 40;
             let outcome = Run::new(graph("udp", 0), scheduler, waiting(4, frames)).go(|_, to| {
                 // The traffic generator, paced to stay well within the socket buffer.
-                let destination = Destination::new(Transport::Udp, to.ip(), to.port(), 1).unwrap();
+                let destination = Destination::new(SocketType::Udp, to.ip(), to.port(), 1).unwrap();
                 let packets =
                     Packets::Generated { packet_length: PACKET, frame_packets: PACKETS, frames, first_frame: 0 };
                 let sent = send::send(&destination, &packets, Some(20_000.0), None).unwrap();

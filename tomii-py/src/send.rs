@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyIterator, PyMemoryView};
-use tomii_core::network::send::{self as network, Destination, PacketSource, Packets, SendError, SendStats, Transport};
+use tomii_core::network::send::{self as network, Destination, PacketSource, Packets, SendError, SendStats};
 
 use super::{ConfigError, TomiiError};
 
@@ -35,7 +35,7 @@ pub fn send_packets(
     path: Option<PathBuf>,
     packets: Option<Bound<'_, PyAny>>,
 ) -> PyResult<(u64, u64, f64)> {
-    let transport = Transport::parse(socket_type).map_err(send_error)?;
+    let transport = network::parse_socket_type(socket_type).map_err(send_error)?;
     let address = network::parse_address(address).map_err(send_error)?;
     let destination = Destination::new(transport, address, start_port, num_sockets).map_err(send_error)?;
     let stats = match (packets, path) {

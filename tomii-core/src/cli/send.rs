@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde_json::{Map, Value};
 
-use crate::network::send::{self as network, Destination, Packets, SendStats, Transport};
+use crate::network::send::{self as network, Destination, Packets, SendStats, SocketType};
 
 #[derive(Args)]
 pub struct SendArgs {
@@ -27,7 +27,7 @@ pub struct SendArgs {
     #[arg(long, conflicts_with = "socket_type")]
     pub tcp: bool,
     /// `udp` or `tcp` (as a graph's socket_type spells it).
-    #[arg(long, value_enum, value_name = "TYPE")]
+    #[arg(long, value_name = "TYPE", value_parser = parse_socket_type)]
     pub socket_type: Option<SocketType>,
     /// The receiver's IP address or host name [default: the graph's, else 127.0.0.1].
     #[arg(long, value_name = "ADDRESS")]
@@ -62,10 +62,8 @@ pub struct SendArgs {
     pub quiet: bool,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-pub enum SocketType {
-    Udp,
-    Tcp,
+fn parse_socket_type(text: &str) -> Result<SocketType, String> {
+    network::parse_socket_type(text).map_err(|error| error.to_string())
 }
 
 /// `tomii send`: sends, then prints one line of what it sent.
@@ -95,9 +93,9 @@ pub fn send(args: SendArgs) -> Result<()> {
 /// The destination and packets the flags give, each missing one taken from the graph's block.
 fn settings(args: &SendArgs, network: Option<&NetworkBlock<'_>>) -> Result<(Destination, Packets)> {
     let flag_type = match (args.udp, args.tcp, args.socket_type) {
-        (true, _, _) | (_, _, Some(SocketType::Udp)) => Some(Transport::Udp),
-        (_, true, _) | (_, _, Some(SocketType::Tcp)) => Some(Transport::Tcp),
-        _ => None,
+        (true, _, _) => Some(SocketType::Udp),
+        (_, true, _) => Some(SocketType::Tcp),
+        (_, _, chosen) => chosen,
     };
     let transport = match flag_type {
         Some(transport) => transport,
@@ -105,9 +103,9 @@ fn settings(args: &SendArgs, network: Option<&NetworkBlock<'_>>) -> Result<(Dest
         None if network.is_some() => {
             let text = pick(None, network, "socket_type", NetworkBlock::text)?.unwrap_or_else(|| "udp".to_owned());
             let in_graph = || format!("{}: network_config", network.map_or(Path::new(""), |n| n.path).display());
-            Transport::parse(&text).with_context(in_graph)?
+            network::parse_socket_type(&text).with_context(in_graph)?
         }
-        None => required(None, network, "socket_type", NetworkBlock::text).map(|_| Transport::Udp)?,
+        None => required(None, network, "socket_type", NetworkBlock::text).map(|_| SocketType::Udp)?,
     };
     let address = pick(args.address.clone(), network, "address", NetworkBlock::text)?;
     let address = network::parse_address(address.as_deref().unwrap_or("127.0.0.1"))?;

@@ -103,6 +103,21 @@ impl SocketType {
             SocketType::Tcp => "tcp",
         }
     }
+
+    /// `"udp"` or `"tcp"`, in any case.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.to_ascii_lowercase().as_str() {
+            "udp" => Some(SocketType::Udp),
+            "tcp" => Some(SocketType::Tcp),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for SocketType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl NetworkConfig {

@@ -291,10 +291,8 @@ impl Scope<'_> {
     /// `$network` input, whose factor is `frame_packets`.
     fn network(&mut self, spec: &NetworkSpec, nodes: &[CompiledNode]) -> Result<NetworkConfig, Issue> {
         let at = Place::Network;
-        let socket_type = match spec.socket_type.as_str() {
-            "udp" | "UDP" => SocketType::Udp,
-            "tcp" | "TCP" => SocketType::Tcp,
-            other => return invalid(format!(r#"{at}: socket_type {} is not "udp" or "tcp""#, quote(other))),
+        let Some(socket_type) = SocketType::parse(&spec.socket_type) else {
+            return invalid(format!(r#"{at}: socket_type {} is not "udp" or "tcp""#, quote(&spec.socket_type)));
         };
         let address = match self.lookup(&spec.address) {
             Some(Literal::Str(text)) => text.clone(),

@@ -45,43 +45,19 @@ pub fn write_packet(packet: &mut [u8], frame: u64, index: u32) {
     fill_payload(&mut packet[HEADER_LEN..], frame, index);
 }
 
-/// The transport of a network source (`socket_type` in a graph's `network_config`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Transport {
-    Udp,
-    Tcp,
-}
+pub use crate::graph::SocketType;
 
-impl Transport {
-    /// `"udp"` or `"tcp"`, in any case.
-    pub fn parse(text: &str) -> Result<Self, SendError> {
-        match text.to_ascii_lowercase().as_str() {
-            "udp" => Ok(Self::Udp),
-            "tcp" => Ok(Self::Tcp),
-            _ => {
-                Err(SendError::invalid("socket_type", format!("{text:?} is not a socket type; use \"udp\" or \"tcp\"")))
-            }
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Udp => "udp",
-            Self::Tcp => "tcp",
-        }
-    }
-}
-
-impl fmt::Display for Transport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
+/// `"udp"` or `"tcp"`, in any case, as a graph's `socket_type` spells it.
+pub fn parse_socket_type(text: &str) -> Result<SocketType, SendError> {
+    SocketType::parse(text).ok_or_else(|| {
+        SendError::invalid("socket_type", format!("{text:?} is not a socket type; use \"udp\" or \"tcp\""))
+    })
 }
 
 /// One socket of a destination, as errors name it: `tcp 127.0.0.1:9000`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Endpoint {
-    pub transport: Transport,
+    pub transport: SocketType,
     pub address: SocketAddr,
 }
 
@@ -94,7 +70,7 @@ impl fmt::Display for Endpoint {
 /// Where packets go: `num_sockets` consecutive ports from `start_port` on `address`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Destination {
-    pub transport: Transport,
+    pub transport: SocketType,
     pub address: IpAddr,
     pub start_port: u16,
     pub num_sockets: u16,
@@ -102,7 +78,7 @@ pub struct Destination {
 
 impl Destination {
     /// A destination, checked as [`Destination::check`] does.
-    pub fn new(transport: Transport, address: IpAddr, start_port: u16, num_sockets: u16) -> Result<Self, SendError> {
+    pub fn new(transport: SocketType, address: IpAddr, start_port: u16, num_sockets: u16) -> Result<Self, SendError> {
         let destination = Self { transport, address, start_port, num_sockets };
         destination.check()?;
         Ok(destination)
@@ -132,9 +108,9 @@ impl Destination {
     /// The most bytes one packet may have: a UDP datagram's limit, or what the TCP length prefix holds.
     pub fn max_packet(&self) -> usize {
         match (self.transport, self.address) {
-            (Transport::Udp, IpAddr::V4(_)) => 65_507,
-            (Transport::Udp, IpAddr::V6(_)) => 65_527,
-            (Transport::Tcp, _) => u32::MAX as usize,
+            (SocketType::Udp, IpAddr::V4(_)) => 65_507,
+            (SocketType::Udp, IpAddr::V6(_)) => 65_527,
+            (SocketType::Tcp, _) => u32::MAX as usize,
         }
     }
 }
@@ -408,8 +384,8 @@ impl Sender {
         destination.check()?;
         let endpoints = (0..destination.num_sockets).map(|socket| destination.endpoint(socket));
         let links = match destination.transport {
-            Transport::Udp => Links::Udp(endpoints.map(connect_udp).collect::<Result<_, _>>()?),
-            Transport::Tcp => Links::Tcp(endpoints.map(connect_tcp).collect::<Result<_, _>>()?),
+            SocketType::Udp => Links::Udp(endpoints.map(connect_udp).collect::<Result<_, _>>()?),
+            SocketType::Tcp => Links::Tcp(endpoints.map(connect_tcp).collect::<Result<_, _>>()?),
         };
         Ok(Self { destination: destination.clone(), links, framed: Vec::new(), sent: 0 })
     }
@@ -602,8 +578,8 @@ fn connect_hint(error: &io::Error) -> &'static str {
 
 fn send_hint(endpoint: &Endpoint, error: &io::Error) -> &'static str {
     match (endpoint.transport, error.kind()) {
-        (Transport::Udp, ErrorKind::ConnectionRefused) => " (nothing listens on that port); is the receiver running?",
-        (Transport::Tcp, ErrorKind::BrokenPipe | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted) => {
+        (SocketType::Udp, ErrorKind::ConnectionRefused) => " (nothing listens on that port); is the receiver running?",
+        (SocketType::Tcp, ErrorKind::BrokenPipe | ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted) => {
             "; the receiver closed the connection"
         }
         _ => "",
@@ -700,7 +676,7 @@ mod tests {
     fn udp_datagrams_carry_the_header_and_payload_of_every_packet_in_order() {
         let (port, mut sockets) = udp_sockets(1);
         let received = receive(sockets.remove(0), 15);
-        let destination = Destination::new(Transport::Udp, LOOPBACK, port, 1).unwrap();
+        let destination = Destination::new(SocketType::Udp, LOOPBACK, port, 1).unwrap();
         let stats = send(&destination, &generated(40, 5, 3, 7), None, None).unwrap();
         assert_eq!((stats.packets, stats.bytes), (15, 600));
         let wanted: Vec<Vec<u8>> = (7..10).flat_map(|f| (0..5).map(move |i| expected(f, i, 40))).collect();
@@ -713,7 +689,7 @@ mod tests {
         // Frames of 4 packets over 3 ports: indexes 0 and 3 go to the first port, 1 to the second...
         let counts = [4, 2, 2];
         let receivers: Vec<_> = sockets.into_iter().zip(counts).map(|(s, n)| receive(s, n)).collect();
-        let destination = Destination::new(Transport::Udp, LOOPBACK, port, 3).unwrap();
+        let destination = Destination::new(SocketType::Udp, LOOPBACK, port, 3).unwrap();
         send(&destination, &generated(16, 4, 2, 0), None, None).unwrap();
         for (socket, receiver) in receivers.into_iter().enumerate() {
             let headers: Vec<_> = receiver.join().unwrap().iter().map(|p| read_header(p).unwrap()).collect();
@@ -728,7 +704,7 @@ mod tests {
         let (port, listeners) =
             consecutive(2, |p| TcpListener::bind((LOOPBACK, p)), |l| l.local_addr().unwrap().port());
         let accepted: Vec<_> = listeners.into_iter().map(accept).collect();
-        let destination = Destination::new(Transport::Tcp, LOOPBACK, port, 2).unwrap();
+        let destination = Destination::new(SocketType::Tcp, LOOPBACK, port, 2).unwrap();
         let stats = send(&destination, &generated(24, 3, 2, 5), None, None).unwrap();
         assert_eq!((stats.packets, stats.bytes), (6, 144));
         let streams: Vec<_> = accepted.into_iter().map(|a| a.join().unwrap()).collect();
@@ -743,7 +719,7 @@ mod tests {
         file.write_all(&packets.concat()).unwrap();
         let (port, mut sockets) = udp_sockets(1);
         let received = receive(sockets.remove(0), 3);
-        let destination = Destination::new(Transport::Udp, LOOPBACK, port, 1).unwrap();
+        let destination = Destination::new(SocketType::Udp, LOOPBACK, port, 1).unwrap();
         let source = Packets::File { path: file.path().to_path_buf(), packet_length: 32 };
         assert_eq!(source.total(), Some(3));
         let stats = send(&destination, &source, None, None).unwrap();
@@ -755,7 +731,7 @@ mod tests {
     fn a_file_ending_in_a_partial_packet_is_refused_before_sending() {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(&[0u8; 100]).unwrap();
-        let destination = Destination::new(Transport::Tcp, LOOPBACK, closed_tcp_port(), 1).unwrap();
+        let destination = Destination::new(SocketType::Tcp, LOOPBACK, closed_tcp_port(), 1).unwrap();
         let source = Packets::File { path: file.path().to_path_buf(), packet_length: 32 };
         let message = send(&destination, &source, None, None).unwrap_err().to_string();
         assert!(message.starts_with(&file.path().display().to_string()), "{message}");
@@ -780,7 +756,7 @@ mod tests {
     fn a_paced_send_takes_at_least_its_schedule() {
         let (port, mut sockets) = udp_sockets(1);
         let received = receive(sockets.remove(0), 200);
-        let destination = Destination::new(Transport::Udp, LOOPBACK, port, 1).unwrap();
+        let destination = Destination::new(SocketType::Udp, LOOPBACK, port, 1).unwrap();
         let stats = send(&destination, &generated(16, 10, 20, 0), Some(20_000.0), None).unwrap();
         assert_eq!(stats.packets, 200);
         assert!(stats.seconds >= 199.0 / 20_000.0 * 0.99, "{stats:?}");
@@ -791,7 +767,7 @@ mod tests {
     #[test]
     fn progress_can_stop_a_send() {
         let (port, _sockets) = udp_sockets(1);
-        let destination = Destination::new(Transport::Udp, LOOPBACK, port, 1).unwrap();
+        let destination = Destination::new(SocketType::Udp, LOOPBACK, port, 1).unwrap();
         let mut reports = Vec::new();
         let mut stop = |sent: u64| {
             reports.push(sent);
@@ -811,7 +787,7 @@ mod tests {
     #[test]
     fn a_refused_tcp_connection_names_the_address_and_port() {
         let port = closed_tcp_port();
-        let destination = Destination::new(Transport::Tcp, LOOPBACK, port, 1).unwrap();
+        let destination = Destination::new(SocketType::Tcp, LOOPBACK, port, 1).unwrap();
         let message = send(&destination, &generated(16, 1, 1, 0), None, None).unwrap_err().to_string();
         assert_eq!(
             message,
@@ -822,7 +798,7 @@ mod tests {
     #[test]
     fn udp_to_a_port_nothing_listens_on_is_an_error() {
         let port = UdpSocket::bind((LOOPBACK, 0)).unwrap().local_addr().unwrap().port();
-        let destination = Destination::new(Transport::Udp, LOOPBACK, port, 1).unwrap();
+        let destination = Destination::new(SocketType::Udp, LOOPBACK, port, 1).unwrap();
         let message = send(&destination, &generated(16, 1000, 10, 0), None, None).unwrap_err().to_string();
         assert!(message.starts_with(&format!("cannot send to udp 127.0.0.1:{port} after ")), "{message}");
         assert!(message.ends_with("connection refused (nothing listens on that port); is the receiver running?"));
@@ -830,7 +806,7 @@ mod tests {
 
     #[test]
     fn bad_settings_name_their_field() {
-        let udp = Destination { transport: Transport::Udp, address: LOOPBACK, start_port: 9000, num_sockets: 1 };
+        let udp = Destination { transport: SocketType::Udp, address: LOOPBACK, start_port: 9000, num_sockets: 1 };
         let error = |destination: &Destination, packets: &Packets, rate: Option<f64>| {
             send(destination, packets, rate, None).unwrap_err().to_string()
         };
@@ -846,17 +822,17 @@ mod tests {
             error(&wide, &generated(16, 1, 1, 0), None),
             "num_sockets: 600 sockets from port 65000 go past port 65535"
         );
-        assert!(Transport::parse("sctp").unwrap_err().to_string().starts_with("socket_type: \"sctp\""));
-        assert_eq!(Transport::parse("TCP").unwrap(), Transport::Tcp);
+        assert!(parse_socket_type("sctp").unwrap_err().to_string().starts_with("socket_type: \"sctp\""));
+        assert_eq!(parse_socket_type("TCP").unwrap(), SocketType::Tcp);
         let missing = Packets::File { path: "/no/such/packets.bin".into(), packet_length: 16 };
         assert!(error(&udp, &missing, None).starts_with("/no/such/packets.bin: cannot open the packets: no such file"));
     }
 
     #[test]
     fn destinations_print_their_port_range() {
-        let one = Destination::new(Transport::Udp, LOOPBACK, 9000, 1).unwrap();
+        let one = Destination::new(SocketType::Udp, LOOPBACK, 9000, 1).unwrap();
         assert_eq!(one.to_string(), "udp 127.0.0.1:9000");
-        let four = Destination::new(Transport::Tcp, "::1".parse().unwrap(), 9000, 4).unwrap();
+        let four = Destination::new(SocketType::Tcp, "::1".parse().unwrap(), 9000, 4).unwrap();
         assert_eq!(four.to_string(), "tcp [::1]:9000-9003");
         assert_eq!(parse_address("localhost").map(|a| a.is_loopback()).ok(), Some(true));
     }
