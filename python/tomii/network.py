@@ -19,15 +19,24 @@ from __future__ import annotations
 import json
 import os
 import struct
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
-from ._tomii import ConfigError, send_packets
+from ._tomii import ConfigError, TomiiError, send_packets
 from .graph import Graph
 
-__all__ = ["HEADER_LEN", "SendStats", "fill_payload", "header", "packet", "send"]
+__all__ = [
+    "HEADER_LEN",
+    "SendStats",
+    "fill_payload",
+    "header",
+    "packet",
+    "send",
+    "wait_listening",
+]
 
 #: Bytes of the packet header: frame id (u64), index (u32), 4 zero bytes, all little-endian.
 HEADER_LEN = 16
@@ -232,3 +241,49 @@ def send(
         packets=packets,
     )
     return SendStats(packets=packets_done, bytes=bytes_done, seconds=seconds)
+
+
+def _listening_ports(socket_type: str) -> set[int]:
+    """The local ports of this machine's sockets of `socket_type` that take packets now: bound UDP
+    sockets, listening TCP ones (from /proc/net, which lists them without touching them)."""
+    ports: set[int] = set()
+    for table in (f"/proc/net/{socket_type}", f"/proc/net/{socket_type}6"):
+        try:
+            lines = Path(table).read_text(encoding="ascii").splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 3 and (socket_type == "udp" or fields[3] == "0A"):  # 0A: LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def wait_listening(
+    graph: GraphLike | None = None,
+    *,
+    socket_type: str | None = None,
+    start_port: int | None = None,
+    num_sockets: int | None = None,
+    timeout: float = 10.0,
+) -> None:
+    """Waits until a network source listens on its ports: for a run started in another thread or
+    process, before `send`. `graph` and the keywords are `send`'s. Looks at the system's socket
+    tables (Linux), never at the ports themselves, so it cannot take a port from the run. Raises
+    TomiiError after `timeout` seconds."""
+    given = {"socket_type": socket_type, "start_port": start_port, "num_sockets": num_sockets}
+    settings = _network_settings(graph) if graph is not None else {}
+    settings.update({k: v for k, v in given.items() if v is not None})
+    kind = str(settings.get("socket_type", "udp")).lower()
+    if kind not in ("udp", "tcp"):
+        raise ConfigError(f"wait_listening(): socket_type {kind!r} is not 'udp' or 'tcp'")
+    if "start_port" not in settings:
+        raise ConfigError("wait_listening(): start_port is required: give start_port= or a graph")
+    first = _check_int("start_port", settings["start_port"], 1, 65535, ConfigError)
+    wanted = set(range(first, first + int(settings.get("num_sockets") or 1)))
+    deadline = time.monotonic() + timeout
+    while not wanted <= _listening_ports(kind):
+        if time.monotonic() > deadline:
+            ports = f"{first}" if len(wanted) == 1 else f"{first}-{max(wanted)}"
+            raise TomiiError(f"nothing listens on {kind} port {ports} after {timeout} s")
+        time.sleep(0.005)

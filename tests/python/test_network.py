@@ -66,12 +66,8 @@ def run_while_sending(app: tm.Graph, frames: int, **knobs: Any) -> tm.RunResult:
     receiver = threading.Thread(target=receive)
     receiver.start()
     try:
-        for _ in range(200):  # until the run has bound its socket
-            try:
-                net.send(app, frames=frames, rate=20_000)
-                break
-            except tm.TomiiError:
-                threading.Event().wait(0.05)
+        net.wait_listening(app)
+        net.send(app, frames=frames, rate=20_000)
     finally:
         receiver.join(timeout=60)
     assert not receiver.is_alive(), "the run did not end"
@@ -86,7 +82,6 @@ def test_frames_from_packets_match_the_reference(socket_type: str) -> None:
     kind = socket.SOCK_DGRAM if socket_type == "udp" else socket.SOCK_STREAM
     app = pipeline(socket_type, free_port(kind))
     frames = 30
-    # UDP: the sender waits until the run listens, so packets sent earlier are refused, not lost.
     run = run_while_sending(app, frames, on_slots_busy="wait")
     assert run.report["frames"] == frames
     network = run.report["network"]
@@ -161,3 +156,12 @@ def test_mimo_uplink_reads_one_packet_per_antenna() -> None:
     assert tm.graphs.total_work_us(fed) == tm.graphs.total_work_us(plain)
     with pytest.raises(ValueError, match="frame_packets"):
         tm.graphs.mimo_uplink(8, 4, 4, network={"start_port": 1, "frame_packets": 3})
+
+
+def test_wait_listening_sees_a_bound_socket_and_times_out_naming_the_port() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as bound:
+        bound.bind(("127.0.0.1", 0))
+        net.wait_listening(socket_type="udp", start_port=bound.getsockname()[1], timeout=5)
+    port = free_port(socket.SOCK_STREAM)
+    with pytest.raises(tm.TomiiError, match=f"nothing listens on tcp port {port}"):
+        net.wait_listening(socket_type="tcp", start_port=port, timeout=0.05)
