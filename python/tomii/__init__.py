@@ -34,6 +34,7 @@ from ._tomii import (
     knobs_json,
     knobs_table,
     run_json,
+    validate_json,
 )
 from ._warnings import user_stacklevel
 from .build import BuildResult, build
@@ -142,6 +143,7 @@ __all__ = [
     "u64",
     "u128",
     "usize",
+    "validate",
 ]
 
 #: The fields of a trace record (one task execution), as `RunResult.trace` holds them: times in
@@ -441,6 +443,16 @@ def _python_names(text: str, source: str) -> list[str]:
                 functions.append(condition.get("function"))
             names += [f for f in functions if isinstance(f, str) and "." in f]
     return names
+
+
+def validate(graph: GraphSource | Graph) -> None:
+    """Loads `graph` (JSON text, a dict, a file path or a `Graph`) as a run would, without running
+    it: raises GraphError naming the node, argument or field at fault. A graph with a
+    `network_config` is checked without binding its sockets."""
+    if isinstance(graph, Graph):
+        graph = graph.to_dict()
+    text, source = _graph_text(graph)
+    validate_json(text, source)
 
 
 def list_knobs() -> str:

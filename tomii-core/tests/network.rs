@@ -456,6 +456,39 @@ mod command {
         assert_eq!((report["frames"].as_u64(), report["interrupted"].as_bool()), (Some(7), Some(true)));
     }
 
+    /// A port below the system's first unprivileged one, for a process without privileges (this
+    /// test's child drops to user `nobody` when the test runs as root).
+    #[test]
+    fn a_port_that_needs_privileges_is_one_error_line_saying_so() {
+        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::process::CommandExt;
+        let first_free = std::fs::read_to_string("/proc/sys/net/ipv4/ip_unprivileged_port_start")
+            .ok()
+            .and_then(|text| text.trim().parse::<u16>().ok())
+            .unwrap_or(1024);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let port = first_free.saturating_sub(1).max(1);
+        let graph =
+            write_graph(dir.path(), &format!(r#""start_port": {port}, "packet_length": 64, "frame_packets": 4"#));
+        std::fs::set_permissions(&graph, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let mut command = run_command(&graph, &["--frames", "1", "--frame-timeout-ms", "1"]);
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            command.uid(65534).gid(65534);
+        }
+        if first_free == 0 {
+            // Every port is unprivileged on this system: the bind succeeds; nothing to refuse.
+            let mut child = command.stdin(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+            let mut line = String::new();
+            BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+            let _ = child.kill();
+            assert!(line.starts_with("listening on"), "{line}");
+            return;
+        }
+        assert_error(&finish(command), &[&format!("udp 127.0.0.1:{port}"), "permission denied", "above 1023"]);
+    }
+
     #[test]
     fn sockets_that_cannot_be_bound_are_one_error_line_naming_them() {
         let dir = tempfile::tempdir().unwrap();

@@ -253,6 +253,13 @@ fn knobs_table() -> String {
     tomii_core::knobs::to_table()
 }
 
+/// Parses and compiles a graph given as JSON text, as a run would, without running it; raises
+/// GraphError naming the source and the node, argument or field at fault.
+#[pyfunction]
+fn validate_json(graph_json: &str, source: &str) -> PyResult<()> {
+    graph::parse_str(source, graph_json).map(drop).map_err(|e| GraphError::new_err(e.to_string()))
+}
+
 /// The JSON schema of the graph format (`tomii schema`), as JSON text.
 #[pyfunction]
 fn schema_json() -> PyResult<String> {
@@ -266,6 +273,7 @@ fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(knobs_json, m)?)?;
     m.add_function(wrap_pyfunction!(knobs_table, m)?)?;
     m.add_function(wrap_pyfunction!(schema_json, m)?)?;
+    m.add_function(wrap_pyfunction!(validate_json, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(call_context, m)?)?;
     m.add_function(wrap_pyfunction!(send::send_packets, m)?)?;

@@ -309,8 +309,10 @@ fn network_summary(network: &serde_json::Value) -> String {
         .filter_map(|(cause, n)| n.as_u64().filter(|&n| n > 0).map(|n| format!("{n} {cause}")))
         .collect();
     let drops = if drops.is_empty() { "none dropped".to_owned() } else { format!("dropped {}", drops.join(", ")) };
+    let error =
+        network["first_source_error"].as_str().map(|e| format!("; first source error: {e}")).unwrap_or_default();
     format!(
-        "packets: {} received, {} accepted, {drops}; frames: {} complete, {} incomplete, {} dropped, {} failed",
+        "packets: {} received, {} accepted, {drops}; frames: {} complete, {} incomplete, {} dropped, {} failed{error}",
         count("packets_received"),
         count("packets_accepted"),
         count("frames_complete"),

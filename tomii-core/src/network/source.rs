@@ -252,10 +252,17 @@ impl FrameSource for NetworkSource {
         for (k, share) in shares.into_iter().enumerate() {
             let shared = Arc::clone(&self.shared);
             let spawned = std::thread::Builder::new().name(format!("tomii-receive-{k}")).spawn(move || {
-                if let Err(error) = receive::receive(&*shared, share) {
-                    shared.record_error(format!("a receiver stopped: {error}"));
-                    shared.end();
-                }
+                // A receiver that stops (a socket error, or a panic: a bug) ends the run's frames,
+                // so the run never waits for packets nobody reads; the report says why.
+                let received =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| receive::receive(&*shared, share)));
+                let why = match received {
+                    Ok(Ok(())) => return,
+                    Ok(Err(error)) => format!("a receiver stopped: {error}"),
+                    Err(payload) => format!("a receiver panicked: {}", tomii_types::panic_message(&*payload)),
+                };
+                shared.record_error(why);
+                shared.end();
             });
             match spawned {
                 Ok(handle) => receivers.push(handle),
