@@ -483,6 +483,7 @@ mod command {
             let mut line = String::new();
             BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
             let _ = child.kill();
+            let _ = child.wait();
             assert!(line.starts_with("listening on"), "{line}");
             return;
         }
