@@ -395,8 +395,30 @@ mod command {
         command
     }
 
+    /// A `tomii run` child, killed if the test fails before it ends.
+    struct Running(Option<Child>);
+
+    impl Running {
+        fn id(&self) -> u32 {
+            self.0.as_ref().map_or(0, Child::id)
+        }
+
+        fn wait_with_output(mut self) -> std::process::Output {
+            self.0.take().expect("a running child").wait_with_output().expect("the child's exit")
+        }
+    }
+
+    impl Drop for Running {
+        fn drop(&mut self) {
+            if let Some(mut child) = self.0.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+
     /// Starts a run and returns it with the port it listens on (from its "listening on" line).
-    fn listening(mut command: Command) -> (Child, u16) {
+    fn listening(mut command: Command) -> (Running, u16) {
         let mut child =
             command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("tomii run");
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
@@ -408,7 +430,7 @@ mod command {
             .and_then(|port| port.parse().ok())
             .unwrap_or_else(|| panic!("no listening line: {line:?}"));
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        (child, port)
+        (Running(Some(child)), port)
     }
 
     fn send(graph: &Path, port: u16, frames: u64) {
@@ -429,7 +451,7 @@ mod command {
         command.arg(&report);
         let (child, port) = listening(command);
         send(&graph, port, 25);
-        let output = child.wait_with_output().unwrap();
+        let output = child.wait_with_output();
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(output.status.success(), "{stdout}");
         assert!(stdout.contains("packets: 100 received, 100 accepted, none dropped"), "{stdout}");
@@ -450,7 +472,7 @@ mod command {
         std::thread::sleep(Duration::from_millis(300));
         // SAFETY: sending a signal to our own child process.
         assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);
-        let output = child.wait_with_output().unwrap();
+        let output = child.wait_with_output();
         assert_eq!(output.status.code(), Some(0));
         let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
         assert_eq!((report["frames"].as_u64(), report["interrupted"].as_bool()), (Some(7), Some(true)));
