@@ -258,12 +258,37 @@ class RunResult:
 GraphSource = Union[str, Path, dict[str, Any]]
 
 
+def _check_output(output: str | Path | None, graph: GraphSource) -> None:
+    """Refuses an output path that would block (a FIFO, a socket) or overwrite the graph file."""
+    if output is None:
+        return
+    path = Path(output)
+    if path.exists() and (path.is_fifo() or path.is_socket() or path.is_block_device()):
+        raise ConfigError(f"{path}: is a FIFO, a socket or a block device; give a regular file")
+    if isinstance(graph, dict) or str(graph).lstrip().startswith("{"):
+        return  # the graph is not a file
+    if path.exists() and path.resolve() == Path(graph).resolve():
+        raise ConfigError(f"{path}: is the graph file itself; writing there would destroy it")
+
+
+#: The largest graph file read (the runtime's `graph::MAX_FILE_BYTES`).
+_MAX_GRAPH_BYTES = 256 << 20
+
+
 def _graph_text(graph: GraphSource) -> tuple[str, str]:
     if isinstance(graph, dict):
         return json.dumps(graph), "graph"
     if isinstance(graph, Path) or not graph.lstrip().startswith("{"):
         path = Path(graph)
         try:
+            if path.exists() and not path.is_file():
+                # A FIFO would block the read, a device never end it.
+                raise GraphError(f"{path}: is not a regular file; give a graph JSON file")
+            if path.exists() and path.stat().st_size > _MAX_GRAPH_BYTES:
+                raise GraphError(
+                    f"{path}: the file has {path.stat().st_size} bytes, more than the "
+                    f"{_MAX_GRAPH_BYTES} a graph may have"
+                )
             return path.read_text(encoding="utf-8"), str(path)
         except OSError as error:
             raise GraphError(f"{path}: cannot read the graph: {error.strerror}") from None
@@ -343,6 +368,8 @@ def run_graph(
         dylibs = [*dylibs, *([extra] if isinstance(extra, (str, Path)) else extra)]
     text, source, plugin, kernels = _prepare(graph, python_kernels, scheduler, scheduler_plugin)
     trace_path = None if isinstance(trace, bool) or trace is None else str(trace)
+    for output in (report, trace_path):
+        _check_output(output, graph)
     report_json, outputs, post, packed = run_json(
         text,
         source=source,

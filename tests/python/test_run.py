@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
 import pytest
 from reference import GRAPHS, SYNTHETIC, checksum
 
@@ -86,3 +90,17 @@ def test_inline_continuation_runs_chains_past_the_scheduler_with_the_same_output
     assert on.outputs == off.outputs
     assert (off.report.tasks_inlined, on.report.tasks_inlined) == (0, 15)
     assert on.report["inline_continuation"] is True
+
+
+def test_special_files_and_the_graph_itself_are_refused_as_paths(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(tomii.GraphError, match="is not a regular file"):
+        tomii.run_graph(fifo, dylibs=[SYNTHETIC])
+    graph = tmp_path / "graph.json"
+    graph.write_text(json.dumps({"nodes": [{"name": "a", "function": "noop"}]}))
+    with pytest.raises(tomii.ConfigError, match="is a FIFO"):
+        tomii.run_graph(graph, dylibs=[SYNTHETIC], report=fifo)
+    with pytest.raises(tomii.ConfigError, match="is the graph file itself"):
+        tomii.run_graph(graph, dylibs=[SYNTHETIC], report=graph)
+    assert json.loads(graph.read_text())["nodes"][0]["name"] == "a"

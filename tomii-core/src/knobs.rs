@@ -202,7 +202,9 @@ impl Role {
 
 /// The most slots a run may have (the engine's `MAX_SLOTS`, 2^24).
 const MAX_SLOTS: u64 = 1 << 24;
-const U32_MAX: u64 = u32::MAX as u64;
+/// The most workers and the largest pop batch (the engine's `MAX_WORKERS`, `MAX_POP_BATCH`).
+const MAX_WORKERS: u64 = crate::engine::MAX_WORKERS as u64;
+const MAX_POP_BATCH: u64 = crate::engine::MAX_POP_BATCH as u64;
 
 /// Every option of `tomii run`, in the order `tomii run --help` lists them. The graph itself
 /// (GRAPH, or `--json GRAPH`) is the run's input, not an option, and is not listed.
@@ -222,7 +224,7 @@ pub const CATALOG: &[Knob] = &[
         cli: "--workers",
         kind: Kind::Int,
         default: Preset::Int(1),
-        domain: Domain::Int { min: 1, max: U32_MAX, scale: Scale::Linear },
+        domain: Domain::Int { min: 1, max: MAX_WORKERS, scale: Scale::Linear },
         role: Role::Perf,
         description: "Worker threads that run the kernels",
         search_hint: "unimodal: throughput rises until the physical cores are busy, then falls; \
@@ -303,7 +305,7 @@ pub const CATALOG: &[Knob] = &[
         cli: "--pop-batch",
         kind: Kind::Int,
         default: Preset::Int(1),
-        domain: Domain::Int { min: 1, max: U32_MAX, scale: Scale::Pow2 },
+        domain: Domain::Int { min: 1, max: MAX_POP_BATCH, scale: Scale::Pow2 },
         role: Role::Perf,
         description: "The most tasks a worker takes from the scheduler at once",
         search_hint: "powers of two 1..=64; helps short tasks and batching schedulers (multi-slot-batch), may hurt balance",

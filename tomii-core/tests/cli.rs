@@ -354,3 +354,58 @@ fn check_report(json: &serde_json::Value, frames: u64, workers: usize) {
         assert!((0.0..=1.0).contains(&busy), "busy_fraction {busy}");
     }
 }
+
+// ---- sizes and special files ----
+
+#[test]
+fn sizes_that_drive_allocations_are_refused_before_allocating() {
+    let graph = fixture("checksum_chain.json");
+    assert_error(&run_graph(&graph, &["--pop-batch", "1000000000"]), &["pop batch is 1000000000", "4096"]);
+    assert_error(&run_graph(&graph, &["--workers", "100000"]), &["workers is 100000", "1024"]);
+    let dir = tempfile::tempdir().unwrap();
+    let huge = dir.path().join("huge.json");
+    std::fs::write(&huge, r#"{"nodes": [{"name": "a", "function": "noop", "factor": 300000000}]}"#).unwrap();
+    assert_error(&run_graph(&huge, &[]), &[r#"node "a": factor 300000000 is too large"#, "268435456"]);
+}
+
+#[test]
+fn special_files_are_refused_instead_of_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let path = std::ffi::CString::new(text(&fifo)).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    assert_error(&run_graph(&fifo, &[]), &[text(&fifo), "not a regular file"]);
+    let graph = fixture("checksum_chain.json");
+    assert_error(&run_graph(&graph, &["--trace", text(&fifo)]), &[text(&fifo), "FIFO"]);
+    assert_error(&run_graph(&graph, &["--report", text(&fifo)]), &[text(&fifo), "FIFO"]);
+}
+
+#[test]
+fn the_report_never_overwrites_the_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("graph.json");
+    let original = std::fs::read_to_string(fixture("checksum_chain.json")).unwrap();
+    std::fs::write(&graph, &original).unwrap();
+    assert_error(&run_graph(&graph, &["--report", text(&graph)]), &[text(&graph), "is the graph file itself"]);
+    assert_eq!(std::fs::read_to_string(&graph).unwrap(), original);
+}
+
+#[test]
+fn a_key_given_twice_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("twice.json");
+    std::fs::write(&graph, r#"{"nodes": [{"name": "a", "function": "noop", "factor": 2, "factor": 3}]}"#).unwrap();
+    assert_error(&run_graph(&graph, &[]), &[text(&graph), r#"the key "factor" appears twice"#]);
+}
+
+#[test]
+fn a_megabyte_name_gives_a_short_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("long.json");
+    let name = "x".repeat(1 << 20);
+    std::fs::write(&graph, format!(r#"{{"nodes": [{{"name": "{name}", "function": "no_such_kernel"}}]}}"#)).unwrap();
+    let run = run_graph(&graph, &[]);
+    let line = assert_error(&run, &["no_such_kernel"]);
+    assert!(line.len() < 2100, "an error line of {} bytes", line.len());
+}

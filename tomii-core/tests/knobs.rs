@@ -220,10 +220,17 @@ fn int_domains_are_the_engine_limits() {
     check("slots", RunConfig { slots: u32::try_from(max + 1).unwrap(), ..RunConfig::default() }, max);
     check("slots", RunConfig { slots: u32::try_from(min - 1).unwrap(), ..RunConfig::default() }, max);
     assert_eq!(domain("frames"), (0, u64::MAX), "frames has no limit: 0 runs until stopped");
-    let (min, _) = domain("workers");
-    check("workers", RunConfig { workers: u32::try_from(min - 1).unwrap(), ..RunConfig::default() }, 0);
-    let (min, _) = domain("pop_batch");
-    check("pop_batch", RunConfig { pop_batch: u32::try_from(min - 1).unwrap(), ..RunConfig::default() }, 0);
+    for name in ["workers", "pop_batch"] {
+        let (min, max) = domain(name);
+        for value in [min - 1, max + 1] {
+            let value = u32::try_from(value).unwrap();
+            let config = match name {
+                "workers" => RunConfig { workers: value, ..RunConfig::default() },
+                _ => RunConfig { pop_batch: value, ..RunConfig::default() },
+            };
+            check(name, config, max);
+        }
+    }
 }
 
 #[test]

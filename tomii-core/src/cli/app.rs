@@ -69,8 +69,24 @@ fn usage_error(error: clap::Error) -> u8 {
     2
 }
 
-/// The error and its causes on one line, each cause once (many errors already quote their cause).
+/// The longest error line printed; a longer one is cut, saying how much was left out.
+const MAX_ERROR_LINE: usize = 2000;
+
+/// The error and its causes on one line, each cause once (many errors already quote their cause),
+/// at most [`MAX_ERROR_LINE`] bytes of it.
 fn one_line(error: &anyhow::Error) -> String {
+    let line = joined(error);
+    if line.len() <= MAX_ERROR_LINE {
+        return line;
+    }
+    let mut cut = MAX_ERROR_LINE;
+    while !line.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}… ({} more bytes)", &line[..cut], line.len() - cut)
+}
+
+fn joined(error: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in error.chain().map(|cause| cause.to_string()) {
         if !line.contains(&cause) {
@@ -100,7 +116,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     };
     // Fail on an unwritable output before spending the run.
     for path in [&args.trace, &args.report].into_iter().flatten() {
-        check_writable(path)?;
+        check_writable(path, graph_path)?;
     }
     let config = RunConfig {
         workers: args.workers,
@@ -287,9 +303,22 @@ fn progress_line() -> ProgressFn {
     }))
 }
 
-fn check_writable(path: &Path) -> Result<()> {
+/// An output path that can be written without blocking and without destroying the input.
+fn check_writable(path: &Path, graph: &Path) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
     if path.is_dir() {
         bail!("{}: is a directory; give a file name", path.display());
+    }
+    if let Ok(metadata) = std::fs::metadata(path) {
+        let kind = metadata.file_type();
+        if kind.is_fifo() || kind.is_socket() || kind.is_block_device() {
+            bail!("{}: is a FIFO, a socket or a block device; give a regular file", path.display());
+        }
+        if let (Ok(output), Ok(input)) = (path.canonicalize(), graph.canonicalize())
+            && output == input
+        {
+            bail!("{}: is the graph file itself; writing there would destroy it, give another path", path.display());
+        }
     }
     std::fs::OpenOptions::new()
         .create(true)

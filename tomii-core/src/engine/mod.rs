@@ -30,9 +30,14 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use crate::graph::CompiledGraph;
+use crate::graph::{CompiledGraph, quote_name};
 use crate::network::{NetworkOptions, NetworkSource};
 use crate::plugin::{KernelSet, PluginError, SchedulerPlugin};
+
+/// The most workers a run may have: each is a thread, with its own buffers.
+pub const MAX_WORKERS: u32 = 1024;
+/// The most tasks a worker may take from the scheduler at once (its buffer is made for them).
+pub const MAX_POP_BATCH: u32 = 4096;
 
 /// Everything a run is told besides the graph and the plugins.
 #[derive(Clone, Debug)]
@@ -144,9 +149,9 @@ pub enum RunError {
     Config(String),
     #[error(transparent)]
     Plugin(#[from] PluginError),
-    #[error("kernel {kernel:?} failed in node {node:?} instance {instance}, frame {frame}: {message}")]
+    #[error("kernel {} failed in node {} instance {instance}, frame {frame}: {message}", quote_name(.kernel), quote_name(.node))]
     Kernel { node: String, kernel: String, instance: u32, frame: u64, message: String },
-    #[error("kernel {kernel:?} failed computing initialization {init:?} (element {element}): {message}")]
+    #[error("kernel {} failed computing initialization {} (element {element}): {message}", quote_name(.kernel), quote_name(.init))]
     Init { init: String, kernel: String, element: u32, message: String },
     #[error("scheduler {scheduler:?} broke its contract: {violation}")]
     SchedulerFault { scheduler: String, violation: String },

@@ -114,14 +114,14 @@ impl fmt::Display for Place<'_> {
         match self {
             Place::Top => f.write_str("the top-level object"),
             Place::InitAt(k) => write!(f, "initializations[{k}]"),
-            Place::Init(name) => write!(f, "initialization {name:?}"),
+            Place::Init(name) => write!(f, "initialization {}", quote(name)),
             Place::NodeAt(k) => write!(f, "nodes[{k}]"),
-            Place::Node(name) => write!(f, "node {name:?}"),
+            Place::Node(name) => write!(f, "node {}", quote(name)),
             Place::InputAt(k) => write!(f, "inputs[{k}]"),
-            Place::Input(name) => write!(f, "input {name:?}"),
-            Place::Arg(name, group, k) => write!(f, "node {name:?} {group} {k}"),
-            Place::InitArg(name, k) => write!(f, "initialization {name:?} argument {k}"),
-            Place::Pred(name, group, k) => write!(f, "the predecessor of node {name:?} {group} {k}"),
+            Place::Input(name) => write!(f, "input {}", quote(name)),
+            Place::Arg(name, group, k) => write!(f, "node {} {group} {k}", quote(name)),
+            Place::InitArg(name, k) => write!(f, "initialization {} argument {k}", quote(name)),
+            Place::Pred(name, group, k) => write!(f, "the predecessor of node {} {group} {k}", quote(name)),
             Place::Network => f.write_str("network_config"),
         }
     }
@@ -132,9 +132,20 @@ pub(crate) fn invalid<T>(message: String) -> Result<T, Issue> {
     Err(Issue::Invalid(message))
 }
 
-/// `text` quoted and escaped as a JSON-ish string literal (`"a\nb"`), for names in messages.
-pub(crate) fn quote(text: &str) -> String {
-    format!("{text:?}")
+/// Names longer than this are shortened in messages.
+const NAME_IN_MESSAGES: usize = 64;
+
+/// `text` quoted and escaped as a JSON-ish string literal (`"a\nb"`), for names in messages; a
+/// long one is cut (`"abc…" (a name of 1048576 bytes)`), so that a message stays a line.
+pub fn quote(text: &str) -> String {
+    if text.len() <= NAME_IN_MESSAGES {
+        return format!("{text:?}");
+    }
+    let mut cut = NAME_IN_MESSAGES - 16;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{:?} (a name of {} bytes)", format!("{}…", &text[..cut]), text.len())
 }
 
 /// `text` with control characters escaped, so that it cannot break a one-line message.

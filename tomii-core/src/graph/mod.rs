@@ -14,6 +14,7 @@ mod resolve;
 mod schema;
 mod select;
 mod spec;
+mod strict;
 mod typed;
 
 #[cfg(test)]
@@ -25,15 +26,36 @@ pub use compiled::{
     ArgSource, CmpOp, CompiledGraph, CompiledNode, ComputedInit, Condition, NetworkConfig, PostNode, SocketType,
 };
 pub use error::GraphError;
+pub use error::quote as quote_name;
 pub use literal::{Literal, LiteralType};
 pub use schema::schema;
 pub use spec::NETWORK_INPUT;
 
-/// Reads and compiles the graph file at `path`; errors name the file.
+/// The largest graph file read: a bigger one is refused before it is read.
+pub const MAX_FILE_BYTES: u64 = 256 << 20;
+
+/// Reads and compiles the graph file at `path`; errors name the file. Only a regular file is read
+/// (a FIFO would block, a device never end), and at most [`MAX_FILE_BYTES`] of it.
 pub fn load_file(path: &Path) -> Result<CompiledGraph, GraphError> {
+    use std::io::Read;
     let source = path.display().to_string();
-    let bytes = std::fs::read(path)
-        .map_err(|io_error| GraphError::Read { file: error::one_line(&source), source: io_error })?;
+    let file = error::one_line(&source);
+    let read_error = |io_error| GraphError::Read { file: file.clone(), source: io_error };
+    let metadata = std::fs::metadata(path).map_err(read_error)?;
+    if !metadata.is_file() {
+        let what = if metadata.is_dir() { "a directory" } else { "not a regular file (a FIFO, a socket or a device)" };
+        return Err(GraphError::Invalid { file, message: format!("is {what}; give a graph JSON file") });
+    }
+    if metadata.len() > MAX_FILE_BYTES {
+        return Err(GraphError::TooLarge {
+            file,
+            message: format!("the file has {} bytes, more than the {MAX_FILE_BYTES} a graph may have", metadata.len()),
+        });
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|handle| handle.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(read_error)?;
     let text = String::from_utf8(bytes).map_err(|e| GraphError::Syntax {
         file: error::one_line(&source),
         message: format!("the file is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
@@ -44,7 +66,7 @@ pub fn load_file(path: &Path) -> Result<CompiledGraph, GraphError> {
 /// Parses and compiles a graph JSON text; `source_name` (usually a file name) starts every error
 /// message and becomes the graph's name when the JSON has none (its file stem).
 pub fn parse_str(source_name: &str, text: &str) -> Result<CompiledGraph, GraphError> {
-    let json: serde_json::Value = serde_json::from_str(text)
+    let json = strict::parse(text)
         .map_err(|e| GraphError::Syntax { file: error::one_line(source_name), message: e.to_string() })?;
     let spec = spec::read(&json).map_err(|issue| issue.into_error(source_name))?;
     let resolved = resolve::resolve(spec).map_err(|issue| issue.into_error(source_name))?;

@@ -15,8 +15,10 @@ use super::spec::{
     NodeSpec,
 };
 
-/// The most instances a graph may have: ids are u32 and `u32::MAX` is kept free as a sentinel.
-pub(crate) const MAX_INSTANCES: u64 = u32::MAX as u64 - 1;
+/// The most instances a graph may have (2^28, the engine's most task cells of a run): the
+/// compiled graph's per-instance arrays are sized by it, so a larger graph is refused before they
+/// are made.
+pub(crate) const MAX_INSTANCES: u64 = 1 << 28;
 
 /// A graph with every name resolved; `nodes[n].first` is not assigned yet.
 #[derive(Debug)]

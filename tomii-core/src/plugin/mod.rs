@@ -38,7 +38,7 @@ pub enum PluginError {
     SchedulerNotFound { name: String, file: String, searched: String },
     #[error("scheduler {name:?} ({path}) failed to start: {message}")]
     Create { name: String, path: PathBuf, message: String },
-    #[error("{user} uses kernel {kernel:?}, which no kernel library provides ({searched}); {hint}")]
+    #[error("{user} uses kernel {}, which no kernel library provides ({searched}); {hint}", crate::graph::quote_name(.kernel))]
     KernelNotFound { user: String, kernel: String, searched: String, hint: String },
     #[error("kernel {kernel:?} is exported by both {first} and {second}; load only one of them")]
     DuplicateKernel { kernel: String, first: PathBuf, second: PathBuf },

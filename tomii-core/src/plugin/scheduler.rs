@@ -19,6 +19,8 @@ use tomii_types::stable::{LIB_HEADER_SYMBOL, SchedulerModuleRef};
 use super::PluginError;
 use super::library::{OpenLibrary, absolute, static_text};
 
+/// The most bytes of a scheduler's `stats` text that are read (a claim of more is not allocated).
+pub const MAX_STATS_BYTES: usize = 1 << 20;
 /// Size of the v1.0 vtable: every plugin's table must be at least this large.
 const V1_VTABLE_SIZE: u32 = size_of::<TomiiSchedulerVtable>() as u32;
 
@@ -342,12 +344,20 @@ impl<'p> SchedulerInstance<'p> {
     }
 
     /// The scheduler's statistics JSON, if it reports any.
+    /// The scheduler's `stats` text, at most [`MAX_STATS_BYTES`] of it.
     pub fn stats(&self) -> Option<String> {
         let stats = self.plugin.vtable.stats?;
         let _serial = self.lock();
         let mut buf = vec![0u8; 4096];
         // SAFETY: valid state; `buf` has the stated capacity.
         let needed = unsafe { stats(self.state, buf.as_mut_ptr().cast(), buf.len()) };
+        if needed > MAX_STATS_BYTES {
+            // A scheduler's claim is not a reason to allocate: past the limit, its text is cut.
+            return Some(format!(
+                "{} (the scheduler's stats claim {needed} bytes, more than the {MAX_STATS_BYTES} read)",
+                c_message(&buf)
+            ));
+        }
         if needed >= buf.len() {
             buf.resize(needed + 1, 0);
             // SAFETY: as above, with the larger buffer.

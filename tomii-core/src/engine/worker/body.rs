@@ -16,7 +16,7 @@ use std::ffi::CString;
 
 use super::{Engine, Local};
 use crate::engine::{Output, RunError};
-use crate::graph::{ArgSource, CompiledGraph, Condition, Literal};
+use crate::graph::{ArgSource, CompiledGraph, Condition, Literal, quote_name};
 use crate::plugin::{Kernel, KernelSet};
 
 /// What the hot path needs to run one node's tasks, in one place.
@@ -271,7 +271,7 @@ pub(super) fn compute_initializations(
     let consts: Vec<Value> = graph.consts.iter().map(Literal::to_value).collect();
     let mut computed: Vec<Vec<Value>> = Vec::with_capacity(graph.computed.len());
     for init in &graph.computed {
-        let kernel = kernels.resolve(|| format!("initialization {:?}", init.name), &init.function)?;
+        let kernel = kernels.resolve(|| format!("initialization {}", quote_name(&init.name)), &init.function)?;
         let name = CString::new(init.name.as_str()).map_err(|_| {
             RunError::Config(format!("{}: an initialization name contains a NUL character", graph.source))
         })?;
@@ -310,7 +310,7 @@ pub(super) fn bind_post_nodes(graph: &CompiledGraph, kernels: &KernelSet) -> Res
     graph
         .post
         .iter()
-        .map(|post| Ok(kernels.resolve(|| format!("post-node {:?}", post.node.name), &post.node.function)?))
+        .map(|post| Ok(kernels.resolve(|| format!("post-node {}", quote_name(&post.node.name)), &post.node.function)?))
         .collect()
 }
 

@@ -33,7 +33,7 @@ use super::slots::{SlotTable, decode_handle, encode_handle};
 use super::source::{FrameDone, FrameSource, NextFrame};
 use super::trace::{TracePool, TraceRecord, TraceSink, WorkerTrace};
 use super::{FaultPolicy, FrameOutputs, Output, Report, RunConfig, RunError, RunOutcome, SchedulerReport};
-use crate::graph::{ArgSource, CompiledGraph};
+use crate::graph::{ArgSource, CompiledGraph, quote_name};
 use crate::plugin::{Kernel, KernelSet, SchedulerInstance, SchedulerPlugin};
 
 /// Ready tasks pushed to the scheduler in one call, at most.
@@ -210,7 +210,7 @@ impl<'a> Engine<'a> {
             .iter()
             .map(|node| match node.input {
                 true => Ok(body::INPUT_KERNEL),
-                false => kernels.resolve(|| format!("node {:?}", node.name), &node.function),
+                false => kernels.resolve(|| format!("node {}", quote_name(&node.name)), &node.function),
             })
             .collect::<Result<Vec<_>, _>>()?;
 
@@ -1101,7 +1101,7 @@ impl<'a> Engine<'a> {
     fn task_violation(&self, what: &str, instance: u32, frame: u64) -> String {
         let node = &self.graph.nodes[self.graph.inst_node[instance as usize] as usize].name;
         let index = self.graph.inst_index[instance as usize];
-        format!("{what}: node {node:?} instance {index}, frame {frame}")
+        format!("{what}: node {} instance {index}, frame {frame}", quote_name(node))
     }
 
     /// Builds the outcome once every worker has returned: runs the post-nodes, hands the source

@@ -7,21 +7,28 @@ use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask};
 use super::MAX_CELLS;
 use super::body::{self, BoundCondition};
 use crate::engine::slots::{MAX_SLOTS, SlotTable};
+use crate::engine::{MAX_POP_BATCH, MAX_WORKERS};
 use crate::engine::{RunConfig, RunError};
-use crate::graph::CompiledGraph;
+use crate::graph::{CompiledGraph, quote_name};
 use crate::plugin::{KernelSet, SchedulerSetup};
 
 /// Rejects configurations the engine cannot run, with a message naming the option.
 pub(super) fn check_config(graph: &CompiledGraph, config: &RunConfig) -> Result<(), RunError> {
     let bad = |message: String| Err(RunError::Config(message));
-    if config.workers == 0 {
-        return bad("workers is 0: a run needs at least one worker".into());
+    if config.workers == 0 || config.workers > MAX_WORKERS {
+        return bad(format!(
+            "workers is {}: it must be between 1 and {MAX_WORKERS} (each worker is a thread)",
+            config.workers
+        ));
     }
     if config.slots == 0 || config.slots > MAX_SLOTS {
         return bad(format!("slots is {}: it must be between 1 and {MAX_SLOTS}", config.slots));
     }
-    if config.pop_batch == 0 {
-        return bad("pop batch is 0: a worker must be able to take at least one task".into());
+    if config.pop_batch == 0 || config.pop_batch > MAX_POP_BATCH {
+        return bad(format!(
+            "pop batch is {}: it must be between 1 and {MAX_POP_BATCH} (the tasks a worker takes from the scheduler at once)",
+            config.pop_batch
+        ));
     }
     let cells = u64::from(config.slots) * graph.instance_count() as u64;
     if cells > MAX_CELLS {
@@ -68,7 +75,7 @@ pub(super) fn bind_conditions(
                     spec.value.type_name()
                 )));
             }
-            let function = kernels.resolve(|| format!("the condition of node {:?}", node.name), &spec.function)?;
+            let function = kernels.resolve(|| format!("the condition of node {}", quote_name(&node.name)), &spec.function)?;
             Ok(Some(BoundCondition { function, spec: spec.clone() }))
         })
         .collect()
