@@ -104,3 +104,27 @@ def test_main_returns_the_status_instead_of_exiting(capsys: pytest.CaptureFixtur
     assert main(["--visualize", "no/such/graph.json"]) == 1
     assert main(["--list-knobs"]) == 0
     assert capsys.readouterr().out.endswith(_tomii.knobs_table())
+
+
+def test_tomii_run_imports_python_kernels_that_sit_beside_the_graph(tmp_path: Path) -> None:
+    (tmp_path / "beside_kernels.py").write_text(
+        "import tomii\n\n@tomii.export\ndef answer() -> int:\n    return 42\n", encoding="utf-8"
+    )
+    graph = tmp_path / "graph.json"
+    graph.write_text(
+        json.dumps({"nodes": [{"name": "a", "function": "beside_kernels.answer"}]}),
+        encoding="utf-8",
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from tomii.cli import main; sys.exit(main())"]
+        + ["run", str(graph), "--frames", "3"],
+        capture_output=True,
+        text=True,
+        cwd=elsewhere,  # not the graph's directory: the module is found beside the graph
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "3 frames" in done.stdout, done.stdout

@@ -88,9 +88,15 @@ def test_the_console_command_is_the_cli_and_imports_python_kernels(
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     assert "4 frames" in ran.stdout
+    # Without PYTHONPATH, from elsewhere: the module beside the graph is found all the same.
+    beside = _run(
+        venv, str(venv / "bin" / "tomii"), "run", str(graph), "--dylib", synthetic, cwd=ROOT
+    )
+    assert beside.returncode == 0, beside.stderr
+    graph.write_text(graph.read_text().replace("mykernels.", "nowhere_kernels."))
     missing = _run(
         venv, str(venv / "bin" / "tomii"), "run", str(graph), "--dylib", synthetic, cwd=ROOT
     )
     assert missing.returncode == 1
     assert missing.stderr.count("\n") == 1
-    assert "cannot import module 'mykernels'" in missing.stderr
+    assert "cannot import module 'nowhere_kernels'" in missing.stderr

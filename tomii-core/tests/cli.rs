@@ -409,3 +409,42 @@ fn a_megabyte_name_gives_a_short_error_line() {
     let line = assert_error(&run, &["no_such_kernel"]);
     assert!(line.len() < 2100, "an error line of {} bytes", line.len());
 }
+
+// ---- listing schedulers ----
+
+/// `$TOMII_SCHEDULER_PATH` holding fifo as `libtomii_sched_my-fifo.so` and a library that is no
+/// scheduler at all.
+fn odd_scheduler_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(fifo_lib(), dir.path().join("libtomii_sched_my-fifo.so")).unwrap();
+    std::fs::write(dir.path().join("libtomii_sched_broken.so"), b"not a library").unwrap();
+    dir
+}
+
+#[test]
+fn every_listed_scheduler_loads_by_its_listed_name_and_a_bad_one_hides_none() {
+    let dir = odd_scheduler_dir();
+    let mut command = tomii();
+    command.arg("schedulers").env("TOMII_SCHEDULER_PATH", dir.path());
+    let run = finish(command);
+    assert!(run.status.success(), "{}", run.stderr);
+    assert!(run.stdout.contains("my-fifo  "), "{}", run.stdout);
+    assert!(run.stdout.contains("broken  (cannot load:"), "{}", run.stdout);
+    assert!(run.stdout.contains("fifo  "), "the shipped schedulers are still listed: {}", run.stdout);
+    let mut command = tomii();
+    command.arg("run").arg(fixture("checksum_chain.json")).arg("--dylib").arg(synthetic_lib());
+    command.args(["--scheduler", "my-fifo", "--quiet"]).env("TOMII_SCHEDULER_PATH", dir.path());
+    let run = finish(command);
+    assert!(run.status.success(), "--scheduler my-fifo: {}", run.stderr);
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_listing_quietly() {
+    for command in ["knobs", "schema", "schedulers"] {
+        let mut child = tomii().arg(command).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        drop(child.stdout.take()); // the reader goes away before the listing is written
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "tomii {command}");
+        assert_eq!(String::from_utf8_lossy(&output.stderr), "", "tomii {command}: nothing on stderr");
+    }
+}

@@ -203,12 +203,22 @@ struct PythonKernelProvider {
 }
 
 impl tomii_core::cli::app::KernelProvider for PythonKernelProvider {
-    fn provide(&self, wanted: &[String]) -> anyhow::Result<Option<tomii_core::plugin::KernelLibrary>> {
+    fn provide(
+        &self,
+        wanted: &[String],
+        beside: &std::path::Path,
+    ) -> anyhow::Result<Option<tomii_core::plugin::KernelLibrary>> {
         let python: Vec<&String> = wanted.iter().filter(|name| name.contains('.')).collect();
         if python.is_empty() {
             return Ok(None);
         }
         let functions = Python::attach(|py| -> PyResult<Vec<(String, Py<PyAny>, bool)>> {
+            // Modules beside the graph are found, as a script's are beside it.
+            let path = py.import("sys")?.getattr("path")?;
+            let dir = beside.canonicalize().unwrap_or_else(|_| beside.to_owned()).display().to_string();
+            if !path.contains(&dir)? {
+                path.call_method1("append", (dir,))?;
+            }
             let find = py.import("tomii.export")?.getattr("find_exported")?;
             python
                 .iter()

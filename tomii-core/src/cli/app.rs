@@ -27,7 +27,9 @@ use crate::plugin::{KernelLibrary, KernelSet, SchedulerPlugin, installed_schedul
 pub trait KernelProvider {
     /// A library holding those of the `wanted` kernel names this provider knows (none when it
     /// knows none of them); the caller keeps whatever the library points into alive for the run.
-    fn provide(&self, wanted: &[String]) -> Result<Option<KernelLibrary>>;
+    /// `beside` is the graph file's directory: kernels may live there (Python modules next to
+    /// the graph).
+    fn provide(&self, wanted: &[String], beside: &Path) -> Result<Option<KernelLibrary>>;
 }
 
 /// Runs the command line `args` (the program name first) and returns the exit status.
@@ -49,11 +51,25 @@ pub fn main(args: impl IntoIterator<Item = OsString>, provider: Option<&dyn Kern
     };
     match result {
         Ok(()) => 0,
+        // The reader went away (`tomii schedulers | head`): nothing is left to say to it.
+        Err(error) if is_broken_pipe(&error) => 0,
         Err(error) => {
             eprintln!("error: {}", one_line(&error));
             1
         }
     }
+}
+
+/// Writes one line to stdout; an error (a closed pipe, a full disk) is returned, not a panic.
+pub(crate) fn say(line: impl std::fmt::Display) -> Result<()> {
+    use std::io::Write;
+    writeln!(std::io::stdout().lock(), "{line}").context("cannot write to stdout")
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error
+        .chain()
+        .any(|cause| cause.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe))
 }
 
 /// `--help` and `--version` print as usual; a usage error becomes one `error:` line, exit 2.
@@ -106,7 +122,8 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     if let Some(provider) = provider {
         let wanted: Vec<String> =
             kernel_names(&graph).into_iter().filter(|name| kernels.resolve(String::new, name).is_err()).collect();
-        if let Some(library) = provider.provide(&wanted)? {
+        let beside = graph_path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if let Some(library) = provider.provide(&wanted, beside)? {
             kernels.add(library)?;
         }
     }
@@ -168,9 +185,9 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         std::fs::write(path, text + "\n").with_context(|| format!("{}: cannot write the report", path.display()))?;
     }
     if !args.quiet {
-        println!("{}", summary(&outcome.report));
+        say(summary(&outcome.report))?;
         if let Some(network) = outcome.report.source_section.get("network") {
-            println!("{}", network_summary(network));
+            say(network_summary(network))?;
         }
     }
     if outcome.report.interrupted {
@@ -211,27 +228,30 @@ fn kernel_names(graph: &CompiledGraph) -> Vec<String> {
 fn list_schedulers(args: &SchedulersArgs) -> Result<()> {
     let mut listed = Vec::new();
     for (name, path) in installed_schedulers() {
-        let entry = match SchedulerPlugin::load(&path) {
-            Ok(plugin) => serde_json::json!({
+        // One scheduler that cannot load, or whose options cannot be read, is listed with why;
+        // it never hides the others.
+        let loaded = SchedulerPlugin::load(&path).and_then(|plugin| Ok((plugin.knobs()?, plugin)));
+        let entry = match loaded {
+            Ok((options, plugin)) => serde_json::json!({
                 "name": name,
                 "path": plugin.path,
                 "layout_checked": plugin.layout_checked,
                 "flags": plugin.flags(),
-                "options": plugin.knobs()?,
+                "options": options,
             }),
             Err(error) => serde_json::json!({ "name": name, "path": path, "error": error.to_string() }),
         };
         listed.push(entry);
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&listed)?);
+        say(serde_json::to_string_pretty(&listed)?)?;
         return Ok(());
     }
     if listed.is_empty() {
         bail!("no scheduler found: looked in {}", search_path_text());
     }
     for entry in &listed {
-        print_scheduler(entry);
+        print_scheduler(entry)?;
     }
     Ok(())
 }
@@ -239,16 +259,16 @@ fn list_schedulers(args: &SchedulersArgs) -> Result<()> {
 /// `tomii knobs`: the knob catalog, as a table or as JSON.
 fn list_knobs(args: &KnobsArgs) -> Result<()> {
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&knobs::LISTING)?);
+        say(serde_json::to_string_pretty(&knobs::LISTING)?)?;
     } else {
-        print!("{}", knobs::to_table());
+        say(knobs::to_table().trim_end())?;
     }
     Ok(())
 }
 
 /// `tomii schema`: the JSON Schema of the graph format.
 fn print_schema() -> Result<()> {
-    println!("{}", serde_json::to_string_pretty(&graph::schema())?);
+    say(serde_json::to_string_pretty(&graph::schema())?)?;
     Ok(())
 }
 
@@ -256,25 +276,25 @@ fn search_path_text() -> String {
     scheduler_search_path().iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", ")
 }
 
-fn print_scheduler(entry: &serde_json::Value) {
+fn print_scheduler(entry: &serde_json::Value) -> Result<()> {
     let text = |key: &str| entry[key].as_str().unwrap_or_default().to_owned();
     if let Some(error) = entry["error"].as_str() {
-        println!("{}  (cannot load: {error})", text("name"));
-        return;
+        return say(format!("{}  (cannot load: {error})", text("name")));
     }
     let check = if entry["layout_checked"].as_bool() == Some(true) { "full layout checked" } else { "C-level checks" };
-    println!("{}  {}  ({check})", text("name"), text("path"));
+    say(format!("{}  {}  ({check})", text("name"), text("path")))?;
     for option in entry["options"].as_array().into_iter().flatten() {
         let field = |key: &str| option[key].as_str().unwrap_or_default().to_owned();
         let domain = if field("domain").is_empty() { String::new() } else { format!(" in {}", field("domain")) };
-        println!(
+        say(format!(
             "    --sched-opt {}=<{}{domain}>  (default {}): {}",
             field("name"),
             field("kind"),
             field("default"),
             field("description")
-        );
+        ))?;
     }
+    Ok(())
 }
 
 /// A flag SIGINT and SIGTERM set: the run then stops starting frames, completes those in flight

@@ -85,7 +85,7 @@ pub fn send(args: SendArgs) -> Result<()> {
     }
     let stats = outcome?;
     if !args.quiet {
-        println!("{}", summary(&stats, &destination));
+        super::app::say(summary(&stats, &destination))?;
     }
     Ok(())
 }

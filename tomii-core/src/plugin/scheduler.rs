@@ -97,8 +97,12 @@ impl SchedulerPlugin {
     /// Finds `libtomii_sched_<name>.so` on the search path and loads it.
     pub fn find(name: &str) -> Result<SchedulerPlugin, PluginError> {
         let file = scheduler_file_name(name);
+        // A library named with the name as it is (`libtomii_sched_c-lifo.so`) is found too: that
+        // is how `installed_schedulers` lists it.
+        let exact = format!("{}tomii_sched_{name}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
         let dirs = scheduler_search_path();
-        match dirs.iter().map(|dir| dir.join(&file)).find(|path| path.is_file()) {
+        let candidates = dirs.iter().flat_map(|dir| [dir.join(&file), dir.join(&exact)]);
+        match candidates.into_iter().find(|path| path.is_file()) {
             Some(path) => Self::load(&path),
             None => Err(PluginError::SchedulerNotFound {
                 name: name.to_owned(),
