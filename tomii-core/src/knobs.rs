@@ -393,9 +393,10 @@ pub const CATALOG: &[Knob] = &[
         default: Preset::Text("drop"),
         domain: Domain::Choice(&["drop", "wait"]),
         role: Role::Behaviour,
-        description: "Network source: a new frame that finds every slot busy is dropped (its packets counted), or the \
-            receiver waits for a slot",
-        search_hint: "not a tuning knob: drop keeps up with a live stream; wait loses nothing while the socket buffer holds",
+        description: "Network source: a new frame that finds every slot busy is dropped (its packets counted), or waits \
+            in the window, holding its packets, until a slot is free",
+        search_hint: "not a tuning knob: drop keeps up with a live stream; wait loses nothing while the window and the \
+            socket buffers hold",
     },
     Knob {
         name: "frame_timeout_ms",
@@ -416,7 +417,7 @@ pub const CATALOG: &[Knob] = &[
         domain: Domain::Int { min: 1, max: MAX_SLOTS, scale: Scale::Pow2 },
         role: Role::Behaviour,
         description: "Network source: frame ids accepted from the oldest frame in flight on (at least slots); \
-            packets of ids beyond are dropped as outside the window",
+            packets of ids beyond are dropped as outside the window (with on_slots_busy=wait, the receiver waits for room)",
         search_hint: "not a tuning knob: larger than the frames a sender has in the air at once",
     },
     Knob {

@@ -528,3 +528,14 @@ mod command {
         assert_error(&finish(run_command(&graph, &[])), &["udp 192.0.2.1:9000", "not one of this machine's"]);
     }
 }
+
+#[test]
+fn packet_buffers_beyond_the_limit_are_refused_naming_the_formula() {
+    let text = r#"{"network_config": {"start_port": 0, "packet_length": 16, "frame_packets": 1, "buffer_depth": 3000000000},
+                  "nodes": [{"name": "a", "function": "checksum", "args": [{"type": "$res", "predecessor": {"name": "$network"}}]}]}"#;
+    let graph = graph::parse_str("deep.json", text).unwrap();
+    let kernels = KernelSet::load(&[synthetic_lib()]).unwrap();
+    let Err(error) = NetworkSource::bind(&graph, &kernels, &RunConfig::default()) else { panic!("bound") };
+    let message = error.to_string();
+    assert!(message.contains("buffer_depth") && message.contains("2147483648 bytes"), "{message}");
+}

@@ -129,8 +129,8 @@ pub struct RunArgs {
     /// packets, then starts it.
     #[arg(long, value_enum, default_value_t = NetworkDispatch::Packet, value_name = "WHEN")]
     pub network_dispatch: NetworkDispatch,
-    /// Network source: a new frame that finds every slot busy is dropped, or the receiver waits for
-    /// a slot.
+    /// Network source: a new frame that finds every slot busy is dropped, or waits in the window,
+    /// holding its packets, until a slot is free.
     #[arg(long, value_enum, default_value_t = OnSlotsBusy::Drop, value_name = "POLICY")]
     pub on_slots_busy: OnSlotsBusy,
     /// Network source: a frame whose packets have not all arrived this long after its first one is

@@ -29,6 +29,10 @@ use tomii_types::kernel::Value;
 
 use super::sleep::Sleep;
 
+/// Room in the request queue beyond the frames in flight, for deliveries a receiver pushes after
+/// its frame was abandoned (each receiver thread has at most one in hand).
+const LATE_DELIVERIES: usize = 1024;
+
 /// Why the door refused a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Refused {
@@ -90,13 +94,21 @@ pub struct Door {
 }
 
 impl Door {
-    /// A door for `slots` slots, whose frames have `inputs` input instances each.
-    pub(super) fn new(slots: u32, inputs: usize, workers: u32, sleep: Arc<Sleep>, host: Thread) -> Self {
+    /// A door for `slots` slots, whose frames get `deliveries` values one by one each (0 for a
+    /// source that gives a frame's inputs at its start).
+    pub(super) fn new(slots: u32, deliveries: usize, workers: u32, sleep: Arc<Sleep>, host: Thread) -> Self {
         let slots = slots.max(1) as usize;
+        // A start, the deliveries and an abandonment per frame in flight, and room for deliveries
+        // pushed late, after their frame was abandoned (dropped when served).
+        let requests = slots.saturating_mul(deliveries.saturating_add(2)).saturating_add(if deliveries > 0 {
+            LATE_DELIVERIES
+        } else {
+            0
+        });
         Door {
             workers,
             free: ArrayQueue::new(slots),
-            requests: ArrayQueue::new(slots.saturating_mul(inputs.saturating_add(2))),
+            requests: ArrayQueue::new(requests),
             pending: AtomicBool::new(false),
             serving: AtomicBool::new(false),
             opened: AtomicU64::new(0),
@@ -174,10 +186,15 @@ impl Door {
     }
 
     /// Queues a request and wakes a worker for it, as a push does.
-    fn queue(&self, request: Request) {
-        // Cannot be full: its capacity covers every request the frames in flight can have.
-        let queued = self.requests.push(request);
-        debug_assert!(queued.is_ok(), "the door's queue is full");
+    fn queue(&self, mut request: Request) {
+        // Its capacity covers every request the frames in flight can have; were it ever full, the
+        // workers empty it: wait for room rather than lose a request.
+        while let Err(back) = self.requests.push(request) {
+            request = back;
+            self.pending.store(true, Ordering::SeqCst);
+            self.sleep.notify(None, std::iter::once((0, self.workers)));
+            std::thread::yield_now();
+        }
         self.pending.store(true, Ordering::SeqCst);
         self.sleep.notify(None, std::iter::once((0, self.workers)));
     }
@@ -224,9 +241,17 @@ impl Door {
         self.in_flight.load(Ordering::SeqCst)
     }
 
-    /// Whether the run's frames are all done and no more will come.
+    /// Whether the run's frames are all done and no more will come (no submitter is between its
+    /// check of `ended` and counting its frame in flight).
     pub(super) fn is_finished(&self) -> bool {
-        self.ended.load(Ordering::SeqCst) && self.in_flight.load(Ordering::SeqCst) == 0
+        self.ended.load(Ordering::SeqCst)
+            && self.in_flight.load(Ordering::SeqCst) == 0
+            && self.entering.load(Ordering::SeqCst) == 0
+    }
+
+    /// Whether requests are queued.
+    pub(super) fn has_queued(&self) -> bool {
+        !self.requests.is_empty()
     }
 
     /// Whether a handed-in frame may be waiting (one load; the pop path checks it first).
@@ -259,9 +284,12 @@ impl Door {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// A frame is done; true when it was the run's last (the door ended and nothing is in flight).
+    /// A frame is done; true when it was the run's last (the door ended, nothing is in flight and
+    /// no submitter is entering; otherwise the host, watching, ends the run when it is).
     pub(super) fn count_done(&self) -> bool {
-        self.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 && self.ended.load(Ordering::SeqCst)
+        self.in_flight.fetch_sub(1, Ordering::SeqCst) == 1
+            && self.ended.load(Ordering::SeqCst)
+            && self.entering.load(Ordering::SeqCst) == 0
     }
 
     /// `slot` has no frame: it is free for the next one handed in.

@@ -56,7 +56,8 @@ pub enum Dispatch {
 pub enum WhenBusy {
     /// It is dropped, and its packets counted as `slots_busy`.
     Drop,
-    /// The receiver waits for a slot (packets queue in the socket buffer meanwhile).
+    /// It waits in the window, holding its packets, and opens when a slot is free; the receivers
+    /// go on reading (they wait only for a frame id beyond the window).
     Wait,
 }
 

@@ -68,8 +68,12 @@ impl PacketPool {
         self.free.len()
     }
 
+    /// The first byte of buffer `index`, from the pointer to the whole allocation (so the
+    /// buffer's bytes are within its provenance).
     fn start(&self, index: u32) -> *mut u8 {
-        self.memory[index as usize * self.stride].get().cast()
+        let base = UnsafeCell::raw_get(self.memory.as_ptr()).cast::<u8>();
+        // SAFETY: `index` is below the buffer count, so the offset is inside `memory`.
+        unsafe { base.add(index as usize * self.stride * size_of::<Chunk>()) }
     }
 
     /// The buffer `index`, to write a packet into.

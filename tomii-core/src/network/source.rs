@@ -22,6 +22,10 @@ use crate::engine::{Door, FrameDone, FrameOutputs, FrameSource, NextFrame, RunCo
 use crate::graph::{CompiledGraph, NetworkConfig};
 use crate::plugin::{Kernel, KernelSet};
 
+/// The most bytes of packet buffers a network source makes.
+const MAX_POOL_BYTES: u64 = 2 << 30;
+/// The most packets the window may hold (frame_window × frame_packets).
+const MAX_HELD: u64 = 1 << 26;
 /// The longest a receiver waits, blocked, for the window to move before it looks again.
 const WAIT_AT_MOST: Duration = Duration::from_millis(1);
 /// How often a receiver looks for frames past their deadline, at most.
@@ -100,10 +104,17 @@ impl NetworkSource {
         let held_frames = u64::from(config.slots) + if holds { u64::from(options.frame_window) } else { 0 };
         let buffers = held_frames * u64::from(network.frame_packets)
             + u64::from(network.num_sockets) * u64::from(network.buffer_depth);
-        let buffers = u32::try_from(buffers).map_err(|_| {
+        let bytes = buffers.saturating_mul(u64::from(network.packet_length) + 1);
+        let held = u64::from(options.frame_window).saturating_mul(u64::from(network.frame_packets));
+        let buffers = u32::try_from(buffers).ok().filter(|_| bytes <= MAX_POOL_BYTES && held <= MAX_HELD).ok_or_else(|| {
             RunError::Config(format!(
-                "{}: network_config: {buffers} packet buffers (slots × frame_packets + num_sockets × buffer_depth) is too many",
-                graph.source
+                "{}: network_config: {buffers} packet buffers of {} bytes ((slots{} × frame_packets + num_sockets × \
+                 buffer_depth), {bytes} bytes) or {held} packets held in the window (frame_window × frame_packets) \
+                 are more than the {MAX_POOL_BYTES} bytes and {MAX_HELD} packets a network source may hold; lower \
+                 buffer_depth, slots or frame_window",
+                graph.source,
+                network.packet_length + 1,
+                if holds { " + frame_window" } else { "" },
             ))
         })?;
         let shape = Shape {

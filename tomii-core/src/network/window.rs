@@ -273,7 +273,12 @@ impl Window {
         if id < low {
             return Err(Miss::Drop(Cause::Late));
         }
-        if id >= low + capacity {
+        // Frame ids are consecutive: one far beyond the newest seen is a stray, and must not move
+        // the window (nor overflow it).
+        if id > self.newest.unwrap_or(id).saturating_add(capacity) {
+            return Err(Miss::Drop(Cause::OutsideWindow));
+        }
+        if id >= low.saturating_add(capacity) {
             // Move on, over ids whose frames are over or were never seen, to make room for `id`.
             let target = id - capacity + 1;
             let mut next = low;
@@ -463,7 +468,7 @@ impl Window {
     /// packets they hold.
     pub(crate) fn open_waiting(&mut self, slots: &dyn Slots, counts: &Counts) {
         let (Some(low), capacity) = (self.low, u64::from(self.shape.capacity.max(1))) else { return };
-        for id in low..low + capacity {
+        for id in low..low.saturating_add(capacity) {
             if self.waiting == 0 {
                 return;
             }
@@ -562,6 +567,11 @@ impl Window {
         if let Ok(at) = self.entry(counts, slots, tag) {
             self.entries[at].state = State::Done { complete: false };
         }
+        if why == Refused::Ended {
+            // The run ended between the frame's last packet and its start: it never ran.
+            counts.complete.fetch_sub(1, Ordering::Relaxed);
+            counts.incomplete.fetch_add(1, Ordering::Relaxed);
+        }
         if why == Refused::Busy {
             counts.complete.fetch_sub(1, Ordering::Relaxed);
             counts.dropped_frames.fetch_add(1, Ordering::Relaxed);
@@ -576,7 +586,7 @@ impl Window {
     pub(crate) fn frame_done(&mut self, tag: u64, whole: bool, now_ns: u64) {
         let Some(low) = self.low else { return };
         let capacity = u64::from(self.shape.capacity.max(1));
-        if tag < low || tag >= low + capacity {
+        if tag < low || tag >= low.saturating_add(capacity) {
             return;
         }
         let entry = &mut self.entries[(tag % capacity) as usize];
@@ -643,7 +653,7 @@ mod tests {
     }
 
     fn offer(window: &mut Window, slots: &FakeSlots, counts: &Counts, id: u64, index: u32) -> Verdict {
-        window.packet(slots, counts, id, index, Value::u64(id * 100 + u64::from(index)), 0)
+        window.packet(slots, counts, id, index, Value::u64(id.wrapping_mul(100).wrapping_add(u64::from(index))), 0)
     }
 
     #[test]
@@ -710,6 +720,21 @@ mod tests {
         assert!(matches!(offer(&mut window, &slots, &counts, 0, 0), Verdict::Dropped)); // now late
         assert_eq!(counts.dropped(Cause::OutsideWindow), 1);
         assert_eq!(counts.dropped(Cause::Late), 1);
+    }
+
+    #[test]
+    fn a_stray_id_far_ahead_moves_nothing() {
+        let (slots, counts) = (FakeSlots::with(4), Counts::default());
+        let mut window = Window::new(shape(1, 4, 0));
+        offer(&mut window, &slots, &counts, 0, 0);
+        for stray in [1 << 40, u64::MAX, u64::MAX] {
+            assert!(matches!(offer(&mut window, &slots, &counts, stray, 0), Verdict::Dropped));
+        }
+        assert_eq!(counts.dropped(Cause::OutsideWindow), 3);
+        assert!(matches!(offer(&mut window, &slots, &counts, 1, 0), Verdict::Deliver { .. }));
+        assert_eq!(counts.dropped(Cause::Late), 0);
+        window.expire(&slots, &counts, u64::MAX - 1);
+        assert_eq!(counts.incomplete.load(Ordering::Relaxed), 0, "no frame was expected by the strays");
     }
 
     #[test]

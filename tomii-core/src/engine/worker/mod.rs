@@ -265,9 +265,10 @@ impl<'a> Engine<'a> {
             computed,
             post_kernels,
             source,
+            // Only a network source delivers inputs one by one.
             door: Arc::new(Door::new(
                 config.slots,
-                graph.inputs.len(),
+                if graph.network.is_some() { graph.inputs.len() } else { 0 },
                 config.workers,
                 Arc::clone(&sleep),
                 host.clone(),
@@ -932,8 +933,21 @@ impl<'a> Engine<'a> {
     /// "Frames and their source").
     #[cold]
     fn serve_door(&self, local: &mut Local) -> Result<(), RunError> {
-        let Some(serving) = self.door.serve() else { return Ok(()) };
-        while let Some(request) = self.door.take_request(&serving) {
+        // A request queued while this worker let go of the right is served at once, not left to
+        // a worker that tried meanwhile and went to sleep.
+        loop {
+            let Some(serving) = self.door.serve() else { return Ok(()) };
+            self.serve_requests(local, &serving)?;
+            drop(serving);
+            if !self.door.has_queued() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Serves the door's requests while there are any.
+    fn serve_requests(&self, local: &mut Local, serving: &super::door::Serving<'_>) -> Result<(), RunError> {
+        while let Some(request) = self.door.take_request(serving) {
             let (pusher, latency) = (&mut local.pusher, &mut local.latency);
             match request {
                 Request::Start { slot, serial, tag, inputs } => {
