@@ -30,6 +30,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// Every library built from tests/c: (library stem, source file, extra compiler arguments).
 const FIXTURES: &[Fixture] = &[
     ("c_fifo", "fifo_sched.c", &[]),
+    ("c_serial", "serial_sched.c", &[]),
     ("bad_control", "bad_sched.c", &[]),
     ("bad_major", "bad_sched.c", &["-DBAD_MAJOR"]),
     ("bad_size", "bad_sched.c", &["-DBAD_SIZE=40"]),
@@ -125,6 +126,30 @@ fn kernels_load_error(path: &Path) -> PluginError {
 }
 
 // ---- the C scheduler ----
+
+/// A SERIAL scheduler with every hook: the host never lets two of its callbacks run at once,
+/// hooks included, and calls each hook once per task or frame.
+#[test]
+fn a_serial_scheduler_is_never_entered_twice_at_once_hooks_included() {
+    let graph = compile_graph(
+        "wide.json",
+        r#"{"nodes": [{"name": "a", "function": "checksum", "factor": 16, "args": [{"type": "$index"}]},
+                      {"name": "b", "function": "checksum", "factor": 16,
+                       "args": [{"type": "$res", "predecessor": {"name": "a", "index": "all"}}]}]}"#,
+    );
+    let path = fixture("c_serial");
+    let (overlaps, task_hooks, frame_hooks) = (
+        CCounter::open(&path, "tomii_test_overlaps"),
+        CCounter::open(&path, "tomii_test_task_hooks"),
+        CCounter::open(&path, "tomii_test_frame_hooks"),
+    );
+    let frames = 300;
+    let outcome = run_ok(&graph, &[synthetic_lib()], &path, config(2, 4, frames));
+    assert_eq!(outcome.report.frames, frames);
+    assert_eq!(overlaps.get(), 0, "two callbacks of a SERIAL scheduler ran at once");
+    assert_eq!(task_hooks.get(), 2 * outcome.report.tasks, "task_started and task_completed, once per task");
+    assert_eq!(frame_hooks.get(), 2 * frames, "frame_started and frame_completed, once per frame");
+}
 
 #[test]
 fn c_scheduler_runs_the_checksum_chain() {

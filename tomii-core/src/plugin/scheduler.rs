@@ -21,8 +21,9 @@ use super::library::{OpenLibrary, absolute, static_text};
 
 /// The most bytes of a scheduler's `stats` text that are read (a claim of more is not allocated).
 pub const MAX_STATS_BYTES: usize = 1 << 20;
-/// Size of the v1.0 vtable: every plugin's table must be at least this large.
-const V1_VTABLE_SIZE: u32 = size_of::<TomiiSchedulerVtable>() as u32;
+/// Size of the v1.0 vtable: every plugin's table must be at least this large. Frozen: the header
+/// and the 12 function pointers of v1.0, whatever later minors append.
+const V1_VTABLE_SIZE: u32 = (size_of::<tomii_types::abi::TomiiAbiHeader>() + 12 * size_of::<usize>()) as u32;
 
 /// A loaded scheduler library whose table passed every check.
 pub struct SchedulerPlugin {
@@ -338,16 +339,44 @@ impl<'p> SchedulerInstance<'p> {
         self.abandoned.load(Ordering::Relaxed)
     }
 
-    /// The optional hooks this scheduler provides.
-    pub fn hooks(&self) -> &'static TomiiSchedulerVtable {
-        self.plugin.vtable
+    /// Calls the optional hook `pick` of the table, if the scheduler has it and has not broken
+    /// its contract, with the same serialisation as push and pop (`SERIAL`).
+    #[inline]
+    fn with_hook<F: Copy>(&self, pick: impl Fn(&TomiiSchedulerVtable) -> Option<F>, call: impl FnOnce(F)) {
+        if let Some(hook) = pick(self.plugin.vtable)
+            && !self.is_abandoned()
+        {
+            let _serial = self.lock();
+            call(hook);
+        }
     }
 
-    pub fn state(&self) -> *mut c_void {
-        self.state
+    /// The optional hook: a popped task is about to run on `worker`.
+    #[inline]
+    pub fn task_started(&self, worker: u32, task: &TomiiTask) {
+        // SAFETY: valid state from `create`; a live descriptor.
+        self.with_hook(|v| v.task_started, |hook| unsafe { hook(self.state, worker, task) });
     }
 
-    /// The scheduler's statistics JSON, if it reports any.
+    /// The optional hook: a popped task finished on `worker` after `duration_ns` of kernel time.
+    #[inline]
+    pub fn task_completed(&self, worker: u32, task: &TomiiTask, duration_ns: u64) {
+        // SAFETY: as above.
+        self.with_hook(|v| v.task_completed, |hook| unsafe { hook(self.state, worker, task, duration_ns) });
+    }
+
+    /// The optional hook: frame `frame` started in `slot`, before its first tasks are pushed.
+    pub fn frame_started(&self, frame: u64, slot: u32) {
+        // SAFETY: valid state from `create`.
+        self.with_hook(|v| v.frame_started, |hook| unsafe { hook(self.state, frame, slot) });
+    }
+
+    /// The optional hook: frame `frame` in `slot` completed after `latency_ns`.
+    pub fn frame_completed(&self, frame: u64, slot: u32, latency_ns: u64) {
+        // SAFETY: valid state from `create`.
+        self.with_hook(|v| v.frame_completed, |hook| unsafe { hook(self.state, frame, slot, latency_ns) });
+    }
+
     /// The scheduler's `stats` text, at most [`MAX_STATS_BYTES`] of it.
     pub fn stats(&self) -> Option<String> {
         let stats = self.plugin.vtable.stats?;
@@ -401,4 +430,20 @@ impl Drop for SchedulerInstance<'_> {
 fn c_message(buf: &[u8]) -> String {
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The frozen v1.0 size is today's table while the ABI is at v1.0; a minor that appends fields
+    /// grows the table and leaves the minimum where it is.
+    #[test]
+    fn the_v1_0_table_size_is_frozen() {
+        if tomii_types::abi::TOMII_SCHED_ABI_MINOR == 0 {
+            assert_eq!(V1_VTABLE_SIZE as usize, size_of::<TomiiSchedulerVtable>());
+        } else {
+            assert!((V1_VTABLE_SIZE as usize) < size_of::<TomiiSchedulerVtable>());
+        }
+    }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use tomii_types::abi::{TOMII_KERNEL_VARIADIC, TOMII_NO_WORKER, TomiiSchedulerVtable, TomiiTask, TomiiValue};
+use tomii_types::abi::{TOMII_KERNEL_VARIADIC, TOMII_NO_WORKER, TomiiTask, TomiiValue};
 use tomii_types::kernel::Value;
 
 mod body;
@@ -64,7 +64,6 @@ pub(super) struct Engine<'a> {
     graph: &'a CompiledGraph,
     config: &'a RunConfig,
     scheduler: SchedulerInstance<'a>,
-    hooks: &'static TomiiSchedulerVtable,
     /// Per node: its kernel and how its tasks run.
     runs: Vec<NodeRun>,
     /// Whether the source may abandon a frame (README.md, "Inputs delivered one by one"): every
@@ -257,7 +256,6 @@ impl<'a> Engine<'a> {
         Ok(Engine {
             graph,
             config,
-            hooks: scheduler.hooks(),
             scheduler,
             runs,
             abandonable: graph.network.is_some(),
@@ -655,11 +653,8 @@ impl<'a> Engine<'a> {
         let worker = local.pusher.worker;
         let Claimed { slot, instance, generation, frame } = claimed;
         let node = self.graph.inst_node[instance as usize];
-        if let Some(task) = popped
-            && let Some(started) = self.hook(self.hooks.task_started)
-        {
-            // SAFETY: valid scheduler state and a live descriptor.
-            unsafe { started(self.scheduler.state(), worker, task) };
+        if let Some(task) = popped {
+            self.scheduler.task_started(worker, task);
         }
         let first_start = if self.timing { self.clock.now() } else { 0 };
         let (mut start, mut end) = (first_start, first_start);
@@ -674,11 +669,8 @@ impl<'a> Engine<'a> {
             local.counters.inlined += u64::from(popped.is_none());
             start = end;
         }
-        if let Some(task) = popped
-            && let Some(completed) = self.hook(self.hooks.task_completed)
-        {
-            // SAFETY: valid scheduler state and a live descriptor.
-            unsafe { completed(self.scheduler.state(), worker, task, self.clock.ns_between(first_start, end)) };
+        if let Some(task) = popped {
+            self.scheduler.task_completed(worker, task, self.clock.ns_between(first_start, end));
         }
         let continuation = self.release_successors(&mut local.pusher, claimed, end, self.config.inline_continuation)?;
         let is_sink = self.graph.successors(instance).is_empty();
@@ -825,12 +817,6 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// An optional hook, unless the scheduler broke its contract: it is not called again.
-    #[inline]
-    fn hook<F>(&self, hook: Option<F>) -> Option<F> {
-        hook.filter(|_| !self.scheduler.is_abandoned())
-    }
-
     /// The descriptor of a task that became ready at `now`.
     #[inline]
     fn describe(&self, instance: u32, slot: u32, generation: u32, frame: u64, now: Ticks, locality: u32) -> TomiiTask {
@@ -887,10 +873,7 @@ impl<'a> Engine<'a> {
         let now = self.clock.now();
         let frame = self.frames_started.fetch_add(1, Ordering::Relaxed);
         let generation = self.table.begin_frame(slot, frame, tag, serial, now);
-        if let Some(started) = self.hook(self.hooks.frame_started) {
-            // SAFETY: valid scheduler state.
-            unsafe { started(self.scheduler.state(), frame, slot) };
-        }
+        self.scheduler.frame_started(frame, slot);
         for &root in &self.graph.roots {
             self.stage(pusher, root, slot, generation, frame, now, TOMII_NO_WORKER)?;
         }
@@ -1023,10 +1006,7 @@ impl<'a> Engine<'a> {
         } else {
             latency.saturating_record(latency_ns.max(1));
         }
-        if let Some(completed) = self.hook(self.hooks.frame_completed) {
-            // SAFETY: valid scheduler state.
-            unsafe { completed(self.scheduler.state(), frame, slot, latency_ns) };
-        }
+        self.scheduler.frame_completed(frame, slot, latency_ns);
         let tag = state.tag.load(Ordering::Relaxed);
         let next = self.next_frame();
         if matches!(next, NextFrame::Start { .. }) {
