@@ -194,6 +194,12 @@ class Session:
         """Whether the session still takes frames."""
         return bool(self._native.is_open())
 
+    def set_scheduler_option(self, key: str, value: object) -> None:
+        """Changes one of the scheduler's options while the session runs (its `set_knob`, called
+        between tasks); raises ConfigError with the scheduler's message when it refuses, or
+        when its options are fixed at the start."""
+        self._native.set_scheduler_option(str(key), str(value))
+
     def close(self) -> Report:
         """Takes no more frames, waits for those in flight and returns the run's report; raises
         the run's error if it failed. Closing a closed session returns its report again."""

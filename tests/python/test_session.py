@@ -123,3 +123,12 @@ def test_the_guide_example_runs(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     assert len(lines) == 1 + 100 + 1, done.stdout
     assert "p99" in lines[-1]
+
+
+def test_a_running_session_changes_its_schedulers_options() -> None:
+    with pipeline().session(dylib=SYNTHETIC, scheduler="random", slots=2) as session:
+        session.set_scheduler_option("seed", 7)
+        with pytest.raises(tm.ConfigError, match='unknown option "speed"'):
+            session.set_scheduler_option("speed", 1)
+        result = session.submit({"samples": list(words(0))}).result(timeout=60)
+        assert result.output("sum") == reference(result.frame, words(0))

@@ -132,3 +132,26 @@ fn a_graph_with_inputs_needs_a_session() {
     let error = tomii_core::engine::run(&graph, &kernels, &plugin, &RunConfig::default()).err().expect("an error");
     assert!(error.to_string().contains("input \"samples\" needs a source"), "{error}");
 }
+
+#[test]
+fn a_running_session_changes_its_schedulers_options() {
+    within_timeout(TIMEOUT, "set option", || {
+        let session = start(GRAPH, "random", 2);
+        assert_eq!(session.set_scheduler_option("seed", "7"), Ok(()));
+        let refused = session.set_scheduler_option("speed", "7").unwrap_err();
+        assert!(refused.contains("unknown option \"speed\""), "{refused}");
+        // Frames still run, and the scheduler was reseeded between them.
+        let ticket = session.submit(vec![Value::u64(1), Value::u64(2)], None).unwrap();
+        assert!(ticket.wait(None).unwrap().outputs.is_ok());
+        session.close().unwrap();
+        let fifo = start(GRAPH, "fifo", 2);
+        let none = fifo.set_scheduler_option("seed", "7").unwrap_err();
+        assert!(none.contains("has no option \"seed\""), "{none}");
+        fifo.close().unwrap();
+        // A C scheduler without set_knob: its options are fixed at the start.
+        let c_fifo = start(GRAPH, "c-fifo", 2);
+        let fixed = c_fifo.set_scheduler_option("seed", "7").unwrap_err();
+        assert!(fixed.contains("has no set_knob"), "{fixed}");
+        c_fifo.close().unwrap();
+    });
+}

@@ -116,6 +116,13 @@ impl NativeSession {
         self.session.as_ref().map_or(0, Session::in_flight)
     }
 
+    /// Changes one of the scheduler's options while the session runs; raises ConfigError with the
+    /// scheduler's message when it refuses. The GIL is released while a worker makes the change.
+    fn set_scheduler_option(&self, py: Python<'_>, key: &str, value: &str) -> PyResult<()> {
+        let session = self.session.as_ref().ok_or_else(|| super::SessionClosed::new_err("the session is closed"))?;
+        py.detach(|| session.set_scheduler_option(key, value)).map_err(super::ConfigError::new_err)
+    }
+
     /// Whether the session still takes frames.
     fn is_open(&self) -> bool {
         self.session.as_ref().is_some_and(Session::is_open)

@@ -61,6 +61,8 @@ pub(super) enum Request {
     /// The frame gets no more values: its inputs without one become NONE, and its tasks that have
     /// not run yet are skipped.
     Abandon { frame: Opened },
+    /// Change one of the scheduler's options (its `set_knob`); the outcome goes to `reply`.
+    SetOption { key: String, value: String, reply: std::sync::mpsc::SyncSender<Result<(), String>> },
 }
 
 pub struct Door {
@@ -183,6 +185,23 @@ impl Door {
     /// run are skipped; it then completes as abandoned.
     pub fn abandon(&self, frame: Opened) {
         self.queue(Request::Abandon { frame });
+    }
+
+    /// Changes one of the scheduler's options while the run goes on (its `set_knob`, called by a
+    /// worker between tasks); waits up to `timeout` for the answer.
+    pub fn set_scheduler_option(&self, key: &str, value: &str, timeout: Duration) -> Result<(), String> {
+        if self.is_ended() {
+            return Err("the run has ended".into());
+        }
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        self.queue(Request::SetOption { key: key.to_owned(), value: value.to_owned(), reply });
+        match answer.recv_timeout(timeout) {
+            Ok(outcome) => outcome,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                Err(format!("no worker took the option change within {timeout:?}"))
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err("the run ended first".into()),
+        }
     }
 
     /// Queues a request and wakes a worker for it, as a push does.
@@ -320,7 +339,7 @@ impl Door {
         std::iter::from_fn(|| self.requests.pop())
             .filter_map(|request| match request {
                 Request::Start { tag, .. } => Some(tag),
-                Request::Deliver { .. } | Request::Abandon { .. } => None,
+                Request::Deliver { .. } | Request::Abandon { .. } | Request::SetOption { .. } => None,
             })
             .collect()
     }

@@ -242,6 +242,13 @@ impl Session {
         }
     }
 
+    /// Changes one of the scheduler's options while the session runs (the scheduler's
+    /// `set_knob`, called between tasks under its SERIAL lock); the scheduler's message when it
+    /// refuses, or has no `set_knob`.
+    pub fn set_scheduler_option(&self, key: &str, value: &str) -> Result<(), String> {
+        self.door.set_scheduler_option(key, value, Duration::from_secs(10))
+    }
+
     /// Why the run ended, once it has (a failure's message, or the close).
     pub fn ended_because(&self) -> Option<String> {
         self.feed.ended.lock().unwrap_or_else(|p| p.into_inner()).clone()

@@ -377,6 +377,31 @@ impl<'p> SchedulerInstance<'p> {
         self.with_hook(|v| v.frame_completed, |hook| unsafe { hook(self.state, frame, slot, latency_ns) });
     }
 
+    /// Changes one of the scheduler's options while it runs (its `set_knob`), behind the SERIAL
+    /// lock; the scheduler's message when it refuses.
+    pub fn set_knob(&self, key: &str, value: &str) -> Result<(), String> {
+        let name = self.plugin.name;
+        let Some(set_knob) = self.plugin.vtable.set_knob else {
+            return Err(format!("scheduler {name:?} has no set_knob: its options are fixed when the run starts"));
+        };
+        if self.is_abandoned() {
+            return Err(format!("scheduler {name:?} broke its contract and is no longer called"));
+        }
+        let text =
+            |what: &str, s: &str| CString::new(s).map_err(|_| format!("the option's {what} contains a NUL byte"));
+        let (key_c, value_c) = (text("name", key)?, text("value", value)?);
+        let mut message = vec![0u8; 1024];
+        let err = TomiiErrorBuf { ptr: message.as_mut_ptr().cast(), cap: message.len() };
+        let _serial = self.lock();
+        // SAFETY: valid state; NUL-terminated strings and a 1 KiB error buffer live for the call.
+        let status = unsafe { set_knob(self.state, key_c.as_ptr(), value_c.as_ptr(), err) };
+        if status == TOMII_OK {
+            return Ok(());
+        }
+        let text = c_message(&message);
+        Err(if text.is_empty() { format!("scheduler {name:?} refused {key}={value} (status {status})") } else { text })
+    }
+
     /// The scheduler's `stats` text, at most [`MAX_STATS_BYTES`] of it.
     pub fn stats(&self) -> Option<String> {
         let stats = self.plugin.vtable.stats?;

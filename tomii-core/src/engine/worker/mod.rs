@@ -949,6 +949,14 @@ impl<'a> Engine<'a> {
                     self.flush(pusher)?;
                 }
                 Request::Abandon { frame } => self.abandon_frame(pusher, frame, latency)?,
+                Request::SetOption { key, value, reply } => {
+                    let outcome = if self.containment.is_ejected() {
+                        Err("the scheduler was ejected; the run goes on on the host's FIFO".into())
+                    } else {
+                        self.scheduler.set_knob(&key, &value)
+                    };
+                    let _ = reply.send(outcome);
+                }
             }
         }
         Ok(())
