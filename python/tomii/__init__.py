@@ -280,18 +280,20 @@ def _graph_text(graph: GraphSource) -> tuple[str, str]:
         return json.dumps(graph), "graph"
     if isinstance(graph, Path) or not graph.lstrip().startswith("{"):
         path = Path(graph)
+        # A name with control characters is shown escaped, so a message stays one line.
+        shown = str(path).encode("unicode_escape").decode("ascii")
         try:
             if path.exists() and not path.is_file():
                 # A FIFO would block the read, a device never end it.
-                raise GraphError(f"{path}: is not a regular file; give a graph JSON file")
+                raise GraphError(f"{shown}: is not a regular file; give a graph JSON file")
             if path.exists() and path.stat().st_size > _MAX_GRAPH_BYTES:
                 raise GraphError(
-                    f"{path}: the file has {path.stat().st_size} bytes, more than the "
+                    f"{shown}: the file has {path.stat().st_size} bytes, more than the "
                     f"{_MAX_GRAPH_BYTES} a graph may have"
                 )
             return path.read_text(encoding="utf-8"), str(path)
         except OSError as error:
-            raise GraphError(f"{path}: cannot read the graph: {error.strerror}") from None
+            raise GraphError(f"{shown}: cannot read the graph: {error.strerror}") from None
     return graph, "graph"
 
 
@@ -322,6 +324,7 @@ def run_graph(
     report: str | Path | None = None,
     collect_outputs: bool = True,
     stall_timeout_ms: int = 2000,
+    scheduler_call_timeout_ms: int = 10_000,
     on_scheduler_fault: str = "stop",
     sched_opts: dict[str, str] | None = None,
     receiver_threads: int = 1,
@@ -396,6 +399,7 @@ def run_graph(
             frame_timeout_ms,
             frame_window,
         ),
+        scheduler_call_timeout_ms=scheduler_call_timeout_ms,
     )
     if report is not None:
         try:

@@ -341,6 +341,18 @@ pub const CATALOG: &[Knob] = &[
         search_hint: "not a tuning knob: raise it only for kernels that wait on something outside the graph",
     },
     Knob {
+        name: "scheduler_call_timeout_ms",
+        cli: "--scheduler-call-timeout-ms",
+        kind: Kind::Int,
+        default: Preset::Int(10_000),
+        domain: Domain::Int { min: 1, max: u64::MAX, scale: Scale::Log },
+        role: Role::Behaviour,
+        description: "Stop with an error when a call into the scheduler (push, pop, a hook) has not returned after this \
+            long (ms); a thread stuck in a plugin cannot be stopped, so the command exits",
+        search_hint: "not a tuning knob: a scheduler call takes nanoseconds to microseconds; raise it only for a \
+            scheduler that blocks on purpose",
+    },
+    Knob {
         name: "on_scheduler_fault",
         cli: "--on-scheduler-fault",
         kind: Kind::String,

@@ -31,6 +31,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 const FIXTURES: &[Fixture] = &[
     ("c_fifo", "fifo_sched.c", &[]),
     ("c_serial", "serial_sched.c", &[]),
+    ("c_hang_pop", "fifo_sched.c", &["-DHANG_POP_AFTER=50"]),
     ("bad_control", "bad_sched.c", &[]),
     ("bad_major", "bad_sched.c", &["-DBAD_MAJOR"]),
     ("bad_size", "bad_sched.c", &["-DBAD_SIZE=40"]),
@@ -126,6 +127,23 @@ fn kernels_load_error(path: &Path) -> PluginError {
 }
 
 // ---- the C scheduler ----
+
+/// A scheduler whose pop never returns: the command stops within the limit, with one line naming
+/// the scheduler, the call and the worker.
+#[test]
+fn a_scheduler_stuck_in_pop_ends_the_command_with_a_line_naming_it() {
+    let graph = std::env::temp_dir().join(format!("tomii-hang-{}.json", std::process::id()));
+    std::fs::write(&graph, r#"{"nodes": [{"name": "a", "function": "noop", "factor": 8}]}"#).unwrap();
+    let mut command = common::cli::tomii();
+    command.arg("run").arg(&graph).arg("--dylib").arg(synthetic_lib());
+    command.arg("--scheduler-plugin").arg(fixture("c_hang_pop"));
+    command.args(["--frames", "1000", "--workers", "2", "--scheduler-call-timeout-ms", "300"]);
+    let started = std::time::Instant::now();
+    let run = common::cli::finish(command);
+    let _ = std::fs::remove_file(&graph);
+    let line = common::cli::assert_error(&run, &["\"c-fifo\"", "did not return from pop", "worker", "300 ms"]);
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}: {line}", started.elapsed());
+}
 
 /// A SERIAL scheduler with every hook: the host never lets two of its callbacks run at once,
 /// hooks included, and calls each hook once per task or frame.

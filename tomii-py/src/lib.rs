@@ -67,7 +67,9 @@ fn run_error(py: Python<'_>, error: RunError, python: &PythonKernels) -> PyErr {
             raised.set_cause(py, python.exception(&kernel));
             raised
         }
-        RunError::SchedulerFault { .. } | RunError::Stall { .. } => SchedulerFault::new_err(text),
+        RunError::SchedulerFault { .. } | RunError::Stall { .. } | RunError::SchedulerHang { .. } => {
+            SchedulerFault::new_err(text)
+        }
         RunError::Plugin(_) => PluginError::new_err(text),
         RunError::Config(_) => ConfigError::new_err(text),
         RunError::Io { .. } | RunError::Internal(_) => TomiiError::new_err(text),
@@ -108,7 +110,7 @@ type RunReturn = (String, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>);
 #[pyfunction]
 #[pyo3(signature = (graph_json, *, source, dylibs, scheduler_plugin, workers, slots, frames, pop_batch,
                     inline_continuation, task_timing, trace, trace_path, collect_outputs, stall_timeout_ms, on_scheduler_fault,
-                    sched_opts, python_kernels, network))]
+                    sched_opts, python_kernels, network, scheduler_call_timeout_ms))]
 #[allow(clippy::too_many_arguments)]
 fn run_json(
     py: Python<'_>,
@@ -130,6 +132,7 @@ fn run_json(
     sched_opts: Vec<(String, String)>,
     python_kernels: Vec<(String, Py<PyAny>, bool)>,
     network: NetworkKnobs,
+    scheduler_call_timeout_ms: u64,
 ) -> PyResult<RunReturn> {
     let graph = graph::parse_str(source, graph_json).map_err(|e| GraphError::new_err(e.to_string()))?;
     let on_fault = fault_policy(on_scheduler_fault)?;
@@ -149,6 +152,8 @@ fn run_json(
         progress: None,
         stop: None,
         network: network_options(network)?,
+        scheduler_call_timeout: Duration::from_millis(scheduler_call_timeout_ms),
+        on_hang: None,
     };
     let python = PythonKernels::new(python_kernels);
     let outcome = py.detach(|| -> Result<_, Result<RunError, LoadError>> {

@@ -167,6 +167,8 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
             frame_timeout: Duration::from_millis(args.frame_timeout_ms),
             frame_window: args.frame_window,
         },
+        scheduler_call_timeout: Duration::from_millis(args.scheduler_call_timeout_ms),
+        on_hang: Some(exit_when_stuck()),
     };
     let outcome = if graph.network.is_some() {
         let source = NetworkSource::bind(&graph, &kernels, &config)?;
@@ -308,6 +310,15 @@ fn stop_on_interrupt() -> Result<Arc<AtomicBool>> {
             .context("cannot install the interrupt handler")?;
     }
     Ok(stop)
+}
+
+/// A call stuck in a plugin cannot be stopped, and the run cannot end while it is stuck: say so
+/// and exit (status 1).
+fn exit_when_stuck() -> engine::HangFn {
+    engine::HangFn(Arc::new(|error: &engine::RunError| {
+        eprintln!("error: {}", one_line(&anyhow::anyhow!("{error}")));
+        std::process::exit(1);
+    }))
 }
 
 /// A progress line on stderr, rewritten in place (only when stderr is a terminal).

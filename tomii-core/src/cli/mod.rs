@@ -114,6 +114,10 @@ pub struct RunArgs {
     /// Stop with an error when every worker has been idle this long while frames are incomplete.
     #[arg(long, default_value_t = 2000, value_name = "MS")]
     pub stall_timeout_ms: u64,
+    /// Stop with an error when a call into the scheduler (push, pop, a hook) has not returned
+    /// after this long.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub scheduler_call_timeout_ms: u64,
     /// When the scheduler breaks its contract: `stop` the run with an error, or `fallback`: eject it
     /// and finish the run on the host's own FIFO (the report records the ejection).
     #[arg(long, value_enum, default_value_t = OnFault::Stop, value_name = "POLICY")]

@@ -16,6 +16,7 @@ mod sleep;
 mod slots;
 mod source;
 mod trace;
+mod watchdog;
 mod worker;
 
 pub use door::{Door, Opened, Refused};
@@ -71,6 +72,13 @@ pub struct RunConfig {
     pub on_fault: FaultPolicy,
     /// How a graph with a `network_config` receives its packets.
     pub network: NetworkOptions,
+    /// How long a call into the scheduler (push, pop, a hook) may run before the run is stopped
+    /// as stuck in it (README.md, "Stuck callbacks").
+    pub scheduler_call_timeout: Duration,
+    /// What to do when a call is stuck: the stuck thread cannot be stopped, so the run cannot end
+    /// normally. The CLI reports and exits. Without it, the run fails, and returns once the
+    /// stuck call does.
+    pub on_hang: Option<HangFn>,
     /// Called from the host thread about four times a second while the run goes on, and once at
     /// the end.
     pub progress: Option<ProgressFn>,
@@ -110,6 +118,17 @@ pub struct Progress {
     pub elapsed: Duration,
 }
 
+/// What a run does with a stuck call (see [`RunConfig::on_hang`]); called once, on the host
+/// thread.
+#[derive(Clone)]
+pub struct HangFn(pub Arc<dyn Fn(&RunError) + Send + Sync>);
+
+impl std::fmt::Debug for HangFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HangFn")
+    }
+}
+
 /// A progress callback (see [`RunConfig::progress`]).
 #[derive(Clone)]
 pub struct ProgressFn(pub Arc<dyn Fn(Progress) + Send + Sync>);
@@ -138,6 +157,8 @@ impl Default for RunConfig {
             stop: None,
             on_fault: FaultPolicy::Stop,
             network: NetworkOptions::default(),
+            scheduler_call_timeout: Duration::from_secs(10),
+            on_hang: None,
         }
     }
 }
@@ -159,6 +180,10 @@ pub enum RunError {
         "scheduler {scheduler:?} stalled: every worker was idle for {timeout_ms} ms with {incomplete} frame(s) incomplete and nothing handed out (was a pushed task lost?)"
     )]
     Stall { scheduler: String, timeout_ms: u128, incomplete: u64 },
+    #[error(
+        "scheduler {scheduler:?} did not return from {call} on {worker} within {timeout_ms} ms; a thread stuck in a plugin cannot be stopped (raise --scheduler-call-timeout-ms if the scheduler is only slow)"
+    )]
+    SchedulerHang { scheduler: String, call: &'static str, worker: String, timeout_ms: u128 },
     #[error("{path}: {reason}")]
     Io { path: PathBuf, reason: String },
     #[error("internal error (please report it): {0}")]

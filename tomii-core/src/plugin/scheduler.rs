@@ -351,6 +351,14 @@ impl<'p> SchedulerInstance<'p> {
         }
     }
 
+    /// Whether the scheduler has a task hook (`task_started` or `task_completed`): without one the
+    /// engine skips the per-task hook path.
+    #[inline]
+    pub fn has_task_hooks(&self) -> bool {
+        let vtable = self.plugin.vtable;
+        vtable.task_started.is_some() || vtable.task_completed.is_some()
+    }
+
     /// The optional hook: a popped task is about to run on `worker`.
     #[inline]
     pub fn task_started(&self, worker: u32, task: &TomiiTask) {

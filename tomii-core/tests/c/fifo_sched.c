@@ -7,6 +7,9 @@
  * calls push and pop concurrently from every worker and the mutex serialises them. A worker gets
  * the oldest tasks whose worker range contains it. Every scheduler option is rejected with
  * "bad option KEY" (this scheduler has none), which the tests use to make `create` fail.
+ *
+ * With -DHANG_POP_AFTER=N, pop number N (counting from 0) never returns: a scheduler stuck in a
+ * callback, for the watchdog's tests.
  */
 
 #define _POSIX_C_SOURCE 200809L
@@ -101,6 +104,13 @@ static void remove_at(Fifo *fifo, size_t at) {
 
 static int32_t fifo_pop(void *state, uint32_t worker, TomiiTask *out, size_t max, size_t *n_out) {
     Fifo *fifo = state;
+#ifdef HANG_POP_AFTER
+    static _Atomic unsigned long pops;
+    if (pops++ >= HANG_POP_AFTER) {
+        for (;;) {
+        }
+    }
+#endif
     size_t count = 0;
     pthread_mutex_lock(&fifo->lock);
     for (size_t at = 0; at < fifo->len && count < max;) {

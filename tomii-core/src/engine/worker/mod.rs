@@ -32,6 +32,7 @@ use super::sleep::{Sleep, Wake};
 use super::slots::{SlotTable, decode_handle, encode_handle};
 use super::source::{FrameDone, FrameSource, NextFrame};
 use super::trace::{TracePool, TraceRecord, TraceSink, WorkerTrace};
+use super::watchdog::{Call, Watchdog};
 use super::{FaultPolicy, FrameOutputs, Output, Report, RunConfig, RunError, RunOutcome, SchedulerReport};
 use crate::graph::{ArgSource, CompiledGraph, quote_name};
 use crate::plugin::{Kernel, KernelSet, SchedulerInstance, SchedulerPlugin};
@@ -121,6 +122,10 @@ pub(super) struct Engine<'a> {
     /// The host thread, woken when the run stops so that progress reporting ends at once.
     host: std::thread::Thread,
     containment: Containment,
+    /// Marks every call into the scheduler, for the host to find one that does not return.
+    watchdog: Watchdog,
+    /// Whether the scheduler has a task hook.
+    task_hooks: bool,
 }
 
 /// Ready tasks waiting to be pushed, and who pushes them.
@@ -253,6 +258,7 @@ impl<'a> Engine<'a> {
                 keeps_result[pred as usize] = true;
             }
         }
+        let task_hooks = scheduler.has_task_hooks();
         Ok(Engine {
             graph,
             config,
@@ -295,6 +301,8 @@ impl<'a> Engine<'a> {
             trace_pool: tracing.then(|| TracePool::new(config.workers, host.clone())),
             host,
             containment: Containment::new(config.on_fault),
+            watchdog: Watchdog::new(config.workers),
+            task_hooks,
         })
     }
 
@@ -403,7 +411,14 @@ impl<'a> Engine<'a> {
     /// stops.
     fn watch(&self, wall: Instant, sink: &mut TraceSink) {
         let mut reported: Option<Instant> = None;
+        let limit_ms = u64::try_from(self.config.scheduler_call_timeout.as_millis()).unwrap_or(u64::MAX);
+        let mut stuck = false;
         loop {
+            let now_ms = u64::try_from(wall.elapsed().as_millis()).unwrap_or(u64::MAX);
+            if !stuck && let Some((worker, call)) = self.watchdog.look(now_ms, limit_ms) {
+                stuck = true;
+                self.stuck(worker, call);
+            }
             let stopped = self.stop.load(Ordering::Acquire);
             if let Some(pool) = &self.trace_pool {
                 sink.drain(pool, &self.clock);
@@ -524,7 +539,8 @@ impl<'a> Engine<'a> {
         if self.containment.is_ejected() {
             return Some(self.containment.fifo().pop(local.pusher.worker, &mut local.popped));
         }
-        match self.scheduler.pop(local.pusher.worker, &mut local.popped) {
+        let worker = local.pusher.worker;
+        match self.watchdog.watch(worker, Call::Pop, || self.scheduler.pop(worker, &mut local.popped)) {
             Ok(count) => Some(count),
             Err(violation) => match self.contract_violation(violation) {
                 Ok(()) => Some(0),
@@ -653,8 +669,10 @@ impl<'a> Engine<'a> {
         let worker = local.pusher.worker;
         let Claimed { slot, instance, generation, frame } = claimed;
         let node = self.graph.inst_node[instance as usize];
-        if let Some(task) = popped {
-            self.scheduler.task_started(worker, task);
+        if self.task_hooks
+            && let Some(task) = popped
+        {
+            self.watchdog.watch(worker, Call::TaskStarted, || self.scheduler.task_started(worker, task));
         }
         let first_start = if self.timing { self.clock.now() } else { 0 };
         let (mut start, mut end) = (first_start, first_start);
@@ -669,8 +687,11 @@ impl<'a> Engine<'a> {
             local.counters.inlined += u64::from(popped.is_none());
             start = end;
         }
-        if let Some(task) = popped {
-            self.scheduler.task_completed(worker, task, self.clock.ns_between(first_start, end));
+        if self.task_hooks
+            && let Some(task) = popped
+        {
+            let ns = self.clock.ns_between(first_start, end);
+            self.watchdog.watch(worker, Call::TaskCompleted, || self.scheduler.task_completed(worker, task, ns));
         }
         let continuation = self.release_successors(&mut local.pusher, claimed, end, self.config.inline_continuation)?;
         let is_sink = self.graph.successors(instance).is_empty();
@@ -842,7 +863,9 @@ impl<'a> Engine<'a> {
     fn push_staged(&self, pusher: &mut Pusher) -> Result<(), RunError> {
         if self.containment.is_ejected() {
             self.containment.fifo().push(&pusher.ready);
-        } else if let Err(violation) = self.scheduler.push(pusher.worker, &pusher.ready) {
+        } else if let Err(violation) =
+            self.watchdog.watch(pusher.worker, Call::Push, || self.scheduler.push(pusher.worker, &pusher.ready))
+        {
             // Under the fallback policy the ejection requeues these tasks from the counters.
             self.contract_violation(violation)?;
         }
@@ -873,7 +896,7 @@ impl<'a> Engine<'a> {
         let now = self.clock.now();
         let frame = self.frames_started.fetch_add(1, Ordering::Relaxed);
         let generation = self.table.begin_frame(slot, frame, tag, serial, now);
-        self.scheduler.frame_started(frame, slot);
+        self.watchdog.watch(pusher.worker, Call::FrameStarted, || self.scheduler.frame_started(frame, slot));
         for &root in &self.graph.roots {
             self.stage(pusher, root, slot, generation, frame, now, TOMII_NO_WORKER)?;
         }
@@ -1014,7 +1037,8 @@ impl<'a> Engine<'a> {
         } else {
             latency.saturating_record(latency_ns.max(1));
         }
-        self.scheduler.frame_completed(frame, slot, latency_ns);
+        let worker = pusher.worker;
+        self.watchdog.watch(worker, Call::FrameCompleted, || self.scheduler.frame_completed(frame, slot, latency_ns));
         let tag = state.tag.load(Ordering::Relaxed);
         let next = self.next_frame();
         if matches!(next, NextFrame::Start { .. }) {
@@ -1070,6 +1094,21 @@ impl<'a> Engine<'a> {
                 )
             })
             .collect()
+    }
+
+    /// A call into the scheduler did not return in time (README.md, "Stuck callbacks").
+    #[cold]
+    fn stuck(&self, worker: u32, call: Call) {
+        let error = RunError::SchedulerHang {
+            scheduler: self.scheduler.plugin().name.to_owned(),
+            call: call.name(),
+            worker: if worker == TOMII_NO_WORKER { "the host thread".into() } else { format!("worker {worker}") },
+            timeout_ms: self.config.scheduler_call_timeout.as_millis(),
+        };
+        if let Some(on_hang) = &self.config.on_hang {
+            (on_hang.0)(&error);
+        }
+        self.fail(error);
     }
 
     /// Records the first failure and stops the run.
