@@ -373,7 +373,7 @@ def run_graph(
     trace_path = None if isinstance(trace, bool) or trace is None else str(trace)
     for output in (report, trace_path):
         _check_output(output, graph)
-    report_json, outputs, post, packed = run_json(
+    report_json, outputs, post, packed, signal = run_json(
         text,
         source=source,
         dylibs=[str(d) for d in dylibs],
@@ -409,13 +409,19 @@ def run_graph(
         except OSError as error:
             raise TomiiError(f"{report}: cannot write the report: {error.strerror}") from None
     records, names = (None, []) if packed is None else _trace_array(packed)
-    return RunResult(
+    result = RunResult(
         report=Report(json.loads(report_json)),
         outputs=outputs,
         post_outputs=post,
         trace=records,
         node_names=names,
     )
+    if signal is not None:
+        # Ctrl-C (or another signal's handler) raised during the run: the run stopped, completing
+        # the frames in flight; the exception carries what it did.
+        signal.result = result
+        raise signal
+    return result
 
 
 def _prepare(

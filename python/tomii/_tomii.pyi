@@ -56,6 +56,7 @@ def run_json(
     list[list[tuple[str, int, Any]]],
     list[tuple[str, int, Any]],
     tuple[bytes, list[str]] | None,
+    BaseException | None,
 ]: ...
 
 class SessionBusy(TomiiError): ...

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -104,3 +108,35 @@ def test_special_files_and_the_graph_itself_are_refused_as_paths(tmp_path: Path)
     with pytest.raises(tomii.ConfigError, match="is the graph file itself"):
         tomii.run_graph(graph, dylibs=[SYNTHETIC], report=graph)
     assert json.loads(graph.read_text())["nodes"][0]["name"] == "a"
+
+
+def test_ctrl_c_stops_an_in_process_run_and_raises_with_what_it_did(tmp_path: Path) -> None:
+    """`run_graph(frames=0)` in a child Python; SIGINT after it started: KeyboardInterrupt within
+    a second, carrying the run's result (interrupted, frames done)."""
+    script = tmp_path / "unbounded.py"
+    script.write_text(
+        "import sys, time\n"
+        "import tomii\n"
+        "graph = {'nodes': [{'name': 'a', 'function': 'noop'}]}\n"
+        "print('running', flush=True)\n"
+        "try:\n"
+        f"    tomii.run_graph(graph, dylibs=[{str(SYNTHETIC)!r}], frames=0, collect_outputs=False)\n"
+        "except KeyboardInterrupt as stop:\n"
+        "    report = stop.result.report\n"
+        "    print('interrupted', report['interrupted'], report['frames'] > 0, flush=True)\n"
+        "    sys.exit(0)\n"
+        "sys.exit(3)\n",
+        encoding="utf-8",
+    )
+    child = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "running"
+    time.sleep(0.5)  # inside the run
+    child.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 0, err
+    assert out.strip() == "interrupted True True", out
+    assert time.monotonic() - sent < 5, "Ctrl-C took effect only after the run"

@@ -3,6 +3,7 @@
 //! Python values and exceptions. The curated API lives in `python/tomii/`.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 mod python_kernels;
@@ -98,7 +99,10 @@ fn output(py: Python<'_>, value: Output) -> PyResult<Py<PyAny>> {
 const TRACE_RECORD_BYTES: usize = 48;
 
 /// What `run_json` returns to Python.
-type RunReturn = (String, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>);
+type RunReturn = (String, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>, Option<Py<PyAny>>);
+
+/// How often an in-process run lets Python handle its signals (Ctrl-C).
+const SIGNALS_EVERY: Duration = Duration::from_millis(50);
 
 /// Runs a graph given as JSON text. Returns `(report_json, outputs, post_outputs, trace)`:
 /// `trace` is `(packed records, node names)` when `trace` was set (see `TRACE_RECORD_BYTES`; a
@@ -136,6 +140,7 @@ fn run_json(
 ) -> PyResult<RunReturn> {
     let graph = graph::parse_str(source, graph_json).map_err(|e| GraphError::new_err(e.to_string()))?;
     let on_fault = fault_policy(on_scheduler_fault)?;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let config = RunConfig {
         workers,
         slots,
@@ -150,17 +155,49 @@ fn run_json(
         scheduler_options: sched_opts,
         on_fault,
         progress: None,
-        stop: None,
+        stop: Some(Arc::clone(&stop)),
         network: network_options(network)?,
         scheduler_call_timeout: Duration::from_millis(scheduler_call_timeout_ms),
         on_hang: None,
     };
     let python = PythonKernels::new(python_kernels);
-    let outcome = py.detach(|| -> Result<_, Result<RunError, LoadError>> {
-        let mut kernels = KernelSet::load(&dylibs).map_err(Err)?;
-        kernels.add(python.library()).map_err(Err)?;
-        let scheduler = SchedulerPlugin::load(&scheduler_plugin).map_err(Err)?;
-        engine::run(&graph, &kernels, &scheduler, &config).map_err(Ok)
+    // The run goes on on its own thread, so that this one, between short waits with the GIL
+    // released, lets Python handle a signal: Ctrl-C then stops the run (the frames in flight
+    // complete, the report says interrupted) and is raised once it has returned.
+    let (outcome, signal) = std::thread::scope(|scope| {
+        let (done, finished) = std::sync::mpsc::sync_channel(1);
+        let (graph, config, python, dylibs, scheduler_plugin) = (&graph, &config, &python, &dylibs, &scheduler_plugin);
+        scope.spawn(move || {
+            let run = || -> Result<_, Result<RunError, LoadError>> {
+                let mut kernels = KernelSet::load(dylibs).map_err(Err)?;
+                kernels.add(python.library()).map_err(Err)?;
+                let scheduler = SchedulerPlugin::load(scheduler_plugin).map_err(Err)?;
+                engine::run(graph, &kernels, &scheduler, config).map_err(Ok)
+            };
+            let _ = done.send(run());
+        });
+        let (mut signal, mut finished) = (None, finished);
+        loop {
+            let (back, got) = py.detach(move || {
+                let got = finished.recv_timeout(SIGNALS_EVERY);
+                (finished, got)
+            });
+            finished = back;
+            match got {
+                Ok(outcome) => return (outcome, signal),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    let lost = RunError::Internal("the run's thread ended without a result".into());
+                    return (Err(Ok(lost)), signal);
+                }
+            }
+            if signal.is_none()
+                && let Err(raised) = py.check_signals()
+            {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                signal = Some(raised);
+            }
+        }
     });
     let mut outcome = match outcome {
         Ok(outcome) => outcome,
@@ -197,7 +234,8 @@ fn run_json(
             .map(|t| t.into_any().unbind())
     });
     let trace = trace.transpose()?;
-    Ok((report, outputs.into_any().unbind(), post.into_any().unbind(), trace))
+    let signal = signal.map(|raised| raised.into_value(py).into_any());
+    Ok((report, outputs.into_any().unbind(), post.into_any().unbind(), trace, signal))
 }
 
 /// Provides the Python kernels a graph run from the command line names ("module.function"),
