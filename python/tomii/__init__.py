@@ -419,7 +419,7 @@ def run_graph(
     if signal is not None:
         # Ctrl-C (or another signal's handler) raised during the run: the run stopped, completing
         # the frames in flight; the exception carries what it did.
-        signal.result = result
+        signal.result = result  # type: ignore[attr-defined]
         raise signal
     return result
 
