@@ -101,9 +101,6 @@ const TRACE_RECORD_BYTES: usize = 48;
 /// What `run_json` returns to Python.
 type RunReturn = (String, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>, Option<Py<PyAny>>);
 
-/// How often an in-process run lets Python handle its signals (Ctrl-C).
-const SIGNALS_EVERY: Duration = Duration::from_millis(50);
-
 /// Runs a graph given as JSON text. Returns `(report_json, outputs, post_outputs, trace)`:
 /// `trace` is `(packed records, node names)` when `trace` was set (see `TRACE_RECORD_BYTES`; a
 /// record's node indexes the names), else None;
@@ -161,44 +158,20 @@ fn run_json(
         on_hang: None,
     };
     let python = PythonKernels::new(python_kernels);
-    // The run goes on on its own thread, so that this one, between short waits with the GIL
-    // released, lets Python handle a signal: Ctrl-C then stops the run (the frames in flight
-    // complete, the report says interrupted) and is raised once it has returned.
-    let (outcome, signal) = std::thread::scope(|scope| {
-        let (done, finished) = std::sync::mpsc::sync_channel(1);
-        let (graph, config, python, dylibs, scheduler_plugin) = (&graph, &config, &python, &dylibs, &scheduler_plugin);
-        scope.spawn(move || {
-            let run = || -> Result<_, Result<RunError, LoadError>> {
-                let mut kernels = KernelSet::load(dylibs).map_err(Err)?;
-                kernels.add(python.library()).map_err(Err)?;
-                let scheduler = SchedulerPlugin::load(scheduler_plugin).map_err(Err)?;
-                engine::run(graph, &kernels, &scheduler, config).map_err(Ok)
-            };
-            let _ = done.send(run());
-        });
-        let (mut signal, mut finished) = (None, finished);
-        loop {
-            let (back, got) = py.detach(move || {
-                let got = finished.recv_timeout(SIGNALS_EVERY);
-                (finished, got)
-            });
-            finished = back;
-            match got {
-                Ok(outcome) => return (outcome, signal),
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    let lost = RunError::Internal("the run's thread ended without a result".into());
-                    return (Err(Ok(lost)), signal);
-                }
-            }
-            if signal.is_none()
-                && let Err(raised) = py.check_signals()
-            {
-                stop.store(true, std::sync::atomic::Ordering::Relaxed);
-                signal = Some(raised);
-            }
-        }
+    // Ctrl-C stops the run: the handler sets `stop` (the frames in flight complete, the report
+    // says interrupted), after Python's own, which it chains; Python's KeyboardInterrupt is then
+    // raised once the run has returned, carrying the result.
+    let hook = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop)).ok();
+    let outcome = py.detach(|| -> Result<_, Result<RunError, LoadError>> {
+        let mut kernels = KernelSet::load(&dylibs).map_err(Err)?;
+        kernels.add(python.library()).map_err(Err)?;
+        let scheduler = SchedulerPlugin::load(&scheduler_plugin).map_err(Err)?;
+        engine::run(&graph, &kernels, &scheduler, &config).map_err(Ok)
     });
+    if let Some(hook) = hook {
+        signal_hook::low_level::unregister(hook);
+    }
+    let signal = if stop.load(std::sync::atomic::Ordering::Relaxed) { py.check_signals().err() } else { None };
     let mut outcome = match outcome {
         Ok(outcome) => outcome,
         Err(Ok(error)) => return Err(run_error(py, error, &python)),
