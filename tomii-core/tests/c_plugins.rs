@@ -32,6 +32,7 @@ const FIXTURES: &[Fixture] = &[
     ("c_fifo", "fifo_sched.c", &[]),
     ("c_serial", "serial_sched.c", &[]),
     ("c_hang_pop", "fifo_sched.c", &["-DHANG_POP_AFTER=50"]),
+    ("c_huge_stats", "fifo_sched.c", &["-DHUGE_STATS"]),
     ("bad_control", "bad_sched.c", &[]),
     ("bad_major", "bad_sched.c", &["-DBAD_MAJOR"]),
     ("bad_size", "bad_sched.c", &["-DBAD_SIZE=40"]),
@@ -143,6 +144,19 @@ fn a_scheduler_stuck_in_pop_ends_the_command_with_a_line_naming_it() {
     let _ = std::fs::remove_file(&graph);
     let line = common::cli::assert_error(&run, &["\"c-fifo\"", "did not return from pop", "worker", "300 ms"]);
     assert!(started.elapsed() < Duration::from_secs(30), "took {:?}: {line}", started.elapsed());
+}
+
+/// A scheduler's claim that its stats need 2^40 bytes is not allocated: the report holds the text
+/// the first buffer got, and says what was claimed.
+#[test]
+fn a_scheduler_claiming_huge_stats_gets_a_bounded_read() {
+    let graph = compile_graph("one.json", r#"{"nodes": [{"name": "a", "function": "noop"}]}"#);
+    let outcome = run_ok(&graph, &[synthetic_lib()], &fixture("c_huge_stats"), config(1, 1, 3));
+    let stats = match &outcome.report.scheduler.stats {
+        Some(serde_json::Value::String(text)) => text.clone(),
+        other => panic!("expected the stats text with a note, got {other:?}"),
+    };
+    assert!(stats.contains(r#""pushed":3"#) && stats.contains("claim 1099511627776 bytes"), "{stats}");
 }
 
 /// A SERIAL scheduler with every hook: the host never lets two of its callbacks run at once,

@@ -9,7 +9,7 @@
  * "bad option KEY" (this scheduler has none), which the tests use to make `create` fail.
  *
  * With -DHANG_POP_AFTER=N, pop number N (counting from 0) never returns: a scheduler stuck in a
- * callback, for the watchdog's tests.
+ * callback, for the watchdog's tests. With -DHUGE_STATS, stats claims its text needs 2^40 bytes.
  */
 
 #define _POSIX_C_SOURCE 200809L
@@ -135,6 +135,9 @@ static size_t fifo_stats(void *state, char *buf, size_t cap) {
                           (unsigned long long)fifo->pushed, (unsigned long long)fifo->popped,
                           (unsigned long long)fifo->len);
     pthread_mutex_unlock(&fifo->lock);
+#ifdef HUGE_STATS
+    return (size_t)1 << 40;
+#endif
     return needed < 0 ? 0 : (size_t)needed;
 }
 
