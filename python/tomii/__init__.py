@@ -325,6 +325,7 @@ def run_graph(
     collect_outputs: bool = True,
     stall_timeout_ms: int = 2000,
     scheduler_call_timeout_ms: int = 10_000,
+    kernel_timeout_ms: int = 0,
     on_scheduler_fault: str = "stop",
     sched_opts: dict[str, str] | None = None,
     receiver_threads: int = 1,
@@ -400,6 +401,7 @@ def run_graph(
             frame_window,
         ),
         scheduler_call_timeout_ms=scheduler_call_timeout_ms,
+        kernel_timeout_ms=kernel_timeout_ms,
     )
     if report is not None:
         try:

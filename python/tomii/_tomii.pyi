@@ -51,6 +51,7 @@ def run_json(
     python_kernels: list[tuple[str, Callable[..., Any], bool]],
     network: tuple[int, int, str, str, int, int],
     scheduler_call_timeout_ms: int,
+    kernel_timeout_ms: int,
 ) -> tuple[
     str,
     list[list[tuple[str, int, Any]]],

@@ -353,6 +353,17 @@ pub const CATALOG: &[Knob] = &[
             scheduler that blocks on purpose",
     },
     Knob {
+        name: "kernel_timeout_ms",
+        cli: "--kernel-timeout-ms",
+        kind: Kind::Int,
+        default: Preset::Int(0),
+        domain: Domain::Int { min: 0, max: u64::MAX, scale: Scale::Log },
+        role: Role::Behaviour,
+        description: "Stop with an error when a kernel call has not returned after this long (ms); 0: no limit. A \
+            thread stuck in a plugin cannot be stopped, so the command exits",
+        search_hint: "not a tuning knob: set it well above the slowest kernel while developing kernels",
+    },
+    Knob {
         name: "on_scheduler_fault",
         cli: "--on-scheduler-fault",
         kind: Kind::String,

@@ -448,3 +448,16 @@ fn a_reader_that_goes_away_ends_the_listing_quietly() {
         assert_eq!(String::from_utf8_lossy(&output.stderr), "", "tomii {command}: nothing on stderr");
     }
 }
+
+#[test]
+fn a_kernel_past_its_limit_ends_the_command_with_a_line_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("slow.json");
+    // One instance spins for a minute.
+    std::fs::write(&graph, r#"{"nodes": [{"name": "slow", "function": "spin", "factor": 2, "args": [60000000]}]}"#)
+        .unwrap();
+    let started = std::time::Instant::now();
+    let run = run_graph(&graph, &["--kernel-timeout-ms", "300", "--workers", "2"]);
+    assert_error(&run, &[r#"kernel "spin""#, r#"node "slow""#, "frame 0", "300 ms"]);
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+}

@@ -161,6 +161,7 @@ fn run_config_defaults_are_the_catalog_defaults() {
         stop: _,     // library-only: the CLI's is set by Ctrl-C
         network,
         scheduler_call_timeout,
+        kernel_timeout,
         on_hang: _, // library-only: the CLI's exits after reporting a stuck call
     } = RunConfig::default();
     let default = |name: &str| knobs::find(name).unwrap_or_else(|| panic!("no knob {name}")).default;
@@ -189,6 +190,7 @@ fn run_config_defaults_are_the_catalog_defaults() {
     assert_eq!(default("task_timing"), Preset::Bool(task_timing));
     assert_eq!(default("stall_timeout_ms"), Preset::Int(stall_timeout.as_millis() as u64));
     assert_eq!(default("scheduler_call_timeout_ms"), Preset::Int(scheduler_call_timeout.as_millis() as u64));
+    assert_eq!(default("kernel_timeout_ms"), Preset::Int(kernel_timeout.map_or(0, |t| t.as_millis() as u64)));
     assert!(scheduler_options.is_empty(), "RunConfig has default scheduler options: {scheduler_options:?}");
     assert_eq!(default("sched_opt"), Preset::Empty);
     let fault = match on_fault {

@@ -71,6 +71,7 @@ fn run_error(py: Python<'_>, error: RunError, python: &PythonKernels) -> PyErr {
         RunError::SchedulerFault { .. } | RunError::Stall { .. } | RunError::SchedulerHang { .. } => {
             SchedulerFault::new_err(text)
         }
+        RunError::KernelHang { .. } => KernelError::new_err(text),
         RunError::Plugin(_) => PluginError::new_err(text),
         RunError::Config(_) => ConfigError::new_err(text),
         RunError::Io { .. } | RunError::Internal(_) => TomiiError::new_err(text),
@@ -111,7 +112,7 @@ type RunReturn = (String, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>, Option<Py<PyA
 #[pyfunction]
 #[pyo3(signature = (graph_json, *, source, dylibs, scheduler_plugin, workers, slots, frames, pop_batch,
                     inline_continuation, task_timing, trace, trace_path, collect_outputs, stall_timeout_ms, on_scheduler_fault,
-                    sched_opts, python_kernels, network, scheduler_call_timeout_ms))]
+                    sched_opts, python_kernels, network, scheduler_call_timeout_ms, kernel_timeout_ms))]
 #[allow(clippy::too_many_arguments)]
 fn run_json(
     py: Python<'_>,
@@ -134,6 +135,7 @@ fn run_json(
     python_kernels: Vec<(String, Py<PyAny>, bool)>,
     network: NetworkKnobs,
     scheduler_call_timeout_ms: u64,
+    kernel_timeout_ms: u64,
 ) -> PyResult<RunReturn> {
     let graph = graph::parse_str(source, graph_json).map_err(|e| GraphError::new_err(e.to_string()))?;
     let on_fault = fault_policy(on_scheduler_fault)?;
@@ -155,6 +157,7 @@ fn run_json(
         stop: Some(Arc::clone(&stop)),
         network: network_options(network)?,
         scheduler_call_timeout: Duration::from_millis(scheduler_call_timeout_ms),
+        kernel_timeout: (kernel_timeout_ms > 0).then(|| Duration::from_millis(kernel_timeout_ms)),
         on_hang: None,
     };
     let python = PythonKernels::new(python_kernels);

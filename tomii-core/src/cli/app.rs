@@ -168,6 +168,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
             frame_window: args.frame_window,
         },
         scheduler_call_timeout: Duration::from_millis(args.scheduler_call_timeout_ms),
+        kernel_timeout: (args.kernel_timeout_ms > 0).then(|| Duration::from_millis(args.kernel_timeout_ms)),
         on_hang: Some(exit_when_stuck()),
     };
     let outcome = if graph.network.is_some() {

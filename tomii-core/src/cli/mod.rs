@@ -118,6 +118,9 @@ pub struct RunArgs {
     /// after this long.
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     pub scheduler_call_timeout_ms: u64,
+    /// Stop with an error when a kernel call has not returned after this long; 0: no limit.
+    #[arg(long, default_value_t = 0, value_name = "MS")]
+    pub kernel_timeout_ms: u64,
     /// When the scheduler breaks its contract: `stop` the run with an error, or `fallback`: eject it
     /// and finish the run on the host's own FIFO (the report records the ejection).
     #[arg(long, value_enum, default_value_t = OnFault::Stop, value_name = "POLICY")]

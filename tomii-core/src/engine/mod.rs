@@ -75,6 +75,9 @@ pub struct RunConfig {
     /// How long a call into the scheduler (push, pop, a hook) may run before the run is stopped
     /// as stuck in it (README.md, "Stuck callbacks").
     pub scheduler_call_timeout: Duration,
+    /// How long a kernel call may run before the run is stopped as stuck in it; `None` (the
+    /// default): without limit.
+    pub kernel_timeout: Option<Duration>,
     /// What to do when a call is stuck: the stuck thread cannot be stopped, so the run cannot end
     /// normally. The CLI reports and exits. Without it, the run fails, and returns once the
     /// stuck call does.
@@ -158,6 +161,7 @@ impl Default for RunConfig {
             on_fault: FaultPolicy::Stop,
             network: NetworkOptions::default(),
             scheduler_call_timeout: Duration::from_secs(10),
+            kernel_timeout: None,
             on_hang: None,
         }
     }
@@ -184,6 +188,11 @@ pub enum RunError {
         "scheduler {scheduler:?} did not return from {call} on {worker} within {timeout_ms} ms; a thread stuck in a plugin cannot be stopped (raise --scheduler-call-timeout-ms if the scheduler is only slow)"
     )]
     SchedulerHang { scheduler: String, call: &'static str, worker: String, timeout_ms: u128 },
+    #[error(
+        "kernel {} did not return within {timeout_ms} ms in node {} instance {instance}, frame {frame} (worker {worker}); a thread stuck in a plugin cannot be stopped (raise --kernel-timeout-ms if the kernel is only slow)",
+        crate::graph::quote_name(.kernel), crate::graph::quote_name(.node)
+    )]
+    KernelHang { kernel: String, node: String, instance: u32, frame: u64, worker: u32, timeout_ms: u128 },
     #[error("{path}: {reason}")]
     Io { path: PathBuf, reason: String },
     #[error("internal error (please report it): {0}")]

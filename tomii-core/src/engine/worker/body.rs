@@ -15,6 +15,7 @@ use tomii_types::kernel::{Value, ValueRef};
 use std::ffi::CString;
 
 use super::{Engine, Local};
+use crate::engine::watchdog::Call;
 use crate::engine::{Output, RunError};
 use crate::graph::{ArgSource, CompiledGraph, Condition, Literal, quote_name};
 use crate::plugin::{Kernel, KernelSet};
@@ -225,8 +226,16 @@ impl Engine<'_> {
             data: kernel.data,
         };
         let mut out = TomiiValue::NONE;
-        // SAFETY: arguments are valid borrowed values for the call; `out` and `ctx` are live.
-        let status = unsafe { (kernel.func)(local.args.as_ptr(), local.args.len(), &mut out, &ctx) };
+        // SAFETY (both calls): arguments are valid borrowed values for the call; `out` and `ctx`
+        // are live.
+        let status = if self.kernel_watch {
+            self.watch_kernel(local.pusher.worker, slot, instance);
+            self.watchdog.watch(local.pusher.worker, Call::Kernel, || unsafe {
+                (kernel.func)(local.args.as_ptr(), local.args.len(), &mut out, &ctx)
+            })
+        } else {
+            unsafe { (kernel.func)(local.args.as_ptr(), local.args.len(), &mut out, &ctx) }
+        };
         if status == TOMII_OK {
             return Ok(out);
         }

@@ -126,6 +126,11 @@ pub(super) struct Engine<'a> {
     watchdog: Watchdog,
     /// Whether the scheduler has a task hook.
     task_hooks: bool,
+    /// Whether kernel calls are marked too (`RunConfig::kernel_timeout`).
+    kernel_watch: bool,
+    /// Per worker, with `kernel_watch`: the (slot, instance) of its kernel call, `slot << 32 |
+    /// instance`.
+    kernel_calls: Box<[AtomicU64]>,
 }
 
 /// Ready tasks waiting to be pushed, and who pushes them.
@@ -303,6 +308,10 @@ impl<'a> Engine<'a> {
             containment: Containment::new(config.on_fault),
             watchdog: Watchdog::new(config.workers),
             task_hooks,
+            kernel_watch: config.kernel_timeout.is_some(),
+            kernel_calls: (0..if config.kernel_timeout.is_some() { config.workers } else { 0 })
+                .map(|_| AtomicU64::new(0))
+                .collect(),
         })
     }
 
@@ -412,10 +421,12 @@ impl<'a> Engine<'a> {
     fn watch(&self, wall: Instant, sink: &mut TraceSink) {
         let mut reported: Option<Instant> = None;
         let limit_ms = u64::try_from(self.config.scheduler_call_timeout.as_millis()).unwrap_or(u64::MAX);
+        let kernel_limit_ms =
+            self.config.kernel_timeout.map_or(u64::MAX, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX));
         let mut stuck = false;
         loop {
             let now_ms = u64::try_from(wall.elapsed().as_millis()).unwrap_or(u64::MAX);
-            if !stuck && let Some((worker, call)) = self.watchdog.look(now_ms, limit_ms) {
+            if !stuck && let Some((worker, call)) = self.watchdog.look(now_ms, limit_ms, kernel_limit_ms) {
                 stuck = true;
                 self.stuck(worker, call);
             }
@@ -1099,16 +1110,44 @@ impl<'a> Engine<'a> {
     /// A call into the scheduler did not return in time (README.md, "Stuck callbacks").
     #[cold]
     fn stuck(&self, worker: u32, call: Call) {
-        let error = RunError::SchedulerHang {
-            scheduler: self.scheduler.plugin().name.to_owned(),
-            call: call.name(),
-            worker: if worker == TOMII_NO_WORKER { "the host thread".into() } else { format!("worker {worker}") },
-            timeout_ms: self.config.scheduler_call_timeout.as_millis(),
+        let error = if call == Call::Kernel {
+            self.kernel_hang(worker)
+        } else {
+            RunError::SchedulerHang {
+                scheduler: self.scheduler.plugin().name.to_owned(),
+                call: call.name(),
+                worker: if worker == TOMII_NO_WORKER { "the host thread".into() } else { format!("worker {worker}") },
+                timeout_ms: self.config.scheduler_call_timeout.as_millis(),
+            }
         };
         if let Some(on_hang) = &self.config.on_hang {
             (on_hang.0)(&error);
         }
         self.fail(error);
+    }
+
+    /// The kernel call `worker` is stuck in, named.
+    #[cold]
+    fn kernel_hang(&self, worker: u32) -> RunError {
+        let call = self.kernel_calls.get(worker as usize).map_or(0, |call| call.load(Ordering::Relaxed));
+        let (slot, instance) = ((call >> 32) as u32, call as u32);
+        let node = self.graph.node_of(instance);
+        RunError::KernelHang {
+            kernel: node.function.clone(),
+            node: node.name.clone(),
+            instance: self.graph.inst_index[instance as usize],
+            frame: self.table.slot(slot).frame.load(Ordering::Relaxed),
+            worker,
+            timeout_ms: self.config.kernel_timeout.unwrap_or_default().as_millis(),
+        }
+    }
+
+    /// Marks the kernel call `worker` is about to make (only with `kernel_watch`).
+    #[inline]
+    fn watch_kernel(&self, worker: u32, slot: u32, instance: u32) {
+        if let Some(call) = self.kernel_calls.get(worker as usize) {
+            call.store(u64::from(slot) << 32 | u64::from(instance), Ordering::Relaxed);
+        }
     }
 
     /// Records the first failure and stops the run.
