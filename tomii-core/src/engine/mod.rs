@@ -25,6 +25,7 @@ pub use report::{Latency, NodeReport, Report, SchedulerReport, WorkerReport};
 pub use session::{FrameResult, Session, SubmitError, Ticket};
 pub use source::{Counted, FrameDone, FrameSource, NextFrame};
 pub use trace::TraceRecord;
+pub(crate) use worker::call_outside_run;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tomii_types::abi::{TOMII_NO_WORKER, TOMII_OK, TomiiCallCtx, TomiiErrorBuf, TomiiValue};
+use tomii_types::abi::TomiiValue;
 use tomii_types::kernel::{Value, ValueRef};
 
 use super::pool::PacketPool;
@@ -363,28 +363,7 @@ impl Shared {
 
     /// Calls a source kernel on `args`; its error message on failure.
     fn call(&self, local: &mut Local, kernel: Kernel, args: &[TomiiValue]) -> Result<Value, String> {
-        local.error[0] = 0;
-        let ctx = TomiiCallCtx {
-            struct_size: size_of::<TomiiCallCtx>() as u32,
-            worker: TOMII_NO_WORKER,
-            frame: 0,
-            slot: 0,
-            instance: 0,
-            node: self.node.as_ptr(),
-            err: TomiiErrorBuf { ptr: local.error.as_mut_ptr().cast(), cap: local.error.len() },
-            data: kernel.data,
-        };
-        let mut out = TomiiValue::NONE;
-        // SAFETY: the arguments are live for the call; `out` and `ctx` are live.
-        let status = unsafe { (kernel.func)(args.as_ptr(), args.len(), &mut out, &ctx) };
-        // SAFETY: the kernel handed over `out` (NONE or releasable, even on failure).
-        let value = unsafe { Value::from_raw(out) };
-        if status == TOMII_OK {
-            return Ok(value);
-        }
-        let end = local.error.iter().position(|&b| b == 0).unwrap_or(local.error.len());
-        let text = String::from_utf8_lossy(&local.error[..end]).into_owned();
-        Err(if text.is_empty() { format!("returned status {status} without a message") } else { text })
+        crate::engine::call_outside_run(kernel, args, &self.node, 0, 0, &mut local.error)
     }
 
     /// A source kernel's result as a frame id or index.

@@ -12,7 +12,7 @@ use tomii_types::abi::{
 };
 use tomii_types::kernel::{Value, ValueRef};
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 
 use super::{Engine, Local};
 use crate::engine::watchdog::Call;
@@ -390,13 +390,27 @@ impl Engine<'_> {
 
 /// One call of a kernel outside any frame: owned result, or the kernel's message.
 fn call_once(kernel: Kernel, args: &[TomiiValue], name: &CString, element: u32, frame: u64) -> Result<Value, String> {
-    let mut error = vec![0u8; 1024];
+    call_outside_run(kernel, args, name, element, frame, &mut [0u8; 1024])
+}
+
+/// Calls `kernel` once outside a worker's task (an initialization, a post-node, a network
+/// source's decoding): `name` is the node its context names, `error` the buffer a failing kernel
+/// writes its message into. The value, or the message.
+pub(crate) fn call_outside_run(
+    kernel: Kernel,
+    args: &[TomiiValue],
+    name: &CStr,
+    instance: u32,
+    frame: u64,
+    error: &mut [u8],
+) -> Result<Value, String> {
+    error[0] = 0;
     let ctx = TomiiCallCtx {
         struct_size: size_of::<TomiiCallCtx>() as u32,
         worker: TOMII_NO_WORKER,
         frame,
         slot: 0,
-        instance: element,
+        instance,
         node: name.as_ptr(),
         err: TomiiErrorBuf { ptr: error.as_mut_ptr().cast(), cap: error.len() },
         data: kernel.data,

@@ -17,6 +17,8 @@ use tomii_types::abi::{TOMII_KERNEL_VARIADIC, TOMII_NO_WORKER, TomiiTask, TomiiV
 use tomii_types::kernel::Value;
 
 mod body;
+
+pub(crate) use body::call_outside_run;
 mod fault;
 mod setup;
 
@@ -1229,30 +1231,16 @@ impl<'a> Engine<'a> {
     /// Tells the source of every frame that will not complete: handed in but never started, or in
     /// a slot when the run ended.
     fn hand_back_lost(&self) {
+        let lost =
+            |tag, frame, abandoned| FrameDone { tag, frame, latency_ns: 0, outputs: None, completed: false, abandoned };
         for tag in self.door.drain() {
-            let frame = u64::MAX;
-            self.source.frame_done(FrameDone {
-                tag,
-                frame,
-                latency_ns: 0,
-                outputs: None,
-                completed: false,
-                abandoned: false,
-            });
+            self.source.frame_done(lost(tag, u64::MAX, false));
         }
         for slot in 0..self.config.slots {
             let state = self.table.slot(slot);
             if state.busy.swap(false, Ordering::Relaxed) {
                 let (tag, frame) = (state.tag.load(Ordering::Relaxed), state.frame.load(Ordering::Relaxed));
-                let abandoned = state.abandoned.load(Ordering::Relaxed);
-                self.source.frame_done(FrameDone {
-                    tag,
-                    frame,
-                    latency_ns: 0,
-                    outputs: None,
-                    completed: false,
-                    abandoned,
-                });
+                self.source.frame_done(lost(tag, frame, state.abandoned.load(Ordering::Relaxed)));
             }
         }
     }
