@@ -27,6 +27,7 @@ from . import graphs, knobs, network
 from ._tomii import (
     ConfigError,
     GraphError,
+    HangError,
     KernelError,
     PluginError,
     SchedulerFault,
@@ -93,6 +94,7 @@ __all__ = [
     "FrameResult",
     "Graph",
     "GraphError",
+    "HangError",
     "IndexFunc",
     "KernelError",
     "Loop",
@@ -350,7 +352,13 @@ def run_graph(
     (`max_frames`, `timing`, `dylib`; `system_threads` and `coalesce_barriers` with a warning
     that they have no effect); any other name raises
     ConfigError listing the valid ones. Failures raise a `TomiiError` subclass: GraphError,
-    PluginError, KernelError (from a Python kernel's own exception), SchedulerFault, ConfigError.
+    PluginError, KernelError (from a Python kernel's own exception), SchedulerFault, ConfigError,
+    HangError (a scheduler call or kernel that did not return within its limit: its thread stays
+    stuck in the process). A run that fails after it started keeps what it did: the exception's
+    `result` is a RunResult whose report has `status` "failed", the error and the frames done,
+    with the trace of every task that ran; `report` and `trace` files are written all the same.
+    Ctrl-C stops the run (the frames in flight complete) and raises KeyboardInterrupt carrying
+    the `result`; a second Ctrl-C stops waiting for a run that does not end.
     """
     options: dict[str, Any] = {}
     for name, value in legacy.items():
@@ -374,35 +382,55 @@ def run_graph(
     trace_path = None if isinstance(trace, bool) or trace is None else str(trace)
     for output in (report, trace_path):
         _check_output(output, graph)
-    report_json, outputs, post, packed, signal = run_json(
-        text,
-        source=source,
-        dylibs=[str(d) for d in dylibs],
-        scheduler_plugin=str(plugin),
-        workers=workers,
-        slots=slots,
-        frames=frames,
-        pop_batch=pop_batch,
-        inline_continuation=inline_continuation,
-        task_timing=task_timing,
-        trace=trace is True,
-        trace_path=trace_path,
-        collect_outputs=collect_outputs,
-        stall_timeout_ms=stall_timeout_ms,
-        on_scheduler_fault=on_scheduler_fault,
-        sched_opts=sorted((sched_opts or {}).items()),
-        python_kernels=kernels,
-        network=(
-            receiver_threads,
-            socket_recv_buf_bytes,
-            network_dispatch,
-            on_slots_busy,
-            frame_timeout_ms,
-            frame_window,
-        ),
-        scheduler_call_timeout_ms=scheduler_call_timeout_ms,
-        kernel_timeout_ms=kernel_timeout_ms,
-    )
+    try:
+        returned = run_json(
+            text,
+            source=source,
+            dylibs=[str(d) for d in dylibs],
+            scheduler_plugin=str(plugin),
+            workers=workers,
+            slots=slots,
+            frames=frames,
+            pop_batch=pop_batch,
+            inline_continuation=inline_continuation,
+            task_timing=task_timing,
+            trace=trace is True,
+            trace_path=trace_path,
+            collect_outputs=collect_outputs,
+            stall_timeout_ms=stall_timeout_ms,
+            on_scheduler_fault=on_scheduler_fault,
+            sched_opts=sorted((sched_opts or {}).items()),
+            python_kernels=kernels,
+            network=(
+                receiver_threads,
+                socket_recv_buf_bytes,
+                network_dispatch,
+                on_slots_busy,
+                frame_timeout_ms,
+                frame_window,
+            ),
+            scheduler_call_timeout_ms=scheduler_call_timeout_ms,
+            kernel_timeout_ms=kernel_timeout_ms,
+        )
+    except TomiiError as error:
+        partial = getattr(error, "partial", None)
+        if partial is not None:
+            error.result = _run_result(partial[:4], report)  # type: ignore[attr-defined]
+            del error.partial  # type: ignore[attr-defined]
+        raise
+    result = _run_result(returned[:4], report)
+    signal = returned[4]
+    if signal is not None:
+        # Ctrl-C (or another signal's handler) raised during the run: the run stopped, completing
+        # the frames in flight; the exception carries what it did.
+        signal.result = result  # type: ignore[attr-defined]
+        raise signal
+    return result
+
+
+def _run_result(returned: tuple[str, Any, Any, Any], report: str | Path | None) -> RunResult:
+    """The RunResult of what `run_json` returned, its report written to `report` if given."""
+    report_json, outputs, post, packed = returned
     if report is not None:
         try:
             Path(report).write_text(
@@ -411,19 +439,13 @@ def run_graph(
         except OSError as error:
             raise TomiiError(f"{report}: cannot write the report: {error.strerror}") from None
     records, names = (None, []) if packed is None else _trace_array(packed)
-    result = RunResult(
+    return RunResult(
         report=Report(json.loads(report_json)),
         outputs=outputs,
         post_outputs=post,
         trace=records,
         node_names=names,
     )
-    if signal is not None:
-        # Ctrl-C (or another signal's handler) raised during the run: the run stopped, completing
-        # the frames in flight; the exception carries what it did.
-        signal.result = result  # type: ignore[attr-defined]
-        raise signal
-    return result
 
 
 def _prepare(

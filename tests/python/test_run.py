@@ -14,6 +14,7 @@ import pytest
 from reference import GRAPHS, SYNTHETIC, checksum
 
 import tomii
+from tomii.export import ExportedKernel
 
 
 def test_checksums_match_for_every_frame_and_scheduler() -> None:
@@ -108,6 +109,50 @@ def test_special_files_and_the_graph_itself_are_refused_as_paths(tmp_path: Path)
     with pytest.raises(tomii.ConfigError, match="is the graph file itself"):
         tomii.run_graph(graph, dylibs=[SYNTHETIC], report=graph)
     assert json.loads(graph.read_text())["nodes"][0]["name"] == "a"
+
+
+def test_a_failed_run_raises_with_what_it_did_and_writes_its_files(tmp_path: Path) -> None:
+    """A kernel failing in frame 499 of 1,000: the exception carries the partial result (status
+    "failed", the error, 499 frames, the trace of every task that ran), and the report and trace
+    files are written all the same."""
+    calls = 0
+
+    def breaks_at_500(value: int) -> int:
+        nonlocal calls
+        calls += 1
+        if calls == 500:
+            raise RuntimeError("broke at call 500")
+        return value
+
+    kernel = ExportedKernel("tests.breaks_at_500", breaks_at_500, variadic=False)
+    graph = {
+        "nodes": [
+            {"name": "a", "function": "noop"},
+            {
+                "name": "b",
+                "function": "tests.breaks_at_500",
+                "args": [{"type": "$res", "predecessor": {"name": "a"}}],
+            },
+        ]
+    }
+    report, trace = tmp_path / "report.json", tmp_path / "trace.csv"
+    with pytest.raises(tomii.KernelError, match="broke at call 500") as raised:
+        tomii.run_graph(
+            graph,
+            dylibs=[SYNTHETIC],
+            python_kernels=[kernel],
+            frames=1000,
+            trace=trace,
+            report=report,
+        )
+    result = raised.value.result  # type: ignore[attr-defined]
+    assert result.report["status"] == "failed"
+    assert "broke at call 500" in result.report["error"]
+    assert result.report["frames"] == 499
+    # Every `a` of frames 0..499 and every `b` before the failing one.
+    assert result.report["tasks"] == 500 + 499
+    assert json.loads(report.read_text())["frames"] == 499
+    assert len(trace.read_text().splitlines()) == 1 + 500 + 499
 
 
 def test_ctrl_c_stops_an_in_process_run_and_raises_with_what_it_did(tmp_path: Path) -> None:

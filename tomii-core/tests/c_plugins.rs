@@ -139,11 +139,20 @@ fn a_scheduler_stuck_in_pop_ends_the_command_with_a_line_naming_it() {
     command.arg("run").arg(&graph).arg("--dylib").arg(synthetic_lib());
     command.arg("--scheduler-plugin").arg(fixture("c_hang_pop"));
     command.args(["--frames", "1000", "--workers", "2", "--scheduler-call-timeout-ms", "300"]);
+    let report = graph.with_extension("report.json");
+    command.arg("--report").arg(&report);
     let started = std::time::Instant::now();
     let run = common::cli::finish(command);
     let _ = std::fs::remove_file(&graph);
     let line = common::cli::assert_error(&run, &["\"c-fifo\"", "did not return from pop", "worker", "300 ms"]);
     assert!(started.elapsed() < Duration::from_secs(30), "took {:?}: {line}", started.elapsed());
+    // The report was written first, saying how the run ended and how far it got.
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&report);
+    assert_eq!(written["status"], "failed");
+    assert!(written["error"].as_str().unwrap().contains("did not return from pop"), "{written}");
+    assert!(written["frames"].as_u64().unwrap() < 1000, "{written}");
+    assert!(run.stderr.contains("the run stopped after"), "{}", run.stderr);
 }
 
 /// A scheduler's claim that its stats need 2^40 bytes is not allocated: the report holds the text

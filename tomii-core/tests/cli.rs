@@ -209,6 +209,25 @@ fn kernel_error_names_node_frame_and_message() {
     assert_no_summary(&run);
 }
 
+/// A run that fails keeps what it did: the report says how it ended and how far it got, the trace
+/// holds every task that ran, and a second line says so.
+#[test]
+fn a_failed_run_writes_its_report_and_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let (report, trace) = (dir.path().join("report.json"), dir.path().join("trace.csv"));
+    let run = run_graph(&fixture("fail.json"), &["--frames", "50", "--report", text(&report), "--trace", text(&trace)]);
+    assert_error(&run, &["disk on fire"]);
+    assert!(run.stderr.contains("the run stopped after 0 frame(s) of 50"), "{}", run.stderr);
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(written["status"], "failed");
+    assert!(written["error"].as_str().unwrap().contains("disk on fire"), "{written}");
+    assert_eq!(written["frames"], 0);
+    // The four `src` instances of frame 0 ran before `breaker` failed.
+    let rows: Vec<String> = std::fs::read_to_string(&trace).unwrap().lines().skip(1).map(str::to_owned).collect();
+    assert_eq!(rows.iter().filter(|row| row.starts_with("src,")).count(), 4, "{rows:?}");
+    assert_eq!(written["tasks"].as_u64(), Some(rows.len() as u64), "{written}");
+}
+
 #[test]
 fn panicking_kernel_is_one_error_line() {
     let run = run_graph(&fixture("panic.json"), &["--frames", "3"]);

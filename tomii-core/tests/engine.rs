@@ -253,7 +253,7 @@ fn every_comparison_operation_selects_the_right_instances() {
 fn a_condition_whose_result_cannot_be_compared_fails_the_run_naming_it() {
     let text = graph_text("condition.json").replace(r#""value": 0, "value_type": "u64""#, r#""value": "zero""#);
     let graph = graph::parse_str("condition.json", &text).unwrap_or_else(|e| panic!("{e}"));
-    let error = run(&graph, config(2, 2, 3)).err().expect("the run must fail").to_string();
+    let error = run(&graph, config(2, 2, 3)).expect_err("the run must fail").to_string();
     assert!(error.contains("modulo") && error.contains("cannot be compared with String"), "{error}");
 }
 
@@ -299,7 +299,7 @@ fn a_failing_initialization_kernel_fails_the_run_before_any_frame() {
         1,
     );
     let graph = graph::parse_str("computed_init.json", &text).unwrap_or_else(|e| panic!("{e}"));
-    let error = run(&graph, config(1, 1, 1)).err().expect("the run must fail");
+    let error = run(&graph, config(1, 1, 1)).expect_err("the run must fail");
     assert!(matches!(error, RunError::Init { ref init, element: 0, .. } if init == "table"), "{error}");
 }
 

@@ -119,7 +119,7 @@ fn a_failing_kernel_ends_the_session_with_its_error() {
             Err(SubmitError::Ended(Some(why))) => assert!(why.contains("boom"), "{why}"),
             other => panic!("expected Ended, got {:?}", other.map(|_| "a ticket")),
         }
-        let error = session.close().err().expect("the run failed").to_string();
+        let error = session.close().expect_err("the run failed").to_string();
         assert!(error.contains("boom"), "{error}");
     });
 }
@@ -129,7 +129,7 @@ fn a_graph_with_inputs_needs_a_session() {
     let graph: CompiledGraph = graph::parse_str("session.json", GRAPH).unwrap_or_else(|e| panic!("{e}"));
     let kernels = KernelSet::load(&[synthetic_lib()]).unwrap_or_else(|e| panic!("{e}"));
     let plugin = SchedulerPlugin::load(&plugin("libtomii_sched_fifo.so")).unwrap_or_else(|e| panic!("{e}"));
-    let error = tomii_core::engine::run(&graph, &kernels, &plugin, &RunConfig::default()).err().expect("an error");
+    let error = tomii_core::engine::run(&graph, &kernels, &plugin, &RunConfig::default()).expect_err("an error");
     assert!(error.to_string().contains("input \"samples\" needs a source"), "{error}");
 }
 

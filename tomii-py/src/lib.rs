@@ -4,16 +4,19 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 mod python_kernels;
+mod runner;
 mod send;
 mod session;
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use tomii_core::engine::{self, FaultPolicy, Output, RunConfig, RunError};
+use runner::{Finished, GaveUp};
+use tomii_core::engine::{self, FaultPolicy, Output, RunConfig, RunError, RunFailure};
 use tomii_core::graph;
 use tomii_core::network::{Dispatch, NetworkOptions, WhenBusy};
 use tomii_core::plugin::{KernelSet, PluginError as LoadError, SchedulerPlugin};
@@ -26,6 +29,12 @@ create_exception!(tomii, PluginError, TomiiError, "A kernel library or scheduler
 create_exception!(tomii, KernelError, TomiiError, "A kernel failed; the message names the node, instance and frame.");
 create_exception!(tomii, SchedulerFault, TomiiError, "The scheduler broke its contract or stalled.");
 create_exception!(tomii, ConfigError, TomiiError, "A run option is invalid.");
+create_exception!(
+    tomii,
+    HangError,
+    TomiiError,
+    "A scheduler call or a kernel did not return within its limit; its thread stays stuck in the process."
+);
 create_exception!(tomii, SessionBusy, TomiiError, "Every slot of a session stayed busy for the whole timeout.");
 create_exception!(tomii, SessionClosed, TomiiError, "The session was closed, or its run ended.");
 
@@ -68,10 +77,8 @@ fn run_error(py: Python<'_>, error: RunError, python: &PythonKernels) -> PyErr {
             raised.set_cause(py, python.exception(&kernel));
             raised
         }
-        RunError::SchedulerFault { .. } | RunError::Stall { .. } | RunError::SchedulerHang { .. } => {
-            SchedulerFault::new_err(text)
-        }
-        RunError::KernelHang { .. } => KernelError::new_err(text),
+        RunError::SchedulerFault { .. } | RunError::Stall { .. } => SchedulerFault::new_err(text),
+        RunError::SchedulerHang { .. } | RunError::KernelHang { .. } => HangError::new_err(text),
         RunError::Plugin(_) => PluginError::new_err(text),
         RunError::Config(_) => ConfigError::new_err(text),
         RunError::Io { .. } | RunError::Internal(_) => TomiiError::new_err(text),
@@ -137,10 +144,10 @@ fn run_json(
     scheduler_call_timeout_ms: u64,
     kernel_timeout_ms: u64,
 ) -> PyResult<RunReturn> {
-    let graph = graph::parse_str(source, graph_json).map_err(|e| GraphError::new_err(e.to_string()))?;
+    let graph = Arc::new(graph::parse_str(source, graph_json).map_err(|e| GraphError::new_err(e.to_string()))?);
     let on_fault = fault_policy(on_scheduler_fault)?;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let config = RunConfig {
+    let mut config = RunConfig {
         workers,
         slots,
         frames,
@@ -160,26 +167,53 @@ fn run_json(
         kernel_timeout: (kernel_timeout_ms > 0).then(|| Duration::from_millis(kernel_timeout_ms)),
         on_hang: None,
     };
-    let python = PythonKernels::new(python_kernels);
-    // Ctrl-C stops the run: the handler sets `stop` (the frames in flight complete, the report
-    // says interrupted), after Python's own, which it chains; Python's KeyboardInterrupt is then
-    // raised once the run has returned, carrying the result.
-    let hook = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop)).ok();
-    let outcome = py.detach(|| -> Result<_, Result<RunError, LoadError>> {
-        let mut kernels = KernelSet::load(&dylibs).map_err(Err)?;
-        kernels.add(python.library()).map_err(Err)?;
-        let scheduler = SchedulerPlugin::load(&scheduler_plugin).map_err(Err)?;
-        engine::run(&graph, &kernels, &scheduler, &config).map_err(Ok)
-    });
-    if let Some(hook) = hook {
-        signal_hook::low_level::unregister(hook);
-    }
-    let signal = if stop.load(std::sync::atomic::Ordering::Relaxed) { py.check_signals().err() } else { None };
-    let mut outcome = match outcome {
-        Ok(outcome) => outcome,
-        Err(Ok(error)) => return Err(run_error(py, error, &python)),
-        Err(Err(error)) => return Err(plugin_error(error)),
+    let python = Arc::new(PythonKernels::new(python_kernels));
+    let traced = config.trace;
+    let job = {
+        let (graph, python) = (Arc::clone(&graph), Arc::clone(&python));
+        move |hung: Sender<Finished<RunDone, Hung>>| -> RunDone {
+            config.on_hang = Some(engine::HangFn(Arc::new(move |failure: &RunFailure| {
+                let _ = hung.send(Finished::Hung(Hung::of(failure, traced)));
+            })));
+            let mut kernels = KernelSet::load(&dylibs).map_err(Err)?;
+            kernels.add(python.library()).map_err(Err)?;
+            let scheduler = SchedulerPlugin::load(&scheduler_plugin).map_err(Err)?;
+            engine::run_keeping_partial(&graph, &kernels, &scheduler, &config).map_err(Ok)
+        }
     };
+    // Ctrl-C stops the run: `stop` is set (the frames in flight complete, the report says
+    // interrupted) and Python's KeyboardInterrupt is raised once the run has returned, carrying the
+    // result. A second Ctrl-C stops waiting for a run that does not end.
+    let interrupts = runner::Interrupts::install(stop);
+    let finished = py.detach(|| runner::run(job, &interrupts.count));
+    let pressed = interrupts.pressed();
+    drop(interrupts);
+    let signal = if pressed { py.check_signals().err() } else { None };
+    match finished {
+        Ok(Ok(outcome)) => run_return(py, outcome, &graph, traced, signal),
+        Ok(Err(Ok(failure))) => Err(failed(py, failure, &graph, &python, traced)),
+        Ok(Err(Err(error))) => Err(plugin_error(error)),
+        Err(GaveUp::Hung(hung)) => Err(hung.into_error(py, &graph)),
+        Err(GaveUp::Interrupted) => Err(signal.unwrap_or_else(|| {
+            pyo3::exceptions::PyKeyboardInterrupt::new_err(
+                "the run did not stop; it was left running in the background",
+            )
+        })),
+        Err(GaveUp::Lost) => Err(TomiiError::new_err("internal error (please report it): the run's thread ended")),
+    }
+}
+
+/// What a run on the runner gives back: its outcome, its failure, or why it could not start.
+type RunDone = Result<engine::RunOutcome, Result<RunFailure, LoadError>>;
+
+/// What `run_json` returns for an outcome (`signal`: the exception a Ctrl-C raised meanwhile).
+fn run_return(
+    py: Python<'_>,
+    mut outcome: engine::RunOutcome,
+    graph: &graph::CompiledGraph,
+    traced: bool,
+    signal: Option<PyErr>,
+) -> PyResult<RunReturn> {
     let report = serde_json::to_string(&outcome.report).map_err(|e| TomiiError::new_err(e.to_string()))?;
     let outputs = pyo3::types::PyList::empty(py);
     for frame in std::mem::take(&mut outcome.outputs) {
@@ -194,24 +228,83 @@ fn run_json(
     for (name, instance, value) in std::mem::take(&mut outcome.post_outputs) {
         post.append((name, instance, output(py, value)?))?;
     }
-    let trace = config.trace.then(|| {
-        let mut packed = Vec::with_capacity(outcome.trace.len() * TRACE_RECORD_BYTES);
-        for r in &outcome.trace {
-            for word in [r.frame, outcome.ns(r.ready), outcome.ns(r.start), outcome.ns(r.end)] {
-                packed.extend_from_slice(&word.to_le_bytes());
-            }
-            for word in [r.node, r.instance, r.slot, r.worker] {
-                packed.extend_from_slice(&word.to_le_bytes());
-            }
-        }
-        let names: Vec<&str> = graph.nodes.iter().map(|n| n.name.as_str()).collect();
-        (pyo3::types::PyBytes::new(py, &packed).into_any().unbind(), names)
-            .into_pyobject(py)
-            .map(|t| t.into_any().unbind())
-    });
-    let trace = trace.transpose()?;
+    let trace = traced.then(|| trace_return(py, &pack_trace(&outcome), graph)).transpose()?;
     let signal = signal.map(|raised| raised.into_value(py).into_any());
     Ok((report, outputs.into_any().unbind(), post.into_any().unbind(), trace, signal))
+}
+
+/// The trace records packed as `TRACE_RECORD_BYTES` describes.
+fn pack_trace(outcome: &engine::RunOutcome) -> Vec<u8> {
+    let mut packed = Vec::with_capacity(outcome.trace.len() * TRACE_RECORD_BYTES);
+    for r in &outcome.trace {
+        for word in [r.frame, outcome.ns(r.ready), outcome.ns(r.start), outcome.ns(r.end)] {
+            packed.extend_from_slice(&word.to_le_bytes());
+        }
+        for word in [r.node, r.instance, r.slot, r.worker] {
+            packed.extend_from_slice(&word.to_le_bytes());
+        }
+    }
+    packed
+}
+
+/// `(packed records, node names)`, as Python reads a trace.
+fn trace_return(py: Python<'_>, packed: &[u8], graph: &graph::CompiledGraph) -> PyResult<Py<PyAny>> {
+    let names: Vec<&str> = graph.nodes.iter().map(|n| n.name.as_str()).collect();
+    Ok((pyo3::types::PyBytes::new(py, packed).into_any().unbind(), names).into_pyobject(py)?.into_any().unbind())
+}
+
+/// The exception for a failed run, carrying what ran before it as `partial` (what `run_json`
+/// returns) when it ran at all.
+fn failed(
+    py: Python<'_>,
+    failure: RunFailure,
+    graph: &graph::CompiledGraph,
+    python: &PythonKernels,
+    traced: bool,
+) -> PyErr {
+    let raised = run_error(py, failure.error, python);
+    if let Some(partial) = failure.partial {
+        match run_return(py, *partial, graph, traced, None) {
+            Ok(partial) => {
+                let _ = raised.value(py).setattr("partial", partial);
+            }
+            Err(error) => return error,
+        }
+    }
+    raised
+}
+
+/// A stuck call's failure, as the runner sends it: the message, the partial report and trace.
+struct Hung {
+    message: String,
+    report: Option<String>,
+    trace: Option<Vec<u8>>,
+}
+
+impl Hung {
+    fn of(failure: &RunFailure, traced: bool) -> Hung {
+        let partial = failure.partial.as_deref();
+        Hung {
+            message: failure.error.to_string(),
+            report: partial.and_then(|p| serde_json::to_string(&p.report).ok()),
+            trace: partial.filter(|_| traced).map(pack_trace),
+        }
+    }
+
+    fn into_error(self, py: Python<'_>, graph: &graph::CompiledGraph) -> PyErr {
+        let raised = HangError::new_err(self.message);
+        if let Some(report) = self.report {
+            let trace = self.trace.map(|packed| trace_return(py, &packed, graph)).transpose();
+            let partial = trace.map(|trace| {
+                let (outputs, post) = (pyo3::types::PyList::empty(py), pyo3::types::PyList::empty(py));
+                (report, outputs.into_any().unbind(), post.into_any().unbind(), trace, None::<Py<PyAny>>)
+            });
+            if let Ok(partial) = partial {
+                let _ = raised.value(py).setattr("partial", partial);
+            }
+        }
+        raised
+    }
 }
 
 /// Provides the Python kernels a graph run from the command line names ("module.function"),
@@ -315,6 +408,7 @@ fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PluginError", py.get_type::<PluginError>())?;
     m.add("KernelError", py.get_type::<KernelError>())?;
     m.add("SchedulerFault", py.get_type::<SchedulerFault>())?;
+    m.add("HangError", py.get_type::<HangError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     Ok(())
 }

@@ -8,7 +8,7 @@
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -17,7 +17,7 @@ use anyhow::{Context, Result, bail};
 use clap::Parser;
 
 use super::{Cli, Command, KnobsArgs, NetworkDispatch, OnFault, OnSlotsBusy, RunArgs, SchedulersArgs};
-use crate::engine::{self, FaultPolicy, Progress, ProgressFn, Report, RunConfig};
+use crate::engine::{self, FaultPolicy, Progress, ProgressFn, Report, RunConfig, RunFailure};
 use crate::graph::{self, CompiledGraph};
 use crate::knobs;
 use crate::network::{Dispatch, NetworkOptions, NetworkSource, WhenBusy};
@@ -53,12 +53,18 @@ pub fn main(args: impl IntoIterator<Item = OsString>, provider: Option<&dyn Kern
         Ok(()) => 0,
         // The reader went away (`tomii schedulers | head`): nothing is left to say to it.
         Err(error) if is_broken_pipe(&error) => 0,
+        Err(error) if error.is::<Reported>() => 1,
         Err(error) => {
             eprintln!("error: {}", one_line(&error));
             1
         }
     }
 }
+
+/// A failure already reported on stderr (with what the run kept): the exit status only.
+#[derive(Debug, thiserror::Error)]
+#[error("the run failed")]
+struct Reported;
 
 /// Writes one line to stdout; an error (a closed pipe, a full disk) is returned, not a panic.
 pub(crate) fn say(line: impl std::fmt::Display) -> Result<()> {
@@ -169,23 +175,30 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         },
         scheduler_call_timeout: Duration::from_millis(args.scheduler_call_timeout_ms),
         kernel_timeout: (args.kernel_timeout_ms > 0).then(|| Duration::from_millis(args.kernel_timeout_ms)),
-        on_hang: Some(exit_when_stuck()),
+        on_hang: Some(exit_when_stuck(args.frames, args.report.clone(), args.trace.clone())),
     };
-    let outcome = if graph.network.is_some() {
+    let result = if graph.network.is_some() {
         let source = NetworkSource::bind(&graph, &kernels, &config)?;
         if !args.quiet {
             eprintln!("listening on {} (Ctrl-C stops)", source.describe());
         }
-        engine::run_with(&graph, &kernels, &scheduler, &config, &source)?
+        engine::run_with_keeping_partial(&graph, &kernels, &scheduler, &config, &source)
     } else {
-        engine::run(&graph, &kernels, &scheduler, &config)?
+        engine::run_keeping_partial(&graph, &kernels, &scheduler, &config)
     };
     if config.progress.is_some() {
         eprint!("\r\x1b[2K");
     }
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(failure) if failure.partial.is_none() => return Err(failure.error.into()),
+        Err(failure) => {
+            report_failure(&failure, args.frames, args.report.as_deref(), args.trace.as_deref());
+            return Err(Reported.into());
+        }
+    };
     if let Some(path) = &args.report {
-        let text = serde_json::to_string_pretty(&outcome.report)?;
-        std::fs::write(path, text + "\n").with_context(|| format!("{}: cannot write the report", path.display()))?;
+        write_report(path, &outcome.report)?;
     }
     if !args.quiet {
         say(summary(&outcome.report))?;
@@ -313,13 +326,47 @@ fn stop_on_interrupt() -> Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-/// A call stuck in a plugin cannot be stopped, and the run cannot end while it is stuck: say so
-/// and exit (status 1).
-fn exit_when_stuck() -> engine::HangFn {
-    engine::HangFn(Arc::new(|error: &engine::RunError| {
-        eprintln!("error: {}", one_line(&anyhow::anyhow!("{error}")));
+/// A call stuck in a plugin cannot be stopped, and the run cannot end while it is stuck: report
+/// what ran, write the report, and exit (status 1).
+fn exit_when_stuck(frames: u64, report: Option<PathBuf>, trace: Option<PathBuf>) -> engine::HangFn {
+    engine::HangFn(Arc::new(move |failure: &RunFailure| {
+        report_failure(failure, frames, report.as_deref(), trace.as_deref());
         std::process::exit(1);
     }))
+}
+
+fn write_report(path: &Path, report: &Report) -> Result<()> {
+    let text = serde_json::to_string_pretty(report)?;
+    std::fs::write(path, text + "\n").with_context(|| format!("{}: cannot write the report", path.display()))
+}
+
+/// Says why the run failed and how far it got, and writes what it did to the report (the trace
+/// streamed to its file as the run went).
+fn report_failure(failure: &RunFailure, planned: u64, report_path: Option<&Path>, trace: Option<&Path>) {
+    eprintln!("error: {}", one_line(&anyhow::anyhow!("{}", failure.error)));
+    let Some(partial) = &failure.partial else { return };
+    let report = &partial.report;
+    let mut kept: Vec<String> = Vec::new();
+    if let Some(path) = report_path {
+        match write_report(path, report) {
+            Ok(()) => kept.push(format!("the report ({})", path.display())),
+            Err(error) => eprintln!("error: {}", one_line(&error)),
+        }
+    }
+    kept.extend(trace.map(|path| format!("the trace ({})", path.display())));
+    let planned = if planned > 0 { format!(" of {planned}") } else { String::new() };
+    let holds = if kept.is_empty() { String::new() } else { format!("; {} hold what ran", kept.join(" and ")) };
+    let stuck = match report.workers_unreported.as_slice() {
+        [] => String::new(),
+        workers => {
+            let listed: Vec<String> = workers.iter().map(u32::to_string).collect();
+            format!(" (not counting stuck worker(s) {})", listed.join(", "))
+        }
+    };
+    eprintln!(
+        "the run stopped after {} frame(s){planned} and {} task(s){stuck} in {:.2} s{holds}",
+        report.frames, report.tasks, report.wall_time_s
+    );
 }
 
 /// A progress line on stderr, rewritten in place (only when stderr is a terminal).

@@ -6,6 +6,7 @@
 /// Ticks since an arbitrary origin; convert with [`Clock::ns_since_start`].
 pub type Ticks = u64;
 
+#[derive(Clone)]
 pub struct Clock {
     clock: quanta::Clock,
     start: Ticks,

@@ -80,8 +80,9 @@ pub struct RunConfig {
     /// default): without limit.
     pub kernel_timeout: Option<Duration>,
     /// What to do when a call is stuck: the stuck thread cannot be stopped, so the run cannot end
-    /// normally. The CLI reports and exits. Without it, the run fails, and returns once the
-    /// stuck call does.
+    /// normally. Called with the failure and what the run did (the other workers' counters and
+    /// trace); the CLI writes the report and exits. The run itself returns once the stuck call
+    /// does, which may be never.
     pub on_hang: Option<HangFn>,
     /// Called from the host thread about four times a second while the run goes on, and once at
     /// the end.
@@ -123,9 +124,9 @@ pub struct Progress {
 }
 
 /// What a run does with a stuck call (see [`RunConfig::on_hang`]); called once, on the host
-/// thread.
+/// thread, with the failure and its partial outcome.
 #[derive(Clone)]
-pub struct HangFn(pub Arc<dyn Fn(&RunError) + Send + Sync>);
+pub struct HangFn(pub Arc<dyn Fn(&RunFailure) + Send + Sync>);
 
 impl std::fmt::Debug for HangFn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -236,7 +237,26 @@ impl Output {
 /// The outputs of one frame: (node, instance, value) for every sink instance.
 pub type FrameOutputs = Vec<(u32, u32, Output)>;
 
-/// What a successful run produced.
+/// A run that failed, with what it did until then.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct RunFailure {
+    pub error: RunError,
+    /// What ran before the failure: the report (`status` "failed", the error, the frames done)
+    /// and the trace of every task that ran. `None` when the run failed before it started (a bad
+    /// option, a kernel or scheduler that could not be set up).
+    pub partial: Option<Box<RunOutcome>>,
+}
+
+impl From<RunError> for RunFailure {
+    /// A failure before the run started.
+    fn from(error: RunError) -> Self {
+        RunFailure { error, partial: None }
+    }
+}
+
+/// What a run produced: all of it when it succeeded, what it did until then when it failed
+/// ([`RunFailure::partial`]).
 pub struct RunOutcome {
     pub report: Report,
     /// Every task execution, sorted by start time (empty unless `trace` was set).
@@ -246,6 +266,12 @@ pub struct RunOutcome {
     /// What each post-node instance returned: (post-node, instance, value), in file order.
     pub post_outputs: Vec<(String, u32, Output)>,
     clock: clock::Clock,
+}
+
+impl std::fmt::Debug for RunOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOutcome").field("report", &self.report).field("trace", &self.trace.len()).finish()
+    }
 }
 
 impl RunOutcome {
@@ -264,23 +290,49 @@ pub fn run(
     scheduler: &SchedulerPlugin,
     config: &RunConfig,
 ) -> Result<RunOutcome, RunError> {
+    run_keeping_partial(graph, kernels, scheduler, config).map_err(|failure| failure.error)
+}
+
+/// [`run`], which on failure also gives what ran before it ([`RunFailure::partial`]).
+pub fn run_keeping_partial(
+    graph: &CompiledGraph,
+    kernels: &KernelSet,
+    scheduler: &SchedulerPlugin,
+    config: &RunConfig,
+) -> Result<RunOutcome, RunFailure> {
     if let Some(input) = graph.nodes.iter().find(|node| node.input && graph.network.is_none()) {
         return Err(RunError::Config(format!(
             "{}: input {:?} needs a source that gives it values: feed the graph's inputs through a session \
              (tomii_core::engine::Session, tomii.Session in Python)",
             graph.source, input.name
-        )));
+        ))
+        .into());
     }
     if graph.network.is_some() {
         let source = NetworkSource::bind(graph, kernels, config)?;
-        let mut outcome = run_with(graph, kernels, scheduler, config, &source)?;
-        outcome.outputs = source.into_outputs();
-        return Ok(outcome);
+        return with_outputs(
+            run_with_keeping_partial(graph, kernels, scheduler, config, &source),
+            source.into_outputs(),
+        );
     }
     let source = Counted::new(config.frames, config.collect_outputs);
-    let mut outcome = run_with(graph, kernels, scheduler, config, &source)?;
-    outcome.outputs = source.into_outputs();
-    Ok(outcome)
+    with_outputs(run_with_keeping_partial(graph, kernels, scheduler, config, &source), source.into_outputs())
+}
+
+/// The run's outcome, partial or whole, with the outputs its source collected.
+fn with_outputs(result: Result<RunOutcome, RunFailure>, outputs: Vec<FrameOutputs>) -> Result<RunOutcome, RunFailure> {
+    match result {
+        Ok(mut outcome) => {
+            outcome.outputs = outputs;
+            Ok(outcome)
+        }
+        Err(mut failure) => {
+            if let Some(partial) = &mut failure.partial {
+                partial.outputs = outputs;
+            }
+            Err(failure)
+        }
+    }
 }
 
 /// Runs `graph` over the frames `source` gives, until it says it is done (or a stop is requested)
@@ -292,5 +344,16 @@ pub fn run_with(
     config: &RunConfig,
     source: &dyn FrameSource,
 ) -> Result<RunOutcome, RunError> {
+    run_with_keeping_partial(graph, kernels, scheduler, config, source).map_err(|failure| failure.error)
+}
+
+/// [`run_with`], which on failure also gives what ran before it ([`RunFailure::partial`]).
+pub fn run_with_keeping_partial(
+    graph: &CompiledGraph,
+    kernels: &KernelSet,
+    scheduler: &SchedulerPlugin,
+    config: &RunConfig,
+    source: &dyn FrameSource,
+) -> Result<RunOutcome, RunFailure> {
     worker::Engine::run(graph, kernels, scheduler, config, source)
 }

@@ -61,6 +61,15 @@ pub struct Report {
     /// Whether a stop was requested (Ctrl-C, `RunConfig::stop`) before the source ended: the frames
     /// in flight then completed, and no other started.
     pub interrupted: bool,
+    /// How the run ended: "completed" (its source ended and every frame completed),
+    /// "interrupted" (a stop was requested: the frames in flight completed, no other started) or
+    /// "failed" (`error` says why; every figure covers what ran until then).
+    pub status: &'static str,
+    /// Why the run failed (`status` "failed").
+    pub error: Option<String>,
+    /// Workers stuck in a call when the run failed: their counters and trace are missing.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub workers_unreported: Vec<u32>,
     /// Whether kernel times were measured (per-node times and busy fractions need it).
     pub task_timing: bool,
     pub trace: bool,

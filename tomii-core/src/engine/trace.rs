@@ -218,9 +218,10 @@ impl TraceSink {
         self.file_error.take().map_or(Ok(()), Err)
     }
 
-    /// The records kept in memory, sorted by start time.
-    pub fn into_records(self) -> Vec<TraceRecord> {
-        let mut records: Vec<TraceRecord> = self.memory.into_iter().flatten().flatten().collect();
+    /// Takes the records kept in memory, sorted by start time.
+    pub fn take_records(&mut self) -> Vec<TraceRecord> {
+        let mut records: Vec<TraceRecord> = self.memory.iter_mut().flat_map(std::mem::take).flatten().collect();
+        self.kept = 0;
         records.sort_unstable_by_key(|r| (r.start, r.worker));
         records
     }

@@ -35,7 +35,7 @@ use super::slots::{SlotTable, decode_handle, encode_handle};
 use super::source::{FrameDone, FrameSource, NextFrame};
 use super::trace::{TracePool, TraceRecord, TraceSink, WorkerTrace};
 use super::watchdog::{Call, Watchdog};
-use super::{FaultPolicy, FrameOutputs, Output, Report, RunConfig, RunError, RunOutcome, SchedulerReport};
+use super::{FaultPolicy, FrameOutputs, Output, Report, RunConfig, RunError, RunFailure, RunOutcome, SchedulerReport};
 use crate::graph::{ArgSource, CompiledGraph, quote_name};
 use crate::plugin::{Kernel, KernelSet, SchedulerInstance, SchedulerPlugin};
 
@@ -56,6 +56,9 @@ const COST_PUBLISH_EVERY: u64 = 16;
 const WATCH_EVERY: Duration = Duration::from_millis(20);
 /// How often progress is reported.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+/// How long, after a call was found stuck, the other workers get to exit before the run's outcome
+/// is made without them (a `SERIAL` scheduler's stuck call holds the lock they wait for).
+const HANG_GRACE: Duration = Duration::from_secs(1);
 /// The most trace records kept in memory (48 bytes each); beyond it the oldest are released, and
 /// the report counts them.
 const TRACE_MEMORY_LIMIT: usize = 1 << 22;
@@ -116,6 +119,8 @@ pub(super) struct Engine<'a> {
     /// Where workers wait, ready, for the first frames to start.
     start_line: StartLine,
     failure: Mutex<Option<RunError>>,
+    /// Per worker: what it counted and traced, put there when it exits.
+    finished: Box<[Mutex<Option<WorkerResult>>]>,
     /// Per node: the latest published mean kernel duration in nanoseconds.
     costs: Box<[AtomicU64]>,
     /// Per (slot, instance) cell: when the task became ready (ticks), kept only with a trace.
@@ -201,12 +206,11 @@ impl<'a> Engine<'a> {
         plugin: &'a SchedulerPlugin,
         config: &'a RunConfig,
         source: &'a dyn FrameSource,
-    ) -> Result<RunOutcome, RunError> {
+    ) -> Result<RunOutcome, RunFailure> {
         check_config(graph, config)?;
         let engine = Engine::new(graph, kernels, plugin, config, source)?;
         let mut sink = engine.trace_sink()?;
-        let (results, host_latency, wall_s) = engine.run_workers(&mut sink);
-        engine.outcome(results, host_latency, sink, wall_s)
+        engine.run_workers(&mut sink)
     }
 
     fn new(
@@ -303,6 +307,7 @@ impl<'a> Engine<'a> {
             stopped_at: OnceLock::new(),
             start_line: StartLine { ready: AtomicU32::new(0), go: AtomicBool::new(false) },
             failure: Mutex::new(None),
+            finished: (0..config.workers).map(|_| Mutex::new(None)).collect(),
             costs: graph.nodes.iter().map(|_| AtomicU64::new(0)).collect(),
             ready_at: (0..cells).map(|_| AtomicU64::new(0)).collect(),
             trace_pool: tracing.then(|| TracePool::new(config.workers, host.clone())),
@@ -360,18 +365,25 @@ impl<'a> Engine<'a> {
         next
     }
 
-    /// Runs the workers to the end of the run (README.md, "The run"); returns what each one
-    /// counted and traced, the latencies of frames the host thread completed, and the wall time in
-    /// seconds: from the first frames' start, once every worker is ready, to the run's stop.
-    /// Meanwhile the host thread watches the run (`watch`).
-    fn run_workers(&self, sink: &mut TraceSink) -> (Vec<Option<WorkerResult>>, Histogram<u64>, f64) {
+    /// Runs the workers to the end of the run (README.md, "The run") and returns its outcome.
+    /// Meanwhile the host thread watches the run (`watch`). Wall time runs from the first frames'
+    /// start, once every worker is ready, to the run's stop.
+    ///
+    /// A worker stuck in a call cannot be joined: with `on_hang`, the outcome is made of what the
+    /// other workers did once they exited (or `HANG_GRACE` passed) and handed to it first.
+    fn run_workers(&self, sink: &mut TraceSink) -> Result<RunOutcome, RunFailure> {
         let mut host_latency = latency_histogram();
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..self.config.workers)
                 .map(|worker| {
-                    std::thread::Builder::new()
-                        .name(format!("{}{worker}", tomii_types::WORKER_PREFIX))
-                        .spawn_scoped(scope, move || catch_unwind(AssertUnwindSafe(|| self.worker_main(worker))))
+                    std::thread::Builder::new().name(format!("{}{worker}", tomii_types::WORKER_PREFIX)).spawn_scoped(
+                        scope,
+                        move || {
+                            let result = catch_unwind(AssertUnwindSafe(|| self.worker_main(worker)))?;
+                            *self.finished[worker as usize].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+                            Ok(())
+                        },
+                    )
                 })
                 .collect();
             // Whatever happens below, even a panic, the workers leave the start line.
@@ -391,36 +403,44 @@ impl<'a> Engine<'a> {
                 self.fail(error);
             }
             self.start_line.go.store(true, Ordering::Release);
-            self.watch(wall, sink);
-            let results = handles
-                .into_iter()
-                .map(|spawned| match spawned {
-                    Ok(handle) => match handle.join() {
-                        Ok(Ok(result)) => Some(result),
-                        Ok(Err(payload)) | Err(payload) => {
-                            self.fail(RunError::Internal(format!(
-                                "a worker panicked: {}",
-                                tomii_types::panic_message(&*payload)
-                            )));
-                            None
-                        }
-                    },
-                    Err(e) => {
-                        self.fail(RunError::Internal(format!("cannot start a worker thread: {e}")));
-                        None
+            let hung = self.watch(wall, sink);
+            let wall_s = || {
+                let stopped = self.stopped_at.get().copied().unwrap_or_else(Instant::now);
+                stopped.saturating_duration_since(wall).as_secs_f64()
+            };
+            let handed = match &self.config.on_hang {
+                Some(on_hang) if hung => {
+                    let grace = Instant::now() + HANG_GRACE;
+                    while handles.iter().flatten().filter(|h| !h.is_finished()).count() > 1 && Instant::now() < grace {
+                        std::thread::sleep(Duration::from_millis(5));
                     }
-                })
-                .collect();
-            let stopped = self.stopped_at.get().copied().unwrap_or_else(Instant::now);
-            (results, host_latency, stopped.saturating_duration_since(wall).as_secs_f64())
+                    let outcome = self.outcome(&host_latency, sink, wall_s());
+                    if let Err(failure) = &outcome {
+                        (on_hang.0)(failure);
+                    }
+                    Some(outcome)
+                }
+                _ => None,
+            };
+            for spawned in handles {
+                match spawned.map(|handle| handle.join()) {
+                    Ok(Ok(Ok(()))) => {}
+                    Ok(Ok(Err(payload)) | Err(payload)) => self.fail(RunError::Internal(format!(
+                        "a worker panicked: {}",
+                        tomii_types::panic_message(&*payload)
+                    ))),
+                    Err(e) => self.fail(RunError::Internal(format!("cannot start a worker thread: {e}"))),
+                }
+            }
+            handed.unwrap_or_else(|| self.outcome(&host_latency, sink, wall_s()))
         })
     }
 
     /// The host thread's part while the workers run: takes the trace chunks workers hand over,
     /// turns a stop request into the end of the source (the frames in flight then complete), ends
     /// the run when the door ended with nothing in flight, and reports progress; until the run
-    /// stops.
-    fn watch(&self, wall: Instant, sink: &mut TraceSink) {
+    /// stops. Returns whether a call was found stuck.
+    fn watch(&self, wall: Instant, sink: &mut TraceSink) -> bool {
         let mut reported: Option<Instant> = None;
         let limit_ms = u64::try_from(self.config.scheduler_call_timeout.as_millis()).unwrap_or(u64::MAX);
         let kernel_limit_ms =
@@ -455,7 +475,7 @@ impl<'a> Engine<'a> {
                 reported = Some(Instant::now());
             }
             if stopped {
-                break;
+                return stuck;
             }
             std::thread::park_timeout(WATCH_EVERY);
         }
@@ -1122,9 +1142,6 @@ impl<'a> Engine<'a> {
                 timeout_ms: self.config.scheduler_call_timeout.as_millis(),
             }
         };
-        if let Some(on_hang) = &self.config.on_hang {
-            (on_hang.0)(&error);
-        }
         self.fail(error);
     }
 
@@ -1188,19 +1205,30 @@ impl<'a> Engine<'a> {
 
     /// Builds the outcome once every worker has returned: runs the post-nodes, hands the source
     /// what it has not received yet, and reports.
+    /// The run's outcome from what the workers put in `finished` (a worker that did not is
+    /// reported as such): whole, or partial with the run's failure.
     fn outcome(
-        self,
-        results: Vec<Option<WorkerResult>>,
-        host_latency: Histogram<u64>,
-        mut sink: TraceSink,
+        &self,
+        host_latency: &Histogram<u64>,
+        sink: &mut TraceSink,
         wall_s: f64,
-    ) -> Result<RunOutcome, RunError> {
-        let mut latency = host_latency;
-        let mut counters = Vec::with_capacity(results.len());
-        for (worker_counters, chunk, worker_latency) in results.into_iter().flatten() {
-            sink.take(chunk, None, &self.clock);
-            let _ = latency.add(&worker_latency);
-            counters.push(worker_counters);
+    ) -> Result<RunOutcome, RunFailure> {
+        let mut latency = host_latency.clone();
+        let mut counters = Vec::with_capacity(self.finished.len());
+        let mut unreported = Vec::new();
+        for (worker, finished) in self.finished.iter().enumerate() {
+            match finished.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                Some((worker_counters, chunk, worker_latency)) => {
+                    sink.take(chunk, None, &self.clock);
+                    let _ = latency.add(&worker_latency);
+                    counters.push(worker_counters);
+                }
+                None => {
+                    unreported.push(worker as u32);
+                    let per_node = vec![NodeCounters::default(); self.graph.nodes.len()];
+                    counters.push(WorkerCounters { per_node, ..WorkerCounters::default() });
+                }
+            }
         }
         let trace_error = sink.finish();
         let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -1208,7 +1236,13 @@ impl<'a> Engine<'a> {
             failure =
                 Some(RunError::Internal(format!("the run ended with {} frame(s) in flight", self.door.in_flight())));
         }
-        let post_outputs = if failure.is_none() { self.run_post_nodes() } else { Ok(Vec::new()) };
+        let mut post_outputs = Vec::new();
+        if failure.is_none() {
+            match self.run_post_nodes() {
+                Ok(outputs) => post_outputs = outputs,
+                Err(error) => failure = Some(error),
+            }
+        }
         for (slot, held) in self.held.iter().enumerate() {
             if let Some(done) = held.lock().unwrap_or_else(|p| p.into_inner()).take() {
                 self.hand_over(slot as u32, done);
@@ -1216,16 +1250,17 @@ impl<'a> Engine<'a> {
         }
         self.hand_back_lost();
         let section = self.source.finish();
-        if let Some(error) = failure {
-            return Err(error);
+        if let (None, Err(reason)) = (&failure, trace_error) {
+            failure = Some(RunError::Io { path: self.config.trace_file.clone().unwrap_or_default(), reason });
         }
-        let post_outputs = post_outputs?;
-        trace_error
-            .map_err(|reason| RunError::Io { path: self.config.trace_file.clone().unwrap_or_default(), reason })?;
-        let mut report = self.report(&counters, &latency, &sink, wall_s);
+        let mut report = self.report(&counters, &latency, sink, wall_s, failure.as_ref(), unreported);
         report.source_section.extend(section.map(|section| (self.source.kind(), section)));
-        let trace = sink.into_records();
-        Ok(RunOutcome { report, trace, outputs: Vec::new(), post_outputs, clock: self.clock })
+        let trace = sink.take_records();
+        let outcome = RunOutcome { report, trace, outputs: Vec::new(), post_outputs, clock: self.clock.clone() };
+        match failure {
+            None => Ok(outcome),
+            Some(error) => Err(RunFailure { error, partial: Some(Box::new(outcome)) }),
+        }
     }
 
     /// Tells the source of every frame that will not complete: handed in but never started, or in
@@ -1245,7 +1280,16 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn report(&self, counters: &[WorkerCounters], latency: &Histogram<u64>, trace: &TraceSink, wall_s: f64) -> Report {
+    fn report(
+        &self,
+        counters: &[WorkerCounters],
+        latency: &Histogram<u64>,
+        trace: &TraceSink,
+        wall_s: f64,
+        failure: Option<&RunError>,
+        workers_unreported: Vec<u32>,
+    ) -> Report {
+        let interrupted = self.interrupted.load(Ordering::Relaxed);
         let frames = self.frames_done.load(Ordering::Acquire);
         let tasks: u64 = counters.iter().map(|c| c.tasks).sum();
         let names: Vec<(String, String)> =
@@ -1275,7 +1319,14 @@ impl<'a> Engine<'a> {
             tasks_per_s: if wall_s > 0.0 { tasks as f64 / wall_s } else { 0.0 },
             latency_us: report::latency(latency),
             source: self.source.kind(),
-            interrupted: self.interrupted.load(Ordering::Relaxed),
+            interrupted,
+            status: match (failure, interrupted) {
+                (Some(_), _) => "failed",
+                (None, true) => "interrupted",
+                (None, false) => "completed",
+            },
+            error: failure.map(RunError::to_string),
+            workers_unreported,
             task_timing: self.timing,
             trace: self.trace_pool.is_some(),
             trace_records: trace.records,
