@@ -18,6 +18,8 @@ TARGET = ROOT / "target" / "debug"
 SYNTHETIC = TARGET / "libtomii_synthetic.so"
 FIFO = TARGET / "libtomii_sched_fifo.so"
 GRAPHS = ROOT / "tomii-core" / "tests" / "graphs"
+#: The C schedulers written to test the host (tomii-core/tests/c/).
+C_FIXTURES = ROOT / "tomii-core" / "tests" / "c"
 
 __all__ = [
     "BASIS",
@@ -28,6 +30,7 @@ __all__ = [
     "SYNTHETIC",
     "TARGET",
     "checksum",
+    "compile_c_scheduler",
     "fnv1a",
     "mix",
     "run_documented_example",
@@ -55,3 +58,14 @@ def run_documented_example(
         timeout=120,
         check=False,
     )
+
+
+def compile_c_scheduler(source: str, library: Path, *defines: str) -> Path:
+    """Compiles the C fixture `source` (a file of tomii-core/tests/c/) with `defines` (such as
+    "-DHANG_POP_AFTER=50") against the real header into `library`."""
+    include = ROOT / "tomii-types" / "include"
+    command = ["cc", "-shared", "-fPIC", "-O1", f"-I{include}", *defines]
+    subprocess.run(
+        [*command, "-o", str(library), str(C_FIXTURES / source), "-lpthread"], check=True
+    )
+    return library

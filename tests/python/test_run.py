@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from reference import GRAPHS, SYNTHETIC, checksum
+from reference import GRAPHS, SYNTHETIC, checksum, compile_c_scheduler
 
 import tomii
 from tomii.export import ExportedKernel
@@ -153,6 +153,67 @@ def test_a_failed_run_raises_with_what_it_did_and_writes_its_files(tmp_path: Pat
     assert result.report["tasks"] == 500 + 499
     assert json.loads(report.read_text())["frames"] == 499
     assert len(trace.read_text().splitlines()) == 1 + 500 + 499
+
+
+def test_a_scheduler_stuck_in_pop_raises_hang_error_and_the_next_run_works(tmp_path: Path) -> None:
+    """A pop that never returns: HangError within the limit, naming the scheduler and the call,
+    with the partial result; the stuck thread stays behind and the next run is unaffected."""
+    stuck = compile_c_scheduler("fifo_sched.c", tmp_path / "libhang.so", "-DHANG_POP_AFTER=50")
+    started = time.monotonic()
+    with pytest.raises(tomii.HangError, match=r'"c-fifo" did not return from pop') as raised:
+        tomii.run_graph(
+            GRAPHS / "diamond.json",
+            dylibs=[SYNTHETIC],
+            scheduler_plugin=stuck,
+            workers=2,
+            frames=10_000,
+            scheduler_call_timeout_ms=300,
+            report=tmp_path / "report.json",
+        )
+    assert time.monotonic() - started < 10
+    report = raised.value.result.report  # type: ignore[attr-defined]
+    assert report["status"] == "failed" and "did not return" in report["error"]
+    assert 0 < report["frames"] < 10_000
+    assert json.loads((tmp_path / "report.json").read_text())["status"] == "failed"
+    again = tomii.run_graph(GRAPHS / "diamond.json", dylibs=[SYNTHETIC], workers=2, frames=20)
+    assert again.report["status"] == "completed" and again.report["frames"] == 20
+
+
+def test_a_second_ctrl_c_stops_waiting_for_a_stuck_run(tmp_path: Path) -> None:
+    """With a stuck pop and a long limit, the first Ctrl-C asks the run to stop (it cannot), the
+    second raises KeyboardInterrupt at once."""
+    stuck = compile_c_scheduler("fifo_sched.c", tmp_path / "libhang.so", "-DHANG_POP_AFTER=50")
+    script = tmp_path / "stuck.py"
+    script.write_text(
+        "import sys\n"
+        "import tomii\n"
+        "print('running', flush=True)\n"
+        "try:\n"
+        f"    tomii.run_graph({str(GRAPHS / 'diamond.json')!r}, dylibs=[{str(SYNTHETIC)!r}],\n"
+        f"        scheduler_plugin={str(stuck)!r}, workers=2, frames=0,\n"
+        "        scheduler_call_timeout_ms=600_000)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+        "    sys.exit(0)\n"
+        "sys.exit(3)\n",
+        encoding="utf-8",
+    )
+    child = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "running"
+    time.sleep(1.0)  # stuck by now
+    child.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    assert child.poll() is None, "the first Ctrl-C cannot end a stuck run"
+    child.send_signal(signal.SIGINT)
+    try:
+        out, err = child.communicate(timeout=10)
+    finally:
+        child.kill()
+    assert child.returncode == 0, err
+    assert out.strip() == "interrupted"
 
 
 def test_ctrl_c_stops_an_in_process_run_and_raises_with_what_it_did(tmp_path: Path) -> None:
