@@ -34,6 +34,7 @@ pub trait KernelProvider {
 
 /// Runs the command line `args` (the program name first) and returns the exit status.
 pub fn main(args: impl IntoIterator<Item = OsString>, provider: Option<&dyn KernelProvider>) -> u8 {
+    super::crash::install();
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(error) => return usage_error(error),
@@ -171,6 +172,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         kernel_timeout: (args.kernel_timeout_ms > 0).then(|| Duration::from_millis(args.kernel_timeout_ms)),
         on_hang: Some(exit_when_stuck()),
     };
+    let in_progress = super::crash::RunInProgress::start(&scheduler, &kernels);
     let outcome = if graph.network.is_some() {
         let source = NetworkSource::bind(&graph, &kernels, &config)?;
         if !args.quiet {
@@ -180,6 +182,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     } else {
         engine::run(&graph, &kernels, &scheduler, &config)?
     };
+    drop(in_progress);
     if config.progress.is_some() {
         eprint!("\r\x1b[2K");
     }
@@ -318,7 +321,7 @@ fn stop_on_interrupt() -> Result<Arc<AtomicBool>> {
 fn exit_when_stuck() -> engine::HangFn {
     engine::HangFn(Arc::new(|error: &engine::RunError| {
         eprintln!("error: {}", one_line(&anyhow::anyhow!("{error}")));
-        std::process::exit(1);
+        super::crash::exit_from_host(1);
     }))
 }
 

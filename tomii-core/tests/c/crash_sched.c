@@ -11,6 +11,7 @@
  *   -DCRASH_SEGFAULT  pop writes through a NULL pointer (SIGSEGV)
  *   -DCRASH_ABORT     pop writes a line to stderr, then calls abort() (SIGABRT)
  *   -DCRASH_EXIT      pop calls exit(3)
+ *   -DCRASH_STACK     pop recurses without end: a stack overflow
  *   -DCRASH_OVERRUN   pop writes one descriptor past `max` into the host's buffer (once), and
  *                     reports only the ones it was allowed to write
  *   -DHANG_PUSH_AFTER push never returns (an infinite loop)
@@ -141,6 +142,14 @@ static void remove_at(Crash *crash, size_t at) {
     crash->len--;
 }
 
+/* Recurses `depth` times, each call with a frame of its own: given a huge depth, overflows the
+ * stack (volatile, so the frames cannot be optimised away). */
+__attribute__((unused)) static int recurse(unsigned long depth) {
+    volatile char frame[256];
+    frame[0] = (char)depth;
+    return depth == 0 ? 0 : recurse(depth - 1) + frame[0];
+}
+
 /* The crash of the chosen macro, when it is due; returns when no crash was chosen. */
 static void crash_if_due(Crash *crash) {
 #if defined(CRASH_SEGFAULT)
@@ -158,6 +167,11 @@ static void crash_if_due(Crash *crash) {
 #elif defined(CRASH_EXIT)
     if (due(crash)) {
         exit(3);
+    }
+#elif defined(CRASH_STACK)
+    static volatile unsigned long depth = (unsigned long)-1;
+    if (due(crash)) {
+        recurse(depth);
     }
 #elif defined(HANG_POP)
     if (due(crash)) {
