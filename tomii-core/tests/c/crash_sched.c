@@ -5,7 +5,8 @@
  *
  * The structure of fifo_sched.c: one ring buffer behind a pthread mutex, sized from
  * init->max_ready; a worker gets the oldest tasks whose range contains it. After AFTER tasks
- * (default 5, -DAFTER=N) were handed out correctly, it misbehaves as one `-D` macro says:
+ * (default 5, -DAFTER=N) were handed out correctly, it misbehaves as one `-D` macro says (a
+ * crash happens on one thread only, the first to find it due):
  *
  *   (none)            behaves: the control
  *   -DCRASH_SEGFAULT  pop writes through a NULL pointer (SIGSEGV)
@@ -14,7 +15,8 @@
  *   -DCRASH_STACK     pop recurses without end: a stack overflow
  *   -DCRASH_OVERRUN   pop writes one descriptor past `max` into the host's buffer (once), and
  *                     reports only the ones it was allowed to write
- *   -DHANG_PUSH_AFTER push never returns (an infinite loop)
+ *   -DHANG_PUSH_AFTER push never returns (an infinite loop); a value given to it is ignored:
+ *                     AFTER says when
  *   -DHANG_POP        pop never returns (an infinite loop)
  *   -DSLEEP_POP_US=N  every pop sleeps N microseconds, and is otherwise correct: slow, not hung
  *   -DNULL_CREATE     create returns TOMII_OK but leaves the state NULL
@@ -24,6 +26,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,27 +153,34 @@ __attribute__((unused)) static int recurse(unsigned long depth) {
     return depth == 0 ? 0 : recurse(depth - 1) + frame[0];
 }
 
+/* Whether this thread is the one to crash: the misbehaviour is due, and no other thread took
+ * it (so two workers never abort, exit or write their line at the same time). */
+__attribute__((unused)) static int crashes_now(Crash *crash) {
+    static atomic_flag taken = ATOMIC_FLAG_INIT;
+    return due(crash) && !atomic_flag_test_and_set(&taken);
+}
+
 /* The crash of the chosen macro, when it is due; returns when no crash was chosen. */
 static void crash_if_due(Crash *crash) {
 #if defined(CRASH_SEGFAULT)
-    if (due(crash)) {
+    if (crashes_now(crash)) {
         /* Volatile both ways: the compiler can neither prove the pointer NULL (and emit a trap
          * instead) nor drop the store. */
         volatile int *volatile nowhere = NULL;
         *nowhere = 1;
     }
 #elif defined(CRASH_ABORT)
-    if (due(crash)) {
+    if (crashes_now(crash)) {
         fputs("c-crash: calling abort() on purpose\n", stderr);
         abort();
     }
 #elif defined(CRASH_EXIT)
-    if (due(crash)) {
+    if (crashes_now(crash)) {
         exit(3);
     }
 #elif defined(CRASH_STACK)
     static volatile unsigned long depth = (unsigned long)-1;
-    if (due(crash)) {
+    if (crashes_now(crash)) {
         recurse(depth);
     }
 #elif defined(HANG_POP)
