@@ -7,6 +7,13 @@
 //! `write(2)`, `prctl(2)`, `pause(2)` and `_exit(2)`, all async-signal-safe. Everything it prints
 //! is formatted before the run, when the plugins are known; it must never allocate, lock, format
 //! or panic. The engine's hot path never sees any of this: a flag is set once per run.
+//! engine/README.md ("Crashes") describes what is reported and what is not.
+//!
+//! # Memory ordering
+//! `IN_RUN` and a text's length are SeqCst; a text's bytes are relaxed, published by the SeqCst
+//! store of its length after them (a crash reads the length first). The workers that may crash
+//! start after the text was set, on the thread that set it. `REPORTER`'s compare-exchange makes
+//! one thread the reporter.
 
 use std::ffi::{c_int, c_void};
 use std::sync::Once;
@@ -14,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicUsize, Ordering};
 
 use crate::plugin::{KernelSet, SchedulerPlugin};
 
-/// The signals reported, what each means, and the handler each replaced (see [`chain`]).
+/// The signals reported, and what each means.
 const SIGNALS: [(c_int, &str); 5] = [
     (libc::SIGSEGV, "SIGSEGV (invalid memory access)"),
     (libc::SIGBUS, "SIGBUS (invalid memory access)"),
