@@ -34,6 +34,7 @@ pub trait KernelProvider {
 
 /// Runs the command line `args` (the program name first) and returns the exit status.
 pub fn main(args: impl IntoIterator<Item = OsString>, provider: Option<&dyn KernelProvider>) -> u8 {
+    super::crash::install();
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(error) => return usage_error(error),
@@ -177,6 +178,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         kernel_timeout: (args.kernel_timeout_ms > 0).then(|| Duration::from_millis(args.kernel_timeout_ms)),
         on_hang: Some(exit_when_stuck(args.frames, args.report.clone(), args.trace.clone())),
     };
+    let in_progress = super::crash::RunInProgress::start(&scheduler, &kernels);
     let result = if graph.network.is_some() {
         let source = NetworkSource::bind(&graph, &kernels, &config)?;
         if !args.quiet {
@@ -186,6 +188,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     } else {
         engine::run_keeping_partial(&graph, &kernels, &scheduler, &config)
     };
+    drop(in_progress);
     if config.progress.is_some() {
         eprint!("\r\x1b[2K");
     }
@@ -331,7 +334,7 @@ fn stop_on_interrupt() -> Result<Arc<AtomicBool>> {
 fn exit_when_stuck(frames: u64, report: Option<PathBuf>, trace: Option<PathBuf>) -> engine::HangFn {
     engine::HangFn(Arc::new(move |failure: &RunFailure| {
         report_failure(failure, frames, report.as_deref(), trace.as_deref());
-        std::process::exit(1);
+        super::crash::exit_from_host(1);
     }))
 }
 

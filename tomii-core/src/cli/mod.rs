@@ -6,6 +6,7 @@
 //! in `knobs::CATALOG` with the same default and choices; `tests/knobs.rs` fails when they drift.
 
 pub mod app;
+pub mod crash;
 pub mod send;
 
 use std::path::PathBuf;

@@ -10,8 +10,8 @@ mod scheduler;
 
 pub use kernels::{Kernel, KernelLibrary, KernelSet};
 pub use scheduler::{
-    SchedulerInstance, SchedulerKnob, SchedulerPlugin, SchedulerSetup, installed_schedulers, scheduler_file_name,
-    scheduler_search_path,
+    PopBuffer, SchedulerInstance, SchedulerKnob, SchedulerPlugin, SchedulerSetup, installed_schedulers,
+    scheduler_file_name, scheduler_search_path,
 };
 
 use std::path::PathBuf;

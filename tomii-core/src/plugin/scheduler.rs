@@ -224,6 +224,63 @@ pub struct SchedulerSetup<'a> {
     pub knobs: &'a [(String, String)],
 }
 
+/// What the guard descriptor after a [`PopBuffer`] holds: its handle spells "popguard" in ASCII.
+const POP_GUARD: TomiiTask = TomiiTask {
+    handle: u64::from_be_bytes(*b"popguard"),
+    frame: 0,
+    ready_ns: 0,
+    cost_ns: 0,
+    rank: 0,
+    node: 0,
+    instance: 0,
+    slot: 0,
+    priority: 0,
+    worker_lo: 0,
+    worker_hi: 0,
+    locality: 0,
+    reserved: 0,
+};
+
+/// The buffer a worker pops into: the descriptors a scheduler may write, then one guard
+/// descriptor ([`POP_GUARD`]) that [`SchedulerInstance::pop_guarded`] checks after every pop. It
+/// dereferences to the descriptors alone.
+pub struct PopBuffer {
+    /// `max` descriptors, then the guard.
+    tasks: Vec<TomiiTask>,
+}
+
+impl PopBuffer {
+    /// A buffer for pops of at most `max` tasks.
+    pub fn new(max: usize) -> PopBuffer {
+        let mut tasks = vec![TomiiTask::default(); max + 1];
+        tasks[max] = POP_GUARD;
+        PopBuffer { tasks }
+    }
+
+    /// The most tasks a pop may write.
+    #[inline]
+    fn max(&self) -> usize {
+        self.tasks.len() - 1
+    }
+}
+
+impl std::ops::Deref for PopBuffer {
+    type Target = [TomiiTask];
+
+    #[inline]
+    fn deref(&self) -> &[TomiiTask] {
+        &self.tasks[..self.max()]
+    }
+}
+
+impl std::ops::DerefMut for PopBuffer {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [TomiiTask] {
+        let max = self.max();
+        &mut self.tasks[..max]
+    }
+}
+
 /// One created scheduler state, destroyed on drop.
 pub struct SchedulerInstance<'p> {
     plugin: &'p SchedulerPlugin,
@@ -285,9 +342,13 @@ impl<'p> SchedulerInstance<'p> {
         let err = TomiiErrorBuf { ptr: message.as_mut_ptr().cast(), cap: message.len() };
         // SAFETY: `init` and the arrays it points at live until the call returns; `err` is 1 KiB.
         let status = unsafe { create(&init, &mut state, err) };
-        if status != TOMII_OK || state.is_null() {
+        if status == TOMII_OK && state.is_null() {
+            return Err(create_error("create returned TOMII_OK but a NULL state; return a non-NULL state".to_owned()));
+        }
+        if status != TOMII_OK {
             let text = c_message(&message);
-            let text = if text.is_empty() { format!("create returned status {status}") } else { text };
+            let text =
+                if text.is_empty() { format!("create returned status {status} without a message") } else { text };
             return Err(create_error(text));
         }
         let serial = (plugin.flags() & TOMII_SCHED_SERIAL != 0).then(|| Mutex::new(()));
@@ -314,15 +375,49 @@ impl<'p> SchedulerInstance<'p> {
     /// Asks for up to `out.len()` tasks for `worker`; returns how many were written.
     #[inline]
     pub fn pop(&self, worker: u32, out: &mut [TomiiTask]) -> Result<usize, String> {
+        // SAFETY: `out` has room for `out.len()` descriptors.
+        let (status, count) = unsafe { self.call_pop(worker, out.as_mut_ptr(), out.len()) };
+        self.popped(status, count, out.len())
+    }
+
+    /// Like [`pop`](Self::pop), into a [`PopBuffer`], and checks its guard: a scheduler that wrote
+    /// past the descriptors it was lent broke its contract (the guard took the write, not the
+    /// heap). One compare per pop.
+    #[inline]
+    pub fn pop_guarded(&self, worker: u32, buffer: &mut PopBuffer) -> Result<usize, String> {
+        let max = buffer.max();
+        // SAFETY: the buffer has room for `max` descriptors, and one more, the guard.
+        let (status, count) = unsafe { self.call_pop(worker, buffer.tasks.as_mut_ptr(), max) };
+        if buffer.tasks[max].handle != POP_GUARD.handle {
+            buffer.tasks[max] = POP_GUARD;
+            let plural = if max == 1 { "" } else { "s" };
+            return Err(format!("pop wrote past the end of the {max} descriptor{plural} pop may write"));
+        }
+        self.popped(status, count, max)
+    }
+
+    /// Calls the scheduler's pop; (its status, the count it reported).
+    ///
+    /// # Safety
+    /// `out` must have room for `max` descriptors.
+    #[inline]
+    unsafe fn call_pop(&self, worker: u32, out: *mut TomiiTask, max: usize) -> (i32, usize) {
         let _serial = self.lock();
         let mut count = 0usize;
-        // SAFETY: valid state; `out` has room for `out.len()` descriptors; `count` is a live usize.
-        let status = unsafe { (self.pop_fn)(self.state, worker, out.as_mut_ptr(), out.len(), &mut count) };
+        // SAFETY: valid state; `out` has room for `max` descriptors (the caller's promise);
+        // `count` is a live usize.
+        let status = unsafe { (self.pop_fn)(self.state, worker, out, max, &mut count) };
+        (status, count)
+    }
+
+    /// The outcome of a pop that returned `status` and reported `count` of at most `max` tasks.
+    #[inline]
+    fn popped(&self, status: i32, count: usize, max: usize) -> Result<usize, String> {
         if status != TOMII_OK {
             return Err(self.failure("pop", status));
         }
-        if count > out.len() {
-            return Err(format!("pop reported {count} tasks for a buffer of {}", out.len()));
+        if count > max {
+            return Err(format!("pop reported {count} tasks for a buffer of {max}"));
         }
         Ok(count)
     }

@@ -12,6 +12,8 @@
  *   times_hundred          the same function, registered again with data pointing at 100
  *              (kernel ABI v1.1: one function, several kernels).
  *
+ *   spin_forever  never returns (an infinite loop): a kernel stuck for the kernel watchdog.
+ *
  * Variants:
  *   -DKERNEL_ABI_MAJOR=N   the registry claims kernel ABI vN (rejected)
  *   -DNULL_FUNC            an extra entry "hollow" has a NULL function (rejected)
@@ -110,6 +112,14 @@ static int32_t times_data(const TomiiValue *args, size_t nargs, TomiiValue *out,
     return TOMII_OK;
 }
 
+static int32_t spin_forever(const TomiiValue *args, size_t nargs, TomiiValue *out, const TomiiCallCtx *ctx) {
+    (void)args, (void)nargs, (void)out, (void)ctx;
+    static volatile int forever = 1; /* a volatile condition: the loop cannot be assumed to end */
+    while (forever) {
+    }
+    return TOMII_ERR;
+}
+
 __attribute__((unused)) static const uint64_t TEN = 10;
 __attribute__((unused)) static const uint64_t HUNDRED = 100;
 
@@ -135,6 +145,7 @@ static const ENTRY_TYPE ENTRIES[] = {
     {.name = "make_text", .func = make_text},
     {.name = "times_ten", .func = times_data WITH_DATA(&TEN)},
     {.name = "times_hundred", .func = times_data WITH_DATA(&HUNDRED)},
+    {.name = "spin_forever", .func = spin_forever},
 #ifdef NULL_FUNC
     {.name = "hollow", .func = NULL},
 #endif

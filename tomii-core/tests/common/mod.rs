@@ -375,7 +375,13 @@ pub mod cli {
     }
 
     /// Runs `command` to completion with piped output; kills it and fails after `TIMEOUT`.
-    pub fn finish(mut command: Command) -> Run {
+    pub fn finish(command: Command) -> Run {
+        finish_within(command, TIMEOUT)
+    }
+
+    /// Runs `command` to completion with piped output; kills it and fails, saying it hung, after
+    /// `limit`.
+    pub fn finish_within(mut command: Command, limit: Duration) -> Run {
         let described = format!("{command:?}");
         let mut child = command
             .stdin(Stdio::null())
@@ -390,10 +396,10 @@ pub mod cli {
             if let Some(status) = child.try_wait().expect("waiting for the child") {
                 break status;
             }
-            if started.elapsed() > TIMEOUT {
+            if started.elapsed() > limit {
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("{described} did not finish within {TIMEOUT:?}; killed");
+                panic!("{described} hung: it did not finish within {limit:?}; killed");
             }
             std::thread::sleep(Duration::from_millis(5));
         };

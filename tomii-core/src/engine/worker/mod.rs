@@ -37,7 +37,7 @@ use super::trace::{TracePool, TraceRecord, TraceSink, WorkerTrace};
 use super::watchdog::{Call, Watchdog};
 use super::{FaultPolicy, FrameOutputs, Output, Report, RunConfig, RunError, RunFailure, RunOutcome, SchedulerReport};
 use crate::graph::{ArgSource, CompiledGraph, quote_name};
-use crate::plugin::{Kernel, KernelSet, SchedulerInstance, SchedulerPlugin};
+use crate::plugin::{Kernel, KernelSet, PopBuffer, SchedulerInstance, SchedulerPlugin};
 
 /// Ready tasks pushed to the scheduler in one call, at most.
 const PUSH_CHUNK: usize = 256;
@@ -180,7 +180,7 @@ struct Claimed {
 /// A worker's own buffers and counters.
 struct Local {
     pusher: Pusher,
-    popped: Vec<TomiiTask>,
+    popped: PopBuffer,
     args: Vec<TomiiValue>,
     /// The elements of a variadic kernel's LIST argument.
     list: Vec<TomiiValue>,
@@ -485,7 +485,7 @@ impl<'a> Engine<'a> {
         self.sleep.register(worker);
         let mut local = Local {
             pusher: Pusher { worker, ready: Vec::with_capacity(PUSH_CHUNK), self_take: true },
-            popped: vec![TomiiTask::default(); self.config.pop_batch as usize],
+            popped: PopBuffer::new(self.config.pop_batch as usize),
             args: Vec::with_capacity(self.graph.max_args() + 1),
             list: Vec::with_capacity(self.graph.max_args()),
             error: vec![0; ERROR_CAPACITY],
@@ -573,7 +573,7 @@ impl<'a> Engine<'a> {
             return Some(self.containment.fifo().pop(local.pusher.worker, &mut local.popped));
         }
         let worker = local.pusher.worker;
-        match self.watchdog.watch(worker, Call::Pop, || self.scheduler.pop(worker, &mut local.popped)) {
+        match self.watchdog.watch(worker, Call::Pop, || self.scheduler.pop_guarded(worker, &mut local.popped)) {
             Ok(count) => Some(count),
             Err(violation) => match self.contract_violation(violation) {
                 Ok(()) => Some(0),

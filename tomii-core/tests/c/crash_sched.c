@@ -1,0 +1,235 @@
+/*
+ * A C scheduler that crashes, hangs or corrupts the host's memory, for tests/broken_plugins.rs:
+ * the `tomii` command must end within its limit with one line naming the plugin, never with a
+ * panic trace or a bare "Segmentation fault".
+ *
+ * The structure of fifo_sched.c: one ring buffer behind a pthread mutex, sized from
+ * init->max_ready; a worker gets the oldest tasks whose range contains it. After AFTER tasks
+ * (default 5, -DAFTER=N) were handed out correctly, it misbehaves as one `-D` macro says (a
+ * crash happens on one thread only, the first to find it due):
+ *
+ *   (none)            behaves: the control
+ *   -DCRASH_SEGFAULT  pop writes through a NULL pointer (SIGSEGV)
+ *   -DCRASH_ABORT     pop writes a line to stderr, then calls abort() (SIGABRT)
+ *   -DCRASH_EXIT      pop calls exit(3)
+ *   -DCRASH_STACK     pop recurses without end: a stack overflow
+ *   -DCRASH_OVERRUN   pop writes one descriptor past `max` into the host's buffer (once), and
+ *                     reports only the ones it was allowed to write
+ *   -DHANG_PUSH_AFTER push never returns (an infinite loop); a value given to it is ignored:
+ *                     AFTER says when
+ *   -DHANG_POP        pop never returns (an infinite loop)
+ *   -DSLEEP_POP_US=N  every pop sleeps N microseconds, and is otherwise correct: slow, not hung
+ *   -DNULL_CREATE     create returns TOMII_OK but leaves the state NULL
+ *   -DFAIL_CREATE     create returns TOMII_ERR without writing a message
+ */
+
+#define _POSIX_C_SOURCE 200809L
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "tomii/tomii.h"
+
+#ifndef AFTER
+#define AFTER 5
+#endif
+
+typedef struct Crash {
+    pthread_mutex_t lock;
+    TomiiTask *ring;
+    size_t cap;          /* init->max_ready */
+    size_t head;         /* index of the oldest task */
+    size_t len;          /* tasks held */
+    uint64_t handed_out; /* tasks handed out */
+    int overran;         /* CRASH_OVERRUN wrote past `max` once */
+} Crash;
+
+static void write_error(TomiiErrorBuf err, const char *what) {
+    if (err.ptr != NULL && err.cap > 0) {
+        snprintf(err.ptr, err.cap, "%s", what);
+    }
+}
+
+/* The state of a correct FIFO. */
+__attribute__((unused)) static int32_t create_fifo(const TomiiSchedInit *init, void **state, TomiiErrorBuf err) {
+    if (init->struct_size < sizeof(TomiiSchedInit)) {
+        write_error(err, "the host's init block is smaller than this scheduler's");
+        return TOMII_ERR;
+    }
+    if (init->max_ready == 0 || init->max_ready > SIZE_MAX / sizeof(TomiiTask)) {
+        write_error(err, "max_ready is 0 or too large for one queue");
+        return TOMII_ERR;
+    }
+    Crash *crash = calloc(1, sizeof *crash);
+    TomiiTask *ring = malloc((size_t)init->max_ready * sizeof(TomiiTask));
+    if (crash == NULL || ring == NULL || pthread_mutex_init(&crash->lock, NULL) != 0) {
+        free(crash);
+        free(ring);
+        write_error(err, "out of memory");
+        return TOMII_ERR;
+    }
+    crash->ring = ring;
+    crash->cap = (size_t)init->max_ready;
+    *state = crash;
+    return TOMII_OK;
+}
+
+static int32_t crash_create(const TomiiSchedInit *init, void **state, TomiiErrorBuf err) {
+#if defined(NULL_CREATE)
+    (void)init, (void)err;
+    *state = NULL;
+    return TOMII_OK;
+#elif defined(FAIL_CREATE)
+    (void)init, (void)state, (void)err;
+    return TOMII_ERR;
+#else
+    return create_fifo(init, state, err);
+#endif
+}
+
+static void crash_destroy(void *state) {
+    Crash *crash = state;
+    pthread_mutex_destroy(&crash->lock);
+    free(crash->ring);
+    free(crash);
+}
+
+/* Whether AFTER tasks were handed out: the misbehaviour is due. */
+__attribute__((unused)) static int due(Crash *crash) {
+    pthread_mutex_lock(&crash->lock);
+    int due = crash->handed_out >= AFTER;
+    pthread_mutex_unlock(&crash->lock);
+    return due;
+}
+
+/* Never returns. A loop with a constant condition may not be assumed to end (C11 6.8.5p6). */
+__attribute__((unused)) static void spin_forever(void) {
+    for (;;) {
+    }
+}
+
+static int32_t crash_push(void *state, uint32_t worker, const TomiiTask *tasks, size_t n) {
+    (void)worker;
+    Crash *crash = state;
+#ifdef HANG_PUSH_AFTER
+    if (due(crash)) {
+        spin_forever();
+    }
+#endif
+    pthread_mutex_lock(&crash->lock);
+    if (n > crash->cap - crash->len) {
+        pthread_mutex_unlock(&crash->lock);
+        return TOMII_ERR;
+    }
+    for (size_t i = 0; i < n; i++) {
+        crash->ring[(crash->head + crash->len) % crash->cap] = tasks[i];
+        crash->len++;
+    }
+    pthread_mutex_unlock(&crash->lock);
+    return TOMII_OK;
+}
+
+/* Removes the task at position `at` (0 = oldest), keeping the others in order. */
+static void remove_at(Crash *crash, size_t at) {
+    if (at == 0) {
+        crash->head = (crash->head + 1) % crash->cap;
+    } else {
+        for (size_t j = at; j + 1 < crash->len; j++) {
+            crash->ring[(crash->head + j) % crash->cap] = crash->ring[(crash->head + j + 1) % crash->cap];
+        }
+    }
+    crash->len--;
+}
+
+/* Recurses `depth` times, each call with a frame of its own: given a huge depth, overflows the
+ * stack (volatile, so the frames cannot be optimised away). */
+__attribute__((unused)) static int recurse(unsigned long depth) {
+    volatile char frame[256];
+    frame[0] = (char)depth;
+    return depth == 0 ? 0 : recurse(depth - 1) + frame[0];
+}
+
+/* Whether this thread is the one to crash: the misbehaviour is due, and no other thread took
+ * it (so two workers never abort, exit or write their line at the same time). */
+__attribute__((unused)) static int crashes_now(Crash *crash) {
+    static atomic_flag taken = ATOMIC_FLAG_INIT;
+    return due(crash) && !atomic_flag_test_and_set(&taken);
+}
+
+/* The crash of the chosen macro, when it is due; returns when no crash was chosen. */
+static void crash_if_due(Crash *crash) {
+#if defined(CRASH_SEGFAULT)
+    if (crashes_now(crash)) {
+        /* Volatile both ways: the compiler can neither prove the pointer NULL (and emit a trap
+         * instead) nor drop the store. */
+        volatile int *volatile nowhere = NULL;
+        *nowhere = 1;
+    }
+#elif defined(CRASH_ABORT)
+    if (crashes_now(crash)) {
+        fputs("c-crash: calling abort() on purpose\n", stderr);
+        abort();
+    }
+#elif defined(CRASH_EXIT)
+    if (crashes_now(crash)) {
+        exit(3);
+    }
+#elif defined(CRASH_STACK)
+    static volatile unsigned long depth = (unsigned long)-1;
+    if (crashes_now(crash)) {
+        recurse(depth);
+    }
+#elif defined(HANG_POP)
+    if (due(crash)) {
+        spin_forever();
+    }
+#else
+    (void)crash;
+#endif
+}
+
+static int32_t crash_pop(void *state, uint32_t worker, TomiiTask *out, size_t max, size_t *n_out) {
+    Crash *crash = state;
+#ifdef SLEEP_POP_US
+    struct timespec pause = {SLEEP_POP_US / 1000000, (SLEEP_POP_US % 1000000) * 1000L};
+    nanosleep(&pause, NULL);
+#endif
+    crash_if_due(crash);
+    size_t count = 0;
+    pthread_mutex_lock(&crash->lock);
+    for (size_t at = 0; at < crash->len && count < max;) {
+        const TomiiTask *task = &crash->ring[(crash->head + at) % crash->cap];
+        if (task->worker_lo <= worker && worker < task->worker_hi) {
+            out[count++] = *task;
+            remove_at(crash, at);
+        } else {
+            at++;
+        }
+    }
+#ifdef CRASH_OVERRUN
+    if (crash->handed_out >= AFTER && count > 0 && !crash->overran) {
+        out[max] = out[0]; /* one descriptor past the end of the buffer the host lent */
+        crash->overran = 1;
+    }
+#endif
+    crash->handed_out += count;
+    pthread_mutex_unlock(&crash->lock);
+    *n_out = count;
+    return TOMII_OK;
+}
+
+static const TomiiSchedulerVtable VTABLE = {
+    .header = {TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR, sizeof(TomiiSchedulerVtable), 0, "c-crash"},
+    .create = crash_create,
+    .destroy = crash_destroy,
+    .push = crash_push,
+    .pop = crash_pop,
+};
+
+const TomiiSchedulerVtable *tomii_scheduler_v1(void) {
+    return &VTABLE;
+}
