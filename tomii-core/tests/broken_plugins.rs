@@ -38,6 +38,7 @@ const FIXTURES: &[Fixture] = &[
     ("crash_sleep_pop", "crash_sched.c", &["-DSLEEP_POP_US=2000"]),
     ("crash_hang_pop", "crash_sched.c", &["-DHANG_POP"]),
     ("crash_hang_push", "crash_sched.c", &["-DHANG_PUSH_AFTER"]),
+    ("crash_hang_pop_once", "crash_sched.c", &["-DHANG_POP_ONCE"]),
     ("crash_null_create", "crash_sched.c", &["-DNULL_CREATE"]),
     ("crash_fail_create", "crash_sched.c", &["-DFAIL_CREATE"]),
     ("bad_major", "bad_sched.c", &["-DBAD_MAJOR"]),
@@ -136,6 +137,29 @@ cases! {
     null_callback => fails("bad_null_push", &["NULL `push` callback"]);
     create_returns_a_null_state => fails("crash_null_create", &["failed to start", "NULL state"]);
     create_fails_without_a_message => fails("crash_fail_create", &["failed to start", "create returned status 1"]);
+}
+
+/// One pop that never returns, under `--on-scheduler-fault fallback`: the scheduler is ejected,
+/// the run completes on the host's FIFO without the stuck worker, and the report says both.
+#[test]
+fn a_stuck_pop_under_fallback_ejects_the_scheduler_and_the_run_completes() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let report = dir.path().join("report.json");
+    let mut command = tomii();
+    command.arg("run").arg(graph_path("checksum_chain.json")).arg("--dylib").arg(synthetic_lib());
+    command.arg("--scheduler-plugin").arg(BUILT.path("crash_hang_pop_once")).args(RUN);
+    command.args(["--on-scheduler-fault", "fallback", "--report"]).arg(&report);
+    let run = finish_within(command, LIMIT);
+    let context = format!("status: {:?}\nstdout:\n{}\nstderr:\n{}", run.status, run.stdout, run.stderr);
+    assert_eq!(run.status.code(), Some(0), "the run did not complete\n{context}");
+    assert!(run.stdout.contains("c-crash on checksum_chain: 30 frames"), "no summary\n{context}");
+    assert!(run.stderr.contains("was ejected") && run.stderr.contains("stayed stuck"), "{context}");
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(written["status"], "completed", "{written}");
+    assert_eq!(written["frames"], 30, "{written}");
+    assert_eq!(written["workers_unreported"].as_array().map(Vec::len), Some(1), "{written}");
+    let violation = written["scheduler"]["ejected"]["violation"].as_str().unwrap_or_default();
+    assert!(violation.contains("did not return from pop"), "{written}");
 }
 
 // ---- running ----

@@ -171,9 +171,9 @@ fn run_json(
     let traced = config.trace;
     let job = {
         let (graph, python) = (Arc::clone(&graph), Arc::clone(&python));
-        move |hung: Sender<Finished<RunDone, Hung>>| -> RunDone {
-            config.on_hang = Some(engine::HangFn(Arc::new(move |failure: &RunFailure| {
-                let _ = hung.send(Finished::Hung(Hung::of(failure, traced)));
+        move |hung: Sender<Finished<RunDone, Handed>>| -> RunDone {
+            config.on_hang = Some(engine::HangFn(Arc::new(move |result| {
+                let _ = hung.send(Finished::Hung(Handed(result)));
             })));
             let mut kernels = KernelSet::load(&dylibs).map_err(Err)?;
             kernels.add(python.library()).map_err(Err)?;
@@ -193,7 +193,10 @@ fn run_json(
         Ok(Ok(outcome)) => run_return(py, outcome, &graph, traced, signal),
         Ok(Err(Ok(failure))) => Err(failed(py, failure, &graph, &python, traced)),
         Ok(Err(Err(error))) => Err(plugin_error(error)),
-        Err(GaveUp::Hung(hung)) => Err(hung.into_error(py, &graph)),
+        // The run's outcome without its stuck worker: a failure, or a run finished after the
+        // scheduler was ejected (fallback).
+        Err(GaveUp::Hung(Handed(Ok(outcome)))) => run_return(py, outcome, &graph, traced, signal),
+        Err(GaveUp::Hung(Handed(Err(failure)))) => Err(failed(py, failure, &graph, &python, traced)),
         Err(GaveUp::Interrupted) => Err(signal.unwrap_or_else(|| {
             pyo3::exceptions::PyKeyboardInterrupt::new_err(
                 "the run did not stop; it was left running in the background",
@@ -274,38 +277,8 @@ fn failed(
     raised
 }
 
-/// A stuck call's failure, as the runner sends it: the message, the partial report and trace.
-struct Hung {
-    message: String,
-    report: Option<String>,
-    trace: Option<Vec<u8>>,
-}
-
-impl Hung {
-    fn of(failure: &RunFailure, traced: bool) -> Hung {
-        let partial = failure.partial.as_deref();
-        Hung {
-            message: failure.error.to_string(),
-            report: partial.and_then(|p| serde_json::to_string(&p.report).ok()),
-            trace: partial.filter(|_| traced).map(pack_trace),
-        }
-    }
-
-    fn into_error(self, py: Python<'_>, graph: &graph::CompiledGraph) -> PyErr {
-        let raised = HangError::new_err(self.message);
-        if let Some(report) = self.report {
-            let trace = self.trace.map(|packed| trace_return(py, &packed, graph)).transpose();
-            let partial = trace.map(|trace| {
-                let (outputs, post) = (pyo3::types::PyList::empty(py), pyo3::types::PyList::empty(py));
-                (report, outputs.into_any().unbind(), post.into_any().unbind(), trace, None::<Py<PyAny>>)
-            });
-            if let Ok(partial) = partial {
-                let _ = raised.value(py).setattr("partial", partial);
-            }
-        }
-        raised
-    }
-}
+/// What the engine handed over when a call was stuck, sent from the runner.
+struct Handed(Result<engine::RunOutcome, RunFailure>);
 
 /// Provides the Python kernels a graph run from the command line names ("module.function"),
 /// imported and found through `tomii.export.find_exported`.

@@ -142,6 +142,8 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     for path in [&args.trace, &args.report].into_iter().flatten() {
         check_writable(path, graph_path)?;
     }
+    let ending =
+        Ending { frames: args.frames, report: args.report.clone(), trace: args.trace.clone(), quiet: args.quiet };
     let config = RunConfig {
         workers: args.workers,
         slots: args.slots,
@@ -176,7 +178,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         },
         scheduler_call_timeout: Duration::from_millis(args.scheduler_call_timeout_ms),
         kernel_timeout: (args.kernel_timeout_ms > 0).then(|| Duration::from_millis(args.kernel_timeout_ms)),
-        on_hang: Some(exit_when_stuck(args.frames, args.report.clone(), args.trace.clone())),
+        on_hang: Some(exit_when_stuck(ending.clone())),
     };
     let in_progress = super::crash::RunInProgress::start(&scheduler, &kernels);
     let result = if graph.network.is_some() {
@@ -192,36 +194,60 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     if config.progress.is_some() {
         eprint!("\r\x1b[2K");
     }
-    let outcome = match result {
-        Ok(outcome) => outcome,
-        Err(failure) if failure.partial.is_none() => return Err(failure.error.into()),
-        Err(failure) => {
-            report_failure(&failure, args.frames, args.report.as_deref(), args.trace.as_deref());
-            return Err(Reported.into());
+    ending.finish(result)
+}
+
+/// What the command does with a run's outcome: write the report, say how the run went.
+#[derive(Clone)]
+struct Ending {
+    /// The frames asked for (0: until Ctrl-C).
+    frames: u64,
+    report: Option<PathBuf>,
+    trace: Option<PathBuf>,
+    quiet: bool,
+}
+
+impl Ending {
+    fn finish(&self, result: Result<engine::RunOutcome, RunFailure>) -> Result<()> {
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(failure) if failure.partial.is_none() => return Err(failure.error.into()),
+            Err(failure) => {
+                report_failure(&failure, self.frames, self.report.as_deref(), self.trace.as_deref());
+                return Err(Reported.into());
+            }
+        };
+        let report = &outcome.report;
+        if let Some(path) = &self.report {
+            write_report(path, report)?;
         }
-    };
-    if let Some(path) = &args.report {
-        write_report(path, &outcome.report)?;
-    }
-    if !args.quiet {
-        say(summary(&outcome.report))?;
-        if let Some(network) = outcome.report.source_section.get("network") {
-            say(network_summary(network))?;
+        if !self.quiet {
+            say(summary(report))?;
+            if let Some(network) = report.source_section.get("network") {
+                say(network_summary(network))?;
+            }
         }
+        if report.interrupted {
+            eprintln!(
+                "interrupted: stopped after {} frame(s); the report and trace hold them (Ctrl-C again quits at once)",
+                report.frames
+            );
+        }
+        if let Some(ejection) = &report.scheduler.ejected {
+            eprintln!(
+                "warning: scheduler {:?} was ejected after {} frame(s) ({}); the run finished on the host's FIFO",
+                report.scheduler.name, ejection.frames_done, ejection.violation
+            );
+        }
+        if !report.workers_unreported.is_empty() {
+            let listed: Vec<String> = report.workers_unreported.iter().map(u32::to_string).collect();
+            eprintln!(
+                "warning: worker(s) {} stayed stuck in the scheduler; their tasks are not counted",
+                listed.join(", ")
+            );
+        }
+        Ok(())
     }
-    if outcome.report.interrupted {
-        eprintln!(
-            "interrupted: stopped after {} frame(s); the report and trace hold them (Ctrl-C again quits at once)",
-            outcome.report.frames
-        );
-    }
-    if let Some(ejection) = &outcome.report.scheduler.ejected {
-        eprintln!(
-            "warning: scheduler {:?} was ejected after {} frame(s) ({}); the run finished on the host's FIFO",
-            outcome.report.scheduler.name, ejection.frames_done, ejection.violation
-        );
-    }
-    Ok(())
 }
 
 /// Every kernel name the graph calls: nodes, their conditions, computed initializations, post-nodes,
@@ -329,12 +355,19 @@ fn stop_on_interrupt() -> Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-/// A call stuck in a plugin cannot be stopped, and the run cannot end while it is stuck: report
-/// what ran, write the report, and exit (status 1).
-fn exit_when_stuck(frames: u64, report: Option<PathBuf>, trace: Option<PathBuf>) -> engine::HangFn {
-    engine::HangFn(Arc::new(move |failure: &RunFailure| {
-        report_failure(failure, frames, report.as_deref(), trace.as_deref());
-        super::crash::exit_from_host(1);
+/// A call stuck in a plugin cannot be stopped, and the run cannot end while it is stuck: finish
+/// the command with the outcome made without the stuck worker, and exit.
+fn exit_when_stuck(ending: Ending) -> engine::HangFn {
+    engine::HangFn(Arc::new(move |result| {
+        let status = match ending.finish(result) {
+            Ok(()) => 0,
+            Err(error) if error.is::<Reported>() => 1,
+            Err(error) => {
+                eprintln!("error: {}", one_line(&error));
+                1
+            }
+        };
+        super::crash::exit_from_host(status);
     }))
 }
 
@@ -358,7 +391,11 @@ fn report_failure(failure: &RunFailure, planned: u64, report_path: Option<&Path>
     }
     kept.extend(trace.map(|path| format!("the trace ({})", path.display())));
     let planned = if planned > 0 { format!(" of {planned}") } else { String::new() };
-    let holds = if kept.is_empty() { String::new() } else { format!("; {} hold what ran", kept.join(" and ")) };
+    let holds = match kept.len() {
+        0 => String::new(),
+        1 => format!("; {} holds what ran", kept[0]),
+        _ => format!("; {} hold what ran", kept.join(" and ")),
+    };
     let stuck = match report.workers_unreported.as_slice() {
         [] => String::new(),
         workers => {

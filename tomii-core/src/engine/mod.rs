@@ -79,10 +79,11 @@ pub struct RunConfig {
     /// How long a kernel call may run before the run is stopped as stuck in it; `None` (the
     /// default): without limit.
     pub kernel_timeout: Option<Duration>,
-    /// What to do when a call is stuck: the stuck thread cannot be stopped, so the run cannot end
-    /// normally. Called with the failure and what the run did (the other workers' counters and
-    /// trace); the CLI writes the report and exits. The run itself returns once the stuck call
-    /// does, which may be never.
+    /// What to do with the outcome of a run that a stuck call keeps from ending: the stuck thread
+    /// cannot be stopped or joined. Called once the other workers exited, with the run's failure
+    /// (or, after the scheduler was ejected under `FaultPolicy::Fallback`, its outcome), made of
+    /// what they did; the CLI writes the report and exits. The run itself returns only once the
+    /// stuck call does, which may be never.
     pub on_hang: Option<HangFn>,
     /// Called from the host thread about four times a second while the run goes on, and once at
     /// the end.
@@ -124,9 +125,10 @@ pub struct Progress {
 }
 
 /// What a run does with a stuck call (see [`RunConfig::on_hang`]); called once, on the host
-/// thread, with the failure and its partial outcome.
+/// thread, with the run's outcome: its failure with what ran, or the outcome of a run that finished
+/// without the stuck worker.
 #[derive(Clone)]
-pub struct HangFn(pub Arc<dyn Fn(&RunFailure) + Send + Sync>);
+pub struct HangFn(pub Arc<dyn Fn(Result<RunOutcome, RunFailure>) + Send + Sync>);
 
 impl std::fmt::Debug for HangFn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

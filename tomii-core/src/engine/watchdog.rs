@@ -81,17 +81,20 @@ impl Watchdog {
     /// The host's look at `now_ms` (since the run started): sets the tick and returns a call that
     /// began `limit_ms` ago or more and has not returned, with its worker (`TOMII_NO_WORKER` for
     /// the host). A call's start is known to the precision of the host's looks.
-    /// Kernel calls (marked only when limited) are limited to `kernel_limit_ms`.
-    pub(super) fn look(&self, now_ms: u64, limit_ms: u64, kernel_limit_ms: u64) -> Option<(u32, Call)> {
+    /// Kernel calls (marked only when limited) are limited to `kernel_limit_ms`. Marks whose index
+    /// (the worker, then the host) is set in `known` are left out: calls already found.
+    pub(super) fn look(&self, now_ms: u64, limit_ms: u64, kernel_limit_ms: u64, known: &[bool]) -> Option<(u32, Call)> {
         let now = self.tick.fetch_max(now_ms, Ordering::Relaxed).max(now_ms);
         let workers = self.marks.len() as u32 - 1;
-        self.marks.iter().enumerate().find_map(|(at, mark)| {
-            let mark = mark.load(Ordering::Relaxed);
-            let call = Call::ALL.into_iter().find(|call| *call as u64 == mark & 0xff)?;
-            let worker = if at as u32 == workers { TOMII_NO_WORKER } else { at as u32 };
-            let limit = if call == Call::Kernel { kernel_limit_ms } else { limit_ms };
-            (now.saturating_sub(mark >> 8) >= limit).then_some((worker, call))
-        })
+        self.marks.iter().enumerate().filter(|(at, _)| !known.get(*at).copied().unwrap_or(false)).find_map(
+            |(at, mark)| {
+                let mark = mark.load(Ordering::Relaxed);
+                let call = Call::ALL.into_iter().find(|call| *call as u64 == mark & 0xff)?;
+                let worker = if at as u32 == workers { TOMII_NO_WORKER } else { at as u32 };
+                let limit = if call == Call::Kernel { kernel_limit_ms } else { limit_ms };
+                (now.saturating_sub(mark >> 8) >= limit).then_some((worker, call))
+            },
+        )
     }
 }
 
@@ -102,15 +105,16 @@ mod tests {
     #[test]
     fn a_call_that_does_not_return_is_found_after_the_limit() {
         let dog = Watchdog::new(2);
-        assert_eq!(dog.look(10, 100, u64::MAX), None);
+        assert_eq!(dog.look(10, 100, u64::MAX, &[]), None);
         dog.watch(1, Call::Push, || ());
-        assert_eq!(dog.look(20, 1, u64::MAX), None, "a call that returned leaves no mark");
+        assert_eq!(dog.look(20, 1, u64::MAX, &[]), None, "a call that returned leaves no mark");
         // A pop that began at 20 ms and never returned.
         dog.mark(1).store(dog.tick.load(Ordering::Relaxed) << 8 | Call::Pop as u64, Ordering::Relaxed);
-        assert_eq!(dog.look(119, 100, u64::MAX), None);
-        assert_eq!(dog.look(120, 100, u64::MAX), Some((1, Call::Pop)));
+        assert_eq!(dog.look(119, 100, u64::MAX, &[]), None);
+        assert_eq!(dog.look(120, 100, u64::MAX, &[]), Some((1, Call::Pop)));
         dog.mark(TOMII_NO_WORKER).store(120 << 8 | Call::Push as u64, Ordering::Relaxed);
         dog.mark(1).store(0, Ordering::Relaxed);
-        assert_eq!(dog.look(300, 100, u64::MAX), Some((TOMII_NO_WORKER, Call::Push)));
+        assert_eq!(dog.look(300, 100, u64::MAX, &[]), Some((TOMII_NO_WORKER, Call::Push)));
+        assert_eq!(dog.look(300, 100, u64::MAX, &[false, false, true]), None, "a call already found is left out");
     }
 }

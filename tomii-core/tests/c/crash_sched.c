@@ -18,6 +18,7 @@
  *   -DHANG_PUSH_AFTER push never returns (an infinite loop); a value given to it is ignored:
  *                     AFTER says when
  *   -DHANG_POP        pop never returns (an infinite loop)
+ *   -DHANG_POP_ONCE   one pop never returns, on the first thread to find it due; the others go on
  *   -DSLEEP_POP_US=N  every pop sleeps N microseconds, and is otherwise correct: slow, not hung
  *   -DNULL_CREATE     create returns TOMII_OK but leaves the state NULL
  *   -DFAIL_CREATE     create returns TOMII_ERR without writing a message
@@ -185,6 +186,10 @@ static void crash_if_due(Crash *crash) {
     }
 #elif defined(HANG_POP)
     if (due(crash)) {
+        spin_forever();
+    }
+#elif defined(HANG_POP_ONCE)
+    if (crashes_now(crash)) {
         spin_forever();
     }
 #else

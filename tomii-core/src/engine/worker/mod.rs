@@ -56,9 +56,6 @@ const COST_PUBLISH_EVERY: u64 = 16;
 const WATCH_EVERY: Duration = Duration::from_millis(20);
 /// How often progress is reported.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
-/// How long, after a call was found stuck, the other workers get to exit before the run's outcome
-/// is made without them (a `SERIAL` scheduler's stuck call holds the lock they wait for).
-const HANG_GRACE: Duration = Duration::from_secs(1);
 /// The most trace records kept in memory (48 bytes each); beyond it the oldest are released, and
 /// the report counts them.
 const TRACE_MEMORY_LIMIT: usize = 1 << 22;
@@ -121,6 +118,8 @@ pub(super) struct Engine<'a> {
     failure: Mutex<Option<RunError>>,
     /// Per worker: what it counted and traced, put there when it exits.
     finished: Box<[Mutex<Option<WorkerResult>>]>,
+    /// Workers that exited (the host is woken for each).
+    exited: AtomicU32,
     /// Per node: the latest published mean kernel duration in nanoseconds.
     costs: Box<[AtomicU64]>,
     /// Per (slot, instance) cell: when the task became ready (ticks), kept only with a trace.
@@ -308,6 +307,7 @@ impl<'a> Engine<'a> {
             start_line: StartLine { ready: AtomicU32::new(0), go: AtomicBool::new(false) },
             failure: Mutex::new(None),
             finished: (0..config.workers).map(|_| Mutex::new(None)).collect(),
+            exited: AtomicU32::new(0),
             costs: graph.nodes.iter().map(|_| AtomicU64::new(0)).collect(),
             ready_at: (0..cells).map(|_| AtomicU64::new(0)).collect(),
             trace_pool: tracing.then(|| TracePool::new(config.workers, host.clone())),
@@ -370,7 +370,7 @@ impl<'a> Engine<'a> {
     /// start, once every worker is ready, to the run's stop.
     ///
     /// A worker stuck in a call cannot be joined: with `on_hang`, the outcome is made of what the
-    /// other workers did once they exited (or `HANG_GRACE` passed) and handed to it first.
+    /// other workers did once they exited and handed to it first.
     fn run_workers(&self, sink: &mut TraceSink) -> Result<RunOutcome, RunFailure> {
         let mut host_latency = latency_histogram();
         std::thread::scope(|scope| {
@@ -379,9 +379,13 @@ impl<'a> Engine<'a> {
                     std::thread::Builder::new().name(format!("{}{worker}", tomii_types::WORKER_PREFIX)).spawn_scoped(
                         scope,
                         move || {
-                            let result = catch_unwind(AssertUnwindSafe(|| self.worker_main(worker)))?;
-                            *self.finished[worker as usize].lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-                            Ok(())
+                            let result = catch_unwind(AssertUnwindSafe(|| self.worker_main(worker))).map(|result| {
+                                *self.finished[worker as usize].lock().unwrap_or_else(|p| p.into_inner()) =
+                                    Some(result);
+                            });
+                            self.exited.fetch_add(1, Ordering::Release);
+                            self.host.unpark();
+                            result
                         },
                     )
                 })
@@ -403,24 +407,17 @@ impl<'a> Engine<'a> {
                 self.fail(error);
             }
             self.start_line.go.store(true, Ordering::Release);
-            let hung = self.watch(wall, sink);
+            let stuck = self.watch(wall, sink, spawned);
             let wall_s = || {
                 let stopped = self.stopped_at.get().copied().unwrap_or_else(Instant::now);
                 stopped.saturating_duration_since(wall).as_secs_f64()
             };
             let handed = match &self.config.on_hang {
-                Some(on_hang) if hung => {
-                    let grace = Instant::now() + HANG_GRACE;
-                    while handles.iter().flatten().filter(|h| !h.is_finished()).count() > 1 && Instant::now() < grace {
-                        std::thread::sleep(Duration::from_millis(5));
-                    }
-                    let outcome = self.outcome(&host_latency, sink, wall_s());
-                    if let Err(failure) = &outcome {
-                        (on_hang.0)(failure);
-                    }
-                    Some(outcome)
+                Some(on_hang) if stuck > 0 => {
+                    (on_hang.0)(self.outcome(&host_latency, sink, wall_s()));
+                    true
                 }
-                _ => None,
+                _ => false,
             };
             for spawned in handles {
                 match spawned.map(|handle| handle.join()) {
@@ -432,25 +429,35 @@ impl<'a> Engine<'a> {
                     Err(e) => self.fail(RunError::Internal(format!("cannot start a worker thread: {e}"))),
                 }
             }
-            handed.unwrap_or_else(|| self.outcome(&host_latency, sink, wall_s()))
+            if handed {
+                let error = RunError::Internal(
+                    "the run's outcome was handed to on_hang, the call it was stuck in returned".into(),
+                );
+                return Err(RunFailure { error, partial: None });
+            }
+            self.outcome(&host_latency, sink, wall_s())
         })
     }
 
     /// The host thread's part while the workers run: takes the trace chunks workers hand over,
     /// turns a stop request into the end of the source (the frames in flight then complete), ends
     /// the run when the door ended with nothing in flight, and reports progress; until the run
-    /// stops. Returns whether a call was found stuck.
-    fn watch(&self, wall: Instant, sink: &mut TraceSink) -> bool {
+    /// stops and each of the `spawned` workers exited or was found stuck in a call (one that does
+    /// not return keeps its worker from exiting, even after the run's last frame). Returns how many
+    /// were found stuck.
+    fn watch(&self, wall: Instant, sink: &mut TraceSink, spawned: u32) -> usize {
         let mut reported: Option<Instant> = None;
         let limit_ms = u64::try_from(self.config.scheduler_call_timeout.as_millis()).unwrap_or(u64::MAX);
         let kernel_limit_ms =
             self.config.kernel_timeout.map_or(u64::MAX, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX));
-        let mut stuck = false;
+        // Per worker, then the host: whether it was found stuck in a call.
+        let mut stuck = vec![false; self.config.workers as usize + 1];
         loop {
             let now_ms = u64::try_from(wall.elapsed().as_millis()).unwrap_or(u64::MAX);
-            if !stuck && let Some((worker, call)) = self.watchdog.look(now_ms, limit_ms, kernel_limit_ms) {
-                stuck = true;
-                self.stuck(worker, call);
+            while let Some((worker, call)) = self.watchdog.look(now_ms, limit_ms, kernel_limit_ms, &stuck) {
+                stuck[(worker as usize).min(self.config.workers as usize)] = true;
+                let left = stuck[..self.config.workers as usize].iter().filter(|s| !**s).count();
+                self.stuck(worker, call, left);
             }
             let stopped = self.stop.load(Ordering::Acquire);
             if let Some(pool) = &self.trace_pool {
@@ -474,8 +481,9 @@ impl<'a> Engine<'a> {
                 (progress.0)(super::Progress { frames_done, frames, elapsed: wall.elapsed() });
                 reported = Some(Instant::now());
             }
-            if stopped {
-                return stuck;
+            let found = stuck[..self.config.workers as usize].iter().filter(|s| **s).count();
+            if stopped && self.exited.load(Ordering::Acquire) as usize + found >= spawned as usize {
+                return found;
             }
             std::thread::park_timeout(WATCH_EVERY);
         }
@@ -1129,9 +1137,11 @@ impl<'a> Engine<'a> {
             .collect()
     }
 
-    /// A call into the scheduler did not return in time (README.md, "Stuck callbacks").
+    /// A call did not return in time (README.md, "Stuck callbacks"): the run fails, or, for a
+    /// worker's call into the scheduler under `FaultPolicy::Fallback` with `left` workers not
+    /// stuck, the scheduler is ejected and the run goes on without that worker.
     #[cold]
-    fn stuck(&self, worker: u32, call: Call) {
+    fn stuck(&self, worker: u32, call: Call, left: usize) {
         let error = if call == Call::Kernel {
             self.kernel_hang(worker)
         } else {
@@ -1142,6 +1152,10 @@ impl<'a> Engine<'a> {
                 timeout_ms: self.config.scheduler_call_timeout.as_millis(),
             }
         };
+        let ejectable = call != Call::Kernel && worker != TOMII_NO_WORKER && left > 0;
+        if ejectable && self.contract_violation(error.to_string()).is_ok() {
+            return;
+        }
         self.fail(error);
     }
 
