@@ -173,7 +173,7 @@ fn run_json(
         let (graph, python) = (Arc::clone(&graph), Arc::clone(&python));
         move |hung: Sender<Finished<RunDone, Handed>>| -> RunDone {
             config.on_hang = Some(engine::HangFn(Arc::new(move |result| {
-                let _ = hung.send(Finished::Hung(Handed(result)));
+                let _ = hung.send(Finished::Hung(Handed(Box::new(result))));
             })));
             let mut kernels = KernelSet::load(&dylibs).map_err(Err)?;
             kernels.add(python.library()).map_err(Err)?;
@@ -195,8 +195,10 @@ fn run_json(
         Ok(Err(Err(error))) => Err(plugin_error(error)),
         // The run's outcome without its stuck worker: a failure, or a run finished after the
         // scheduler was ejected (fallback).
-        Err(GaveUp::Hung(Handed(Ok(outcome)))) => run_return(py, outcome, &graph, traced, signal),
-        Err(GaveUp::Hung(Handed(Err(failure)))) => Err(failed(py, failure, &graph, &python, traced)),
+        Err(GaveUp::Hung(Handed(handed))) => match *handed {
+            Ok(outcome) => run_return(py, outcome, &graph, traced, signal),
+            Err(failure) => Err(failed(py, failure, &graph, &python, traced)),
+        },
         Err(GaveUp::Interrupted) => Err(signal.unwrap_or_else(|| {
             pyo3::exceptions::PyKeyboardInterrupt::new_err(
                 "the run did not stop; it was left running in the background",
@@ -278,7 +280,7 @@ fn failed(
 }
 
 /// What the engine handed over when a call was stuck, sent from the runner.
-struct Handed(Result<engine::RunOutcome, RunFailure>);
+struct Handed(Box<Result<engine::RunOutcome, RunFailure>>);
 
 /// Provides the Python kernels a graph run from the command line names ("module.function"),
 /// imported and found through `tomii.export.find_exported`.
