@@ -29,6 +29,8 @@ from tomii.scaffold import LANGUAGES
 CARGO_TARGET = ROOT / "target" / "plugin-tests"
 #: The graph of every run here: two sources and a sink of synthetic checksums.
 GRAPH = GRAPHS / "diamond.json"
+#: The scheduler guide, whose workflow section is run as written.
+GUIDE = ROOT / "PLUGIN_SCHEDULER_API.md"
 
 
 def build(project: Path, lang: str) -> Path:
@@ -144,6 +146,30 @@ def test_the_rust_projects_unit_tests_pass(project: Path, library: Path) -> None
                           capture_output=True, text=True, timeout=1800, check=False)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "4 passed" in done.stdout
+
+
+def documented_workflow() -> list[str]:
+    """The code blocks of the guide's "From a new project to figures", in order: Rust's steps,
+    C's, the steps both share, the Python version."""
+    text = GUIDE.read_text(encoding="utf-8")
+    section = text.split("\n## From a new project to figures\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```(?:sh|python)\n(.*?)```", section, re.DOTALL)
+
+
+def test_the_documented_workflow_runs_as_written(tmp_path: Path) -> None:
+    # C's build steps, then the shared ones, then the Python version with C's library (as its
+    # comment says). Rust's steps are the fixtures' above, in release mode.
+    _rust, c, shared, python = documented_workflow()
+    python = python.replace('"target/release/libmy_sched.so"', '"libmy_sched.so"')
+    script = f"{c}{shared}python - <<'EOF'\n{python}EOF\n"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "my_sched on example: 1000 frames" in done.stdout
+    assert "scheduler libmy_sched.so: PASSED" in done.stdout
+    figures = {p.name for p in (tmp_path / "my_sched" / "results").glob("*.png")}
+    assert {"throughput.png", "latency_p50.png", "gantt_example.png"} <= figures
 
 
 # ----------------------------------------------------------------------------------------------
