@@ -20,14 +20,14 @@ from typing import NoReturn
 from ._tomii import TomiiError
 from .build import sdk_dir
 
-__all__ = ["LANGUAGES", "main", "new_scheduler", "sdk_main"]
+__all__ = ["PROJECT_FILES", "main", "new_scheduler", "sdk_main"]
 
 TEMPLATES = Path(__file__).resolve().parent / "_templates"
 #: A name: lowercase letters, digits, `_` and `-`, starting with a letter (a crate and file name).
 NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
-#: Per language, each file of a project (its path, `@LIB@` standing for the library's name) and
-#: the template it is made from.
-LANGUAGES: dict[str, dict[str, str]] = {
+#: Per language, the files of a project (their paths, `@LIB@` standing for the library's name)
+#: and the template each is made from.
+PROJECT_FILES: dict[str, dict[str, str]] = {
     "rust": {
         "Cargo.toml": "rust/Cargo.toml.tmpl",
         "src/lib.rs": "rust/lib.rs.tmpl",
@@ -62,13 +62,13 @@ def new_scheduler(name: str, *, lang: str, directory: str | os.PathLike[str] | N
             f"bad scheduler name {name!r}: use 1 to 64 lowercase letters, digits, '_' and '-', "
             "starting with a letter"
         )
-    if lang not in LANGUAGES:
-        raise ValueError(f"unknown language {lang!r}: use one of {', '.join(LANGUAGES)}")
+    if lang not in PROJECT_FILES:
+        raise ValueError(f"unknown language {lang!r}: use one of {', '.join(PROJECT_FILES)}")
     target = Path(name if directory is None else directory).resolve()
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise FileExistsError(f"{target} exists and is not an empty directory; choose another")
     values = _values(name, lang)
-    for path, template in LANGUAGES[lang].items():
+    for path, template in PROJECT_FILES[lang].items():
         text = _render((TEMPLATES / template).read_text(encoding="utf-8"), values)
         file = target / _render(path, values)
         file.parent.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,7 @@ from tomii.build import sdk_dir
 from tomii.cli import main
 from tomii.experiments import sweep
 from tomii.experiments.config import load_config
-from tomii.scaffold import LANGUAGES
+from tomii.scaffold import PROJECT_FILES
 
 #: Where the Rust projects build (target/ is never committed).
 CARGO_TARGET = ROOT / "target" / "plugin-tests"
@@ -70,7 +70,7 @@ def test_the_project_depends_on_the_installed_sdk_by_absolute_path(project: Path
     else:
         assert f"SDK_INCLUDE = {sdk / 'include'}\n" in (project / "Makefile").read_text()
     lang = "rust" if (project / "Cargo.toml").is_file() else "c"
-    written = [project / path.replace("@LIB@", project.name) for path in LANGUAGES[lang]]
+    written = [project / path.replace("@LIB@", project.name) for path in PROJECT_FILES[lang]]
     assert not [p for p in written if re.search("@[A-Z_]+@", p.read_text(encoding="utf-8"))]
 
 
