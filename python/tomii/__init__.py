@@ -52,6 +52,7 @@ from .graph import INDEX, WORKERS, Condition, Graph, IndexFunc, Loop, Node, Node
 from .knobs import knob_space
 from .network import SendStats, send
 from .plugins import find_plugin, find_scheduler, installed_schedulers
+from .scaffold import new_scheduler
 from .session import Frame, FrameResult, Session, SessionBusy, SessionClosed
 from .types import (
     Complex32,
@@ -136,6 +137,7 @@ __all__ = [
     "knobs",
     "list_knobs",
     "network",
+    "new_scheduler",
     "procs",
     "run_graph",
     "send",

@@ -2,15 +2,19 @@
 
 A Rust plugin is a cdylib crate whose functions carry `#[tomii_export]` and whose root calls
 `tomii_types::kernel_library!`; `cargo build` compiles it against the plugin SDK (the crates
-tomii-types and tomii-macros, shipped with this package) by patching the crates.io dependency
-`tomii-types = "0.1"`. A C plugin is a header whose `// @tomii_export` declarations `_cgen`
-turns into wrappers and a registry, compiled with the C sources into a shared library.
+tomii-types and tomii-macros, shipped with this package, `sdk_dir()`). The crate depends on the
+SDK by path, `tomii-types = { path = "<sdk_dir()>" }`; the older `tomii-types = "0.1"` is patched
+to the SDK. Never the crates.io crate named tomii-types, which is unrelated to Tomii: a manifest
+that asks for it (`cargo add tomii-types` writes one) is refused. A C plugin is a header whose
+`// @tomii_export` declarations `_cgen` turns into wrappers and a registry, compiled with the C
+sources into a shared library.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -24,12 +28,21 @@ from . import _cgen
 from ._tomii import PluginError
 from ._warnings import user_stacklevel
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - depends on the interpreter
+    import tomli as tomllib
+
 __all__ = ["BuildResult", "build", "sdk_dir"]
 
 #: How many of the compiler's last lines a PluginError quotes.
 TAIL_LINES = 25
 #: The suffix of a shared library on this platform.
 LIBRARY_SUFFIX = {"darwin": ".dylib", "win32": ".dll"}.get(sys.platform, ".so")
+#: The crates.io requirements on tomii-types that the SDK (0.1.0) meets, and so patches.
+SDK_REQUIREMENT = re.compile(r"[=^~]?\s*0\.1(\.0)?")
+#: The manifest tables that may name tomii-types.
+DEPENDENCY_TABLES = ("dependencies", "dev-dependencies", "build-dependencies")
 
 
 @dataclass(frozen=True)
@@ -163,17 +176,7 @@ def _build_rust(
     manifest: Path, *, named: Path, release: bool, clean: bool, env: dict[str, str]
 ) -> BuildResult:
     cargo = env.get("CARGO", "cargo")
-    sdk = sdk_dir()
-    # A crate outside this repository depends on `tomii-types = "0.1"`; the patch points that at
-    # the SDK. A crate of Tomii's own workspace uses its path dependency: no patch, which cargo
-    # would otherwise record as unused in the workspace's Cargo.lock.
-    inside = any(
-        (root / "Cargo.toml").is_file() and (root / "tomii-types" / "Cargo.toml").is_file()
-        for root in manifest.resolve().parents
-    )
-    patch = (
-        [] if inside else ["--config", f"patch.crates-io.tomii-types.path={json.dumps(str(sdk))}"]
-    )
+    patch = _sdk_patch(manifest)
     where = ["--manifest-path", str(manifest)]
     profile = ["--release"] if release else []
     if clean:
@@ -194,6 +197,39 @@ def _build_rust(
             f'{manifest}: the crate builds no shared library; add `crate-type = ["cdylib"]` to its [lib]'
         )
     return BuildResult(path=library, language="rust", source=manifest)
+
+
+def _sdk_patch(manifest: Path) -> list[str]:
+    """The cargo options that point the crate's `tomii-types = "0.1"` at the SDK: none for a
+    crate that depends on it by path (or through Tomii's own workspace). A crates.io requirement
+    that the SDK does not meet names the unrelated crate of that name: a PluginError."""
+    requirement = _registry_requirement(manifest)
+    if requirement is None:
+        return []
+    sdk = json.dumps(str(sdk_dir()))
+    if SDK_REQUIREMENT.fullmatch(requirement.strip()) is None:
+        raise PluginError(
+            f"{manifest}: tomii-types = {json.dumps(requirement)} is the crate of that name on "
+            f"crates.io, which is not Tomii's; depend on the Tomii plugin SDK by path instead: "
+            f"tomii-types = {{ path = {sdk} }} (`tomii sdk` prints where it is)"
+        )
+    return ["--config", f"patch.crates-io.tomii-types.path={sdk}"]
+
+
+def _registry_requirement(manifest: Path) -> str | None:
+    """The crates.io version requirement of the manifest's tomii-types dependency, if it has one
+    (rather than a path, git or workspace dependency)."""
+    try:
+        document = tomllib.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise PluginError(f"{manifest}: cannot read the manifest: {error}") from None
+    for table in DEPENDENCY_TABLES:
+        entry = document.get(table, {}).get("tomii-types")
+        if isinstance(entry, str):
+            return entry
+        if isinstance(entry, dict) and not {"path", "git", "workspace"} & entry.keys():
+            return str(entry.get("version", "*"))
+    return None
 
 
 def _package_name(cargo: str, manifest: Path, env: dict[str, str]) -> str:

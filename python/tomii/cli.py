@@ -1,6 +1,7 @@
 """The `tomii` console command: the runtime's command line (`tomii run`, `tomii schedulers`,
 `tomii knobs`, `tomii schema`), run inside Python so that a graph JSON can name Python kernels
-("module.function", imported by name) next to those of `--dylib` libraries.
+("module.function", imported by name) next to those of `--dylib` libraries. Three commands are
+Python's own: `tomii sweep` (tomii.experiments), `tomii new` and `tomii sdk` (tomii.scaffold).
 
 The schedulers and kernel plugins shipped inside the package are found by name, after those of
 `$TOMII_SCHEDULER_PATH`.
@@ -24,6 +25,16 @@ def main(argv: list[str] | None = None) -> int:
         from .experiments.config import main as sweep_main
 
         return sweep_main(arguments[2:])
+    if arguments[1:2] == ["new"]:
+        # A new scheduler project, outside any repository (tomii.scaffold).
+        from .scaffold import main as new_main
+
+        return new_main(arguments[2:])
+    if arguments[1:2] == ["sdk"]:
+        # Where the plugin SDK that projects build against is.
+        from .scaffold import sdk_main
+
+        return sdk_main(arguments[2:])
     # As the native binary: Ctrl-C stops the command at once.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     if PACKAGED_PLUGINS.is_dir():

@@ -4,6 +4,7 @@ the file. Rust builds use a shared target directory under target/ so reruns reus
 
 from __future__ import annotations
 
+import json
 import math
 import textwrap
 from pathlib import Path
@@ -56,9 +57,12 @@ def test_the_sdk_has_the_crates_and_the_c_header() -> None:
     assert (sdk / "include" / "tomii" / "kernel.h").is_file()
 
 
-def write_crate(root: Path, body: str) -> Path:
-    """A cdylib crate outside the repository depending on `tomii-types = "0.1"`; its lib.rs."""
+def write_crate(root: Path, body: str, *, dependency: str | None = None) -> Path:
+    """A cdylib crate outside the repository depending on the SDK by path (or by `dependency`,
+    the value of its `tomii-types` line); its lib.rs."""
     (root / "src").mkdir(parents=True)
+    if dependency is None:
+        dependency = f"{{ path = {json.dumps(str(sdk_dir()))} }}"
     (root / "Cargo.toml").write_text(
         textwrap.dedent(
             """\
@@ -71,9 +75,9 @@ def write_crate(root: Path, body: str) -> Path:
             crate-type = ["cdylib"]
 
             [dependencies]
-            tomii-types = "0.1"
             """
-        ),
+        )
+        + f"tomii-types = {dependency}\n",
         encoding="utf-8",
     )
     source = root / "src" / "lib.rs"
@@ -132,6 +136,13 @@ def test_a_rust_crate_outside_the_repository_builds_and_runs(tmp_path: Path) -> 
     wrong = r'kernel checked, argument 0 \(value\): expected an i32, found a string \("x"\)'
     with pytest.raises(tomii.KernelError, match=wrong):
         tomii.run_graph(spec, dylibs=[library.path])
+
+
+def test_the_crates_io_crate_named_tomii_types_is_refused(tmp_path: Path) -> None:
+    # `cargo add tomii-types` writes the unrelated crates.io crate's version: refused before cargo.
+    source = write_crate(tmp_path / "user", USER_CRATE, dependency='"1.2"')
+    with pytest.raises(tomii.PluginError, match=r'tomii-types = "1.2" is the crate .* not Tomii'):
+        build(func_path=source, release=False, env=CARGO_ENV)
 
 
 C_HEADER_OF_EVERY_KIND = """\

@@ -1,11 +1,13 @@
 """`pip install .` gives a package that works on its own: shipped schedulers and kernels found by
-name, and a `tomii` console command that is the runtime's command line, Python kernels included.
+name, a `tomii` console command that is the runtime's command line, Python kernels included, and
+`tomii new` projects that build against the SDK inside the package.
 
 Builds a real wheel (release mode, through scripts/wheel_backend.py) into a fresh virtualenv."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -100,3 +102,36 @@ def test_the_console_command_is_the_cli_and_imports_python_kernels(
     assert missing.returncode == 1
     assert missing.stderr.count("\n") == 1
     assert "cannot import module 'nowhere_kernels'" in missing.stderr
+
+
+def test_tomii_new_writes_projects_that_build_against_the_installed_sdk(
+    venv: Path, tmp_path: Path
+) -> None:
+    sdk = _run(venv, str(venv / "bin" / "tomii"), "sdk")
+    assert sdk.returncode == 0, sdk.stderr
+    assert Path(sdk.stdout.strip()).is_relative_to(venv), sdk.stdout
+    synthetic = _run(
+        venv,
+        str(venv / "bin" / "python"),
+        "-c",
+        "import tomii; print(tomii.find_plugin('synthetic'))",
+    ).stdout.strip()
+    # Outside any repository; cargo with the caller's environment (its home and registry cache).
+    plugin_tests = ROOT / "target" / "plugin-tests"
+    cargo_env = {**os.environ, "CARGO_TARGET_DIR": str(plugin_tests)}
+    for lang in ("c", "rust"):
+        project = tmp_path / f"wheel_{lang}"
+        made = _run(venv, str(venv / "bin" / "tomii"), "new", "scheduler", project.name,
+                    "--lang", lang, "--dir", str(project))  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        if lang == "c":
+            subprocess.run(["make", "--quiet"], cwd=project, check=True, timeout=120)
+            plugin = project / "libwheel_c.so"
+        else:
+            build = ["cargo", "build", "--quiet"]
+            subprocess.run(build, cwd=project, env=cargo_env, check=True, timeout=1800)
+            plugin = plugin_tests / "debug" / "libwheel_rust.so"
+        ran = _run(venv, str(venv / "bin" / "tomii"), "run", "graph.json", "--dylib", synthetic,
+                   "--scheduler-plugin", str(plugin), "--frames", "5", cwd=project)  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+        assert f"{project.name} on example: 5 frames" in ran.stdout
