@@ -52,7 +52,7 @@ impl Checker {
     /// Fails with the first broken promise, if there is one.
     fn healthy(&self) -> Result<(), String> {
         match self.ledger().violation() {
-            Some(violation) => Err(format!("the host broke the hook contract: {violation}")),
+            Some(violation) => Err(format!("the hook checker caught a broken promise: {violation}")),
             None => Ok(()),
         }
     }
