@@ -5,13 +5,21 @@
 //! Two levels: the contract itself, driven directly through `SchedulerInstance` (push and pop from
 //! one or many threads, batch limits, worker ranges, create/destroy), and whole runs through the
 //! engine, checked against the reference checksums and the trace invariants.
+//!
+//! The whole runs are made twice: as they are, and with hooks on, wrapped by the hook checker
+//! (tests/plugins/hook-checker), which checks every promise the host makes about hooks. The
+//! checker reads the scheduler to wrap from `$TOMII_HOOK_CHECKER_INNER` when it is loaded, once
+//! per process, so each hooks-on test runs its body in a child process of this test binary, with
+//! the variable set. A SERIAL C scheduler with every hook (tests/c/serial_sched.c) runs there too.
 
 mod common;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::process::Command;
 use std::time::Duration;
 
+use common::c_fixtures::CFixtures;
 use common::{plugin, plugin_dir, sinks, synthetic_lib, within_timeout};
 use tomii_core::engine::{self, Output, RunConfig};
 use tomii_core::graph;
@@ -49,6 +57,11 @@ macro_rules! conformance {
             #[test]
             fn runs_graphs_to_the_reference_values() {
                 super::runs_graphs_to_the_reference_values($name);
+            }
+            #[test]
+            fn runs_graphs_with_hooks_checked() {
+                let test = concat!(stringify!($module), "::runs_graphs_with_hooks_checked");
+                super::runs_graphs_with_hooks_checked(test, || super::plugin(&super::scheduler_file_name($name)));
             }
         })+
     };
@@ -270,27 +283,43 @@ fn create_and_destroy_repeatedly(name: &str) {
 
 // ---- whole runs, through the engine ----
 
-/// A fixture graph, the reference value of its sink in a frame, and the pop batch to run it with.
-type Case = (&'static str, fn(u64) -> u64, u32);
+/// A fixture graph, the reference value of its sink in a frame, and how to run it.
+struct Case {
+    file: &'static str,
+    reference: fn(u64) -> u64,
+    workers: u32,
+    slots: u32,
+    pop_batch: u32,
+}
+
+/// Every whole run: the fixture graphs on two workers, and one on every worker with more slots.
+const CASES: [Case; 4] = [
+    Case { file: "checksum_chain.json", reference: sinks::chain, workers: 2, slots: 3, pop_batch: 1 },
+    Case { file: "diamond.json", reference: sinks::diamond, workers: 2, slots: 3, pop_batch: 4 },
+    Case { file: "pinned_checksum.json", reference: sinks::pinned, workers: 2, slots: 3, pop_batch: 2 },
+    Case { file: "checksum_chain.json", reference: sinks::chain, workers: WORKERS, slots: 6, pop_batch: 3 },
+];
 
 fn runs_graphs_to_the_reference_values(name: &str) {
-    let name = name.to_owned();
-    within_timeout(TIMEOUT, &format!("runs of {name}"), move || {
+    whole_runs(plugin(&scheduler_file_name(name)), |_, _| {});
+}
+
+/// Runs every case with the scheduler at `path`, checks the values and the trace, then `check`s
+/// the outcome.
+fn whole_runs(path: PathBuf, check: fn(&RunConfig, &engine::RunOutcome)) {
+    within_timeout(TIMEOUT, &format!("runs of {}", path.display()), move || {
         let kernels = KernelSet::load(&[synthetic_lib()]).unwrap_or_else(|e| panic!("{e}"));
-        let plugin = load(&name);
-        let cases: [Case; 3] = [
-            ("checksum_chain.json", sinks::chain, 1),
-            ("diamond.json", sinks::diamond, 4),
-            ("pinned_checksum.json", sinks::pinned, 2),
-        ];
-        for (file, reference, pop_batch) in cases {
+        let plugin = SchedulerPlugin::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        let name = plugin.name;
+        for case in &CASES {
+            let file = case.file;
             let graph = graph::parse_str(file, &common::graph_text(file)).unwrap_or_else(|e| panic!("{e}"));
             let sink = graph.nodes.len() as u32 - 1;
             let config = RunConfig {
-                workers: 2,
-                slots: 3,
+                workers: case.workers,
+                slots: case.slots,
                 frames: 40,
-                pop_batch,
+                pop_batch: case.pop_batch,
                 trace: true,
                 collect_outputs: true,
                 ..RunConfig::default()
@@ -300,8 +329,66 @@ fn runs_graphs_to_the_reference_values(name: &str) {
             common::trace::check(&graph, &config, &outcome.trace);
             for (frame, outputs) in outcome.outputs.iter().enumerate() {
                 let value = outputs.iter().find(|(node, _, _)| *node == sink).map(|(_, _, v)| v);
-                assert_eq!(value, Some(&Output::UInt(reference(frame as u64))), "{name} on {file}, frame {frame}");
+                let expected = Output::UInt((case.reference)(frame as u64));
+                assert_eq!(value, Some(&expected), "{name} on {file}, frame {frame}");
             }
+            check(&config, &outcome);
         }
     });
+}
+
+// ---- whole runs with hooks on ----
+
+/// The hook checker, and the variable that names the scheduler it wraps.
+const HOOK_CHECKER: &str = "libtomii_test_hook_checker.so";
+const INNER_VAR: &str = "TOMII_HOOK_CHECKER_INNER";
+/// Set, to the test's name, in the child process that runs a hooks-on test's body.
+const CHILD_VAR: &str = "TOMII_CONFORMANCE_HOOKS_CHILD";
+
+/// The SERIAL C scheduler with every hook, built at first use.
+static C_SERIAL: CFixtures = CFixtures::new(&[("c_serial", "serial_sched.c", &[])]);
+
+/// A SERIAL scheduler that relies on the host's lock (no lock of its own) and has every hook: with
+/// the checker, which is then SERIAL too, no two calls overlap and every hook promise holds.
+#[test]
+fn serial_c_scheduler_runs_graphs_with_hooks_checked() {
+    runs_graphs_with_hooks_checked("serial_c_scheduler_runs_graphs_with_hooks_checked", || C_SERIAL.path("c_serial"));
+}
+
+/// Every whole run, with the scheduler `inner()` wrapped by the hook checker: the values and the
+/// trace as without it, and the checker saw every hook called as promised. `test` is the calling
+/// test's name, which the child process runs alone.
+fn runs_graphs_with_hooks_checked(test: &str, inner: impl FnOnce() -> PathBuf) {
+    if std::env::var_os(CHILD_VAR).is_some_and(|child| child == test) {
+        return whole_runs(plugin(HOOK_CHECKER), assert_hooks_checked);
+    }
+    let mut command = Command::new(std::env::current_exe().expect("the test executable's path"));
+    command.args(["--exact", test, "--test-threads", "1"]).env(CHILD_VAR, test).env(INNER_VAR, inner());
+    let run = common::cli::finish_within(command, TIMEOUT);
+    assert!(
+        run.status.success() && run.stdout.contains("1 passed"),
+        "the hooks-on runs failed ({}):\n{}\n{}",
+        run.status,
+        run.stdout,
+        run.stderr
+    );
+}
+
+/// The checker's stats in the report: no promise broken, and every hook called once per task or
+/// frame.
+fn assert_hooks_checked(config: &RunConfig, outcome: &engine::RunOutcome) {
+    let report = &outcome.report;
+    let stats = report.scheduler.stats.as_ref().expect("the hook checker's stats");
+    let checker = &stats["hook_checker"];
+    let count = |key: &str| checker[key].as_u64().unwrap_or_else(|| panic!("no {key:?} in {checker}"));
+    assert!(report.scheduler.name.starts_with("hook-checker("), "{}", report.scheduler.name);
+    assert_eq!(checker["first_violation"], serde_json::Value::Null, "{checker}");
+    assert_eq!(count("violations"), 0, "{checker}");
+    for hook in ["popped", "task_started", "task_completed"] {
+        assert_eq!(count(hook), report.tasks, "{hook}, once per task: {checker}");
+    }
+    for hook in ["frame_started", "frame_completed"] {
+        assert_eq!(count(hook), config.frames, "{hook}, once per frame: {checker}");
+    }
+    assert_eq!((count("frames_in_flight"), count("tasks_in_flight")), (0, 0), "{checker}");
 }
