@@ -37,9 +37,21 @@ pub enum Command {
     /// Compare schedulers over graphs and knobs as CONFIG (TOML) describes: a table and figures.
     /// Part of the Python package (`pip install .`), whose `tomii` command runs it.
     Sweep(SweepArgs),
+    /// Write a new scheduler project (`tomii new scheduler NAME --lang rust|c`), ready to build
+    /// against the installed SDK. Part of the Python package, whose `tomii` command runs it.
+    New(PythonOnlyArgs),
+    /// Print the plugin SDK's directory. Part of the Python package, whose `tomii` command runs it.
+    Sdk(PythonOnlyArgs),
     /// Send packets to a graph's network source (UDP or TCP) at a given rate: generated frames with
     /// frame-id/index headers, or packets from a file.
     Send(send::SendArgs),
+}
+
+/// The arguments of a command the Python package's `tomii` runs, left to it.
+#[derive(Args)]
+pub struct PythonOnlyArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub rest: Vec<String>,
 }
 
 #[derive(Args)]
