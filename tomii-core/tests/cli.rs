@@ -460,8 +460,10 @@ fn every_listed_scheduler_loads_by_its_listed_name_and_a_bad_one_hides_none() {
 #[test]
 fn a_reader_that_goes_away_ends_the_listing_quietly() {
     for command in ["knobs", "schema", "schedulers"] {
-        let mut child = tomii().arg(command).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        drop(child.stdout.take()); // the reader goes away before the listing is written
+        // The reader is gone before the command starts, so its first write fails.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let child = tomii().arg(command).stdout(writer).stderr(Stdio::piped()).spawn().unwrap();
         let output = child.wait_with_output().unwrap();
         assert_eq!(output.status.code(), Some(0), "tomii {command}");
         assert_eq!(String::from_utf8_lossy(&output.stderr), "", "tomii {command}: nothing on stderr");
