@@ -26,9 +26,10 @@ import tomii
 
 from ._tomii import TomiiError
 
-__all__ = ["ChildFailed", "ChildTimeout", "Isolated"]
+__all__ = ["ChildFailed", "ChildStartFailed", "ChildTimeout", "Isolated"]
 
 T = TypeVar("T")
+E = TypeVar("E", bound="_ChildError")
 
 #: How many of the worker's last stderr lines a `ChildFailed` quotes.
 QUOTED_LINES = 5
@@ -41,22 +42,47 @@ STOP_TIMEOUT_S = 2.0
 _STUCK_THREAD = "a thread stuck in a plugin cannot be stopped"
 
 
-class ChildFailed(TomiiError):
-    """The worker process running a call died, or was killed. `reason` says how ("was killed by
-    SIGSEGV (signal 11) during run_trial", "exited with status 3 during run_graph"); `stderr`
-    holds what the worker wrote to stderr during the call, `pid` its process id."""
+class _ChildError(TomiiError):
+    """What happened to a worker process: `reason`, its `stderr` text and `pid`."""
 
     def __init__(self, reason: str, stderr: str, pid: int | None) -> None:
-        quoted = " | ".join(line for line in stderr.splitlines()[-QUOTED_LINES:] if line.strip())
-        tail = f"; its stderr ended with: {quoted}" if quoted else ""
-        super().__init__(f"the child process (pid {pid}) {reason}{tail}")
+        super().__init__(self.message(reason, _quoted(stderr), pid))
         self.reason = reason
         self.stderr = stderr
         self.pid = pid
 
+    @staticmethod
+    def message(reason: str, quoted: str, pid: int | None) -> str:
+        return f"the child process (pid {pid}) {reason}{quoted}"
+
+
+class ChildFailed(_ChildError):
+    """The worker process running a call died, or was killed. `reason` says how ("was killed by
+    SIGSEGV (signal 11) during run_trial", "exited with status 3 during run_graph"); `stderr`
+    holds what the worker wrote to stderr during the call, `pid` its process id."""
+
 
 class ChildTimeout(ChildFailed):
     """The call did not finish within its time limit; the worker was killed."""
+
+
+class ChildStartFailed(_ChildError):
+    """A worker process could not start. Nothing of the caller's ran yet, so this is no call's
+    failure: callers raise it rather than blame a scheduler."""
+
+    @staticmethod
+    def message(reason: str, quoted: str, pid: int | None) -> str:
+        return (
+            f"a child process (pid {pid}) could not start: it {reason}{quoted}. A script that "
+            'calls this at its top level needs `if __name__ == "__main__":` (the child imports '
+            'the script again), or isolation="none"'
+        )
+
+
+def _quoted(stderr: str) -> str:
+    """The last lines of `stderr`, for a message."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return f"; its stderr ended with: {' | '.join(lines[-QUOTED_LINES:])}" if lines else ""
 
 
 @final
@@ -93,7 +119,8 @@ class Isolated:
 
     def start(self) -> None:
         """Starts the worker now rather than at the first call (`with` does): a worker that
-        cannot start (a script without `if __name__ == "__main__":`, say) fails here."""
+        cannot start (a script without `if __name__ == "__main__":`, say) raises
+        `ChildStartFailed` here."""
         if self._worker is None:
             self._worker = _Worker()
 
@@ -159,11 +186,12 @@ class _Worker:
 
     def _wait_until_ready(self) -> None:
         if not wait([self.connection, self.process.sentinel], START_TIMEOUT_S):
-            raise self._killed(f"did not start within {START_TIMEOUT_S:g} s; killed", ChildTimeout)
+            raise self._killed(f"did not start within {START_TIMEOUT_S:g} s", ChildStartFailed)
         try:
             self.connection.recv()
         except (EOFError, OSError):
-            raise self._died("while starting") from None
+            died = self._died("while starting")
+            raise ChildStartFailed(died.reason, died.stderr, died.pid) from None
 
     def call(
         self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], timeout_s: float | None
@@ -199,7 +227,7 @@ class _Worker:
         self._pass_on_stderr()
         return ChildFailed(reason, self.seen.decode(errors="replace"), self.process.pid)
 
-    def _killed(self, reason: str, kind: type[ChildFailed]) -> ChildFailed:
+    def _killed(self, reason: str, kind: type[E]) -> E:
         self.kill()
         return kind(reason, self.seen.decode(errors="replace"), self.process.pid)
 

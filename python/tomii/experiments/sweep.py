@@ -463,6 +463,10 @@ class _OneByOne:
         self.timeout_s = timeout_s
         self.child = Isolated() if isolation == "process" else None
 
+    def start(self) -> None:
+        if self.child is not None:
+            self.child.start()
+
     def run(self, trial: _Trial) -> dict[str, Any]:
         arguments = self.plan.arguments(trial)
         if self.child is None:
@@ -665,16 +669,15 @@ def sweep(
     parameters = _parameters(plan, repeats, warmup, frames, seed, executor)
     parameters.update(isolation=isolation, trial_timeout_s=trial_timeout_s)
     result = SweepResult([], [], {}, environment(parameters), columns)
-    files = None if out is None else _Files(Path(out), columns, result.environment)
-    try:
-        trials = _OneByOne(plan, isolation, trial_timeout_s)
+    with closing(_OneByOne(plan, isolation, trial_timeout_s)) as trials:
+        if executor is None:
+            trials.start()  # a child that cannot start fails the sweep now, before any file
+        files = None if out is None else _Files(Path(out), columns, result.environment)
         try:
             _collect(plan, result, executor, trials, files, progress, on_trial)
         finally:
-            trials.close()
-    finally:
-        if files is not None:
-            files.close()
+            if files is not None:
+                files.close()
     if out is not None:
         result.save(out)
     return result
