@@ -121,18 +121,16 @@ class Isolated:
         """Starts the worker now rather than at the first call (`with` does): a worker that
         cannot start (a script without `if __name__ == "__main__":`, say) raises
         `ChildStartFailed` here."""
-        if self._worker is None:
-            self._worker = _Worker()
+        self._current()
 
     def call(
         self, fn: Callable[..., T], /, *args: Any, timeout_s: float | None = None, **kwargs: Any
     ) -> T:
         """`fn(*args, **kwargs)` in the worker, within `timeout_s` seconds (None: no limit).
         Raises `ChildTimeout` past the limit and `ChildFailed` when the worker dies."""
-        self.start()
-        assert self._worker is not None
+        worker = self._current()
         try:
-            raised, value = self._worker.call(fn, args, kwargs, timeout_s)
+            raised, value = worker.call(fn, args, kwargs, timeout_s)
         except BaseException:  # a dead worker, the time limit, Ctrl-C: this worker is done
             self._discard()
             raise
@@ -147,6 +145,11 @@ class Isolated:
         if self._worker is not None:
             worker, self._worker = self._worker, None
             worker.stop()
+
+    def _current(self) -> _Worker:
+        if self._worker is None:
+            self._worker = _Worker()
+        return self._worker
 
     def _discard(self) -> None:
         if self._worker is not None:
