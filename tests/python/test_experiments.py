@@ -75,13 +75,24 @@ def test_rows_follow_the_schema_one_per_trial(serial: SweepResult) -> None:
         assert row["valid"] and row["problem"] == "", row["problem"]
         assert row["frames"] == FRAMES and row["slots"] == 2 and row["pop_batch"] == 1
         assert row["throughput_frames_per_s"] > 0 and row["wall_time_s"] > 0
-        assert row["worker_pid"] == os.getpid()
         assert len(json.loads(row["busy_per_worker"])) == row["workers"]
         assert json.loads(row["scheduler_options"]) == {}
     assert sorted(row["trial"] for row in serial.rows) == list(range(16))
     combos = {(r["scheduler"], r["graph"], r["workers"]) for r in serial.rows}
     assert len(combos) == 8
     assert {r["repeat"] for r in serial.rows} == {0, 1}
+    # One child process ran every trial.
+    assert len({row["worker_pid"] for row in serial.rows}) == 1
+    assert serial.rows[0]["worker_pid"] != os.getpid()
+
+
+def test_in_process_trials_run_here() -> None:
+    result = sweep(
+        ["fifo"], small_graphs()[:1], repeats=2, frames=3, progress=False, isolation="none"
+    )
+    assert [row["worker_pid"] for row in result.rows] == [os.getpid()] * 2
+    assert all(row["valid"] for row in result.rows)
+    assert result.environment["parameters"]["isolation"] == "none"
 
 
 def test_bounds_come_from_the_graph(serial: SweepResult) -> None:
@@ -344,6 +355,8 @@ def test_the_environment_is_recorded() -> None:
         ({"schedulers": [TARGET / "missing.so"]}, tomii.PluginError, "no such file"),
         ({"graphs": [TARGET / "missing.json"]}, tomii.GraphError, "missing.json"),
         ({"schedulers": [("fifo",)]}, TypeError, "name_or_path, options"),
+        ({"isolation": "thread"}, ValueError, "isolation must be one of process, none"),
+        ({"trial_timeout_s": 0}, ValueError, "trial_timeout_s must be positive"),
     ],
 )
 def test_bad_arguments_fail_before_any_trial(

@@ -1,9 +1,11 @@
 """`tomii sweep CONFIG` (and `python -m tomii.experiments CONFIG`): a TOML file to a table, saved
-results and figures; a bad file is one error line naming the file and the key."""
+results and figures; a bad file is one error line naming the file and the key; `--in-process` and
+`--trial-timeout` reach the sweep."""
 
 from __future__ import annotations
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -79,3 +81,22 @@ def test_the_experiments_files_load() -> None:
     for path in sorted((ROOT / "experiments").glob("*/sweep.toml")):
         config = load_config(path)
         assert config["schedulers"] and config["graphs"], path
+
+
+def test_isolation_flags_reach_the_sweep(tmp_path: Path) -> None:
+    config = tmp_path / "sweep.toml"
+    config.write_text(
+        'schedulers = ["fifo"]\nrepeats = 1\nwarmup = 0\nframes = 2\n'
+        '[[graphs.generate]]\ngenerator = "fork_join"\nwidth = 2\ndepth = 1\n',
+        encoding="utf-8",
+    )
+    for flags, isolation, timeout in [
+        ([], "process", 600.0),
+        (["--in-process", "--trial-timeout", "0"], "none", None),
+        (["--trial-timeout", "30"], "process", 30.0),
+    ]:
+        done = sweep(str(config), "--no-plots", "--out", "out", *flags, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        environment = json.loads((tmp_path / "out" / "environment.json").read_text("utf-8"))
+        parameters = environment["parameters"]
+        assert (parameters["isolation"], parameters["trial_timeout_s"]) == (isolation, timeout)

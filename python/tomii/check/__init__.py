@@ -3,9 +3,10 @@ scheduler and returns a report card; built from hypothesis strategies for valid 
 knobs (`strategies`), a pure-Python reference executor of the synthetic kernels (`reference`) and
 the invariants of a run's trace (`invariants`).
 
-`check`, the strategies and the suite need hypothesis (`pip install tomii[check]`), imported only
-when one of them is first used; the reference model and the invariants do not (the experiments
-check every trial with them). `import tomii` never imports this package.
+`check`, the strategies and the suite use hypothesis (a dependency of tomii), imported only when
+one of them is first used: the reference model and the invariants do not need it, and the
+experiments, which check every trial with them, do not pay for its import. `import tomii` never
+imports this package.
 """
 
 from __future__ import annotations
@@ -65,5 +66,6 @@ def __getattr__(name: str) -> Any:
         if error.name != "hypothesis":
             raise
         raise ImportError(
-            f"tomii.check.{name} needs hypothesis: pip install 'tomii[check]'"
+            f"tomii.check.{name} needs hypothesis, which tomii depends on but this environment "
+            "lacks: pip install hypothesis (or reinstall tomii)"
         ) from None

@@ -3,15 +3,19 @@
 Each property runs real runs of hypothesis-generated graphs and knobs through the scheduler and
 compares them with the reference model (`reference.py`) and the invariants (`invariants.py`). A
 failing property is shrunk by hypothesis to a minimal graph and knobs, which the report card
-shows, ready to paste into a test.
+shows, ready to paste into a test. The runs happen in a child process (`tomii.isolation`), so a
+scheduler that crashes or hangs fails its example, not the caller: `check` never raises because
+of the scheduler under test.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,19 +23,23 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
+from hypothesis.errors import Flaky
 
-from .. import TomiiError, run_graph
+from .. import run_graph
+from ..isolation import Isolated
 from ..plugins import find_plugin
 from .invariants import Violation, check_trace, fifo_order, priority_order, rows_of
 from .reference import ReferenceModel
 from .strategies import Knobs, graphs
 
-__all__ = ["PROFILES", "PropertyResult", "ReportCard", "check"]
+__all__ = ["ISOLATIONS", "PROFILES", "PropertyResult", "ReportCard", "check"]
 
 #: Examples per property: "fast" for every CI run, "deep" on demand.
 PROFILES = {"fast": 30, "deep": 600}
 #: How long a higher-priority ready task may wait while lower ones start (the priority property).
 PRIORITY_BOUND_NS = 50_000_000
+#: What `check(isolation=...)` takes.
+ISOLATIONS = ("process", "none")
 
 
 @dataclass(frozen=True)
@@ -45,9 +53,16 @@ class PropertyResult:
     seconds: float
     #: The problems of the minimal failing example (empty when it passed).
     problems: list[str] = field(default_factory=list)
-    #: The minimal failing graph and the knobs it failed with.
+    #: The minimal failing graph and the knobs it failed with (the checked scheduler's included).
     graph: dict[str, Any] | None = None
     knobs: Any = None
+    #: The failure did not happen again when hypothesis ran its example again (hypothesis'
+    #: Flaky): the scheduler's runs are nondeterministic.
+    flaky: bool = False
+    #: The `seed` the examples came from (None: derandomized, the same on every call).
+    seed: int | None = None
+    #: A shell command that runs the same check again (empty when it passed).
+    reproduce: str = ""
 
 
 @dataclass(frozen=True)
@@ -68,10 +83,15 @@ class ReportCard:
             lines.append(
                 f"  {mark}  {r.name:<22} {r.examples:>4} runs  {r.seconds:6.1f} s  {r.description}"
             )
-            if not r.passed:
-                lines += [f"        {problem}" for problem in r.problems[:5]]
+            if r.passed:
+                continue
+            if r.flaky:
+                lines.append("        nondeterministic: the failure did not repeat on a rerun")
+            lines += [f"        {problem}" for problem in r.problems[:5]]
+            if r.graph is not None:
                 lines.append(f"        knobs: {json.dumps(r.knobs)}")
                 lines.append(f"        graph: {json.dumps(r.graph)}")
+            lines.append(f"        reproduce: {r.reproduce}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -84,24 +104,19 @@ class ReportCard:
 
 @dataclass(frozen=True)
 class _Suite:
-    scheduler: str
-    sched_opts: dict[str, str]
     dylibs: list[str]
     stall_timeout_ms: int
+    #: `tomii.run_graph`, or a function that calls it in a child process.
+    run_graph: Callable[..., Any]
 
     def run(self, graph: dict[str, Any], knobs: Knobs) -> tuple[Any, ReferenceModel]:
         model = ReferenceModel(graph)
-        options = {
-            **knobs.run_options(),
-            "scheduler": self.scheduler,
-            "sched_opts": self.sched_opts,
-        }
-        result = run_graph(
+        result = self.run_graph(
             graph,
             dylibs=self.dylibs,
             trace=True,
             stall_timeout_ms=self.stall_timeout_ms,
-            **options,
+            **knobs.run_options(),
         )
         return result, model
 
@@ -173,6 +188,7 @@ def _property(
         derandomize=seed is None,
         suppress_health_check=list(HealthCheck),
         phases=[Phase.generate, Phase.shrink],
+        report_multiple_bugs=False,
     )
     @given(strategy)
     def prop(example: tuple[dict[str, Any], Knobs]) -> None:
@@ -181,40 +197,46 @@ def _property(
         graph, knobs = example
         try:
             problems = body(graph, knobs)
-        except TomiiError as error:
+        except Exception as error:  # noqa: BLE001 (a TomiiError, a crash: the example failed)
             problems = [f"{type(error).__name__}: {error}"]
         if problems:
             # The last failing example hypothesis runs is the shrunk one.
-            failure.update(graph=graph, knobs=knobs, problems=problems)
+            failure.update(graph=graph, knobs=knobs.run_options(), problems=problems)
             raise AssertionError(problems[0])
 
     if seed is not None:
         prop = hypothesis_seed(seed)(prop)
     started = time.perf_counter()
+    stopped = None
     try:
         prop()
     except AssertionError:
         pass
+    except Exception as error:  # noqa: BLE001 (Flaky, or hypothesis gave up: the property failed)
+        stopped = error
     seconds = time.perf_counter() - started
-    if not failure:
-        return PropertyResult(name, description, True, ran, seconds)
+    if not failure and stopped is None:
+        return PropertyResult(name, description, True, ran, seconds, seed=seed)
+    problems = list(failure.get("problems", []))
+    if stopped is not None:
+        problems.append(f"{type(stopped).__name__}: {_one_line(stopped)}")
     return PropertyResult(
         name,
         description,
         False,
         ran,
         seconds,
-        problems=list(failure["problems"]),
-        graph=failure["graph"],
-        knobs=failure["knobs"],
+        problems=problems,
+        graph=failure.get("graph"),
+        knobs=failure.get("knobs"),
+        flaky=isinstance(stopped, Flaky),
+        seed=seed,
     )
 
 
-def _knobs_of(suite: _Suite, knobs: Knobs) -> dict[str, Any]:
-    """The run options of a failing example, with the checked scheduler's."""
-    options = knobs.run_options()
-    options.update(scheduler=suite.scheduler, sched_opts=suite.sched_opts)
-    return options
+def _one_line(error: BaseException, most: int = 600) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def check(
@@ -227,6 +249,8 @@ def check(
     seed: int | None = None,
     dylibs: Sequence[str | Path] | None = None,
     stall_timeout_ms: int = 5000,
+    isolation: str = "process",
+    run_timeout_s: float | None = 60.0,
 ) -> ReportCard:
     """Checks a scheduler (a name, or the path of any scheduler dylib) against every invariant,
     on hypothesis-generated graphs and knobs, and returns a report card.
@@ -237,32 +261,86 @@ def check(
     a slot, worker ranges honoured, every frame and every post-node done; for `fifo` on one worker,
     FIFO order; for `priority`, no higher-priority task left waiting. `profile` is "fast" (30 runs
     per property) or "deep" (600); `max_examples` overrides it. A failure comes with the minimal
-    graph and knobs hypothesis shrank it to. `seed` makes the examples reproducible (without it,
-    they are derandomized: the same on every call). `dylibs` defaults to the synthetic kernels.
-    A run in which no task completes for `stall_timeout_ms` fails as a stall.
+    graph and knobs hypothesis shrank it to, and a command that runs the check again. `seed`
+    makes the examples reproducible (without it, they are derandomized: the same on every call).
+    `dylibs` defaults to the synthetic kernels. A run in which no task completes for
+    `stall_timeout_ms` fails as a stall.
+
+    `isolation`: "process" (the default) makes the runs in a child process, each within
+    `run_timeout_s` seconds (None: no limit): a scheduler that crashes (a segfault, an abort,
+    `exit()`) or hangs fails that example, with the signal, exit status or time limit, and a
+    fresh child makes the next run. "none" makes them in this process: a little faster, but a
+    crash ends the caller. The scheduler cannot make `check` raise: an error of a run fails its
+    example, and a failure that does not repeat (hypothesis' Flaky) fails the property, marked
+    `flaky`.
     """
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
+    if isolation not in ISOLATIONS:
+        raise ValueError(f"isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}")
     examples = max_examples if max_examples is not None else PROFILES[profile]
     libraries = [str(d) for d in dylibs] if dylibs is not None else [str(find_plugin("synthetic"))]
-    suite = _Suite(str(scheduler), dict(sched_opts or {}), libraries, stall_timeout_ms)
-    strategy = _runs(workers)
-    properties = [
-        ("outputs", "every frame's outputs equal the reference model's", suite.outputs),
-        ("trace invariants", "exactly once, dependency order, slots, worker ranges", suite.trace),
-    ]
+    options = dict(sched_opts or {})
+    strategy = _runs(workers, str(scheduler), options)
+    given = {
+        "sched_opts": options or None,
+        "max_examples": examples,
+        "workers": list(workers) if workers != (1, 3) else None,
+        "seed": seed,
+        "dylibs": libraries if dylibs is not None else None,
+        "stall_timeout_ms": stall_timeout_ms if stall_timeout_ms != 5000 else None,
+        "isolation": isolation if isolation != "process" else None,
+    }
+    reproduce = _reproduce(scheduler, {k: v for k, v in given.items() if v is not None})
     results = []
-    for name, description, body in properties:
-        result = _property(name, description, body, strategy, examples, seed)
-        if isinstance(result.knobs, Knobs):
-            result = dataclasses.replace(result, knobs=_knobs_of(suite, result.knobs))
-        results.append(result)
+    with ExitStack() as stack:
+        runner: Callable[..., Any] = run_graph
+        if isolation == "process":
+            runner = _in_child(stack.enter_context(Isolated()), run_timeout_s)
+        suite = _Suite(libraries, stall_timeout_ms, runner)
+        properties = [
+            ("outputs", "every frame's outputs equal the reference model's", suite.outputs),
+            (
+                "trace invariants",
+                "exactly once, dependency order, slots, worker ranges",
+                suite.trace,
+            ),
+        ]
+        for name, description, body in properties:
+            result = _property(name, description, body, strategy, examples, seed)
+            if not result.passed:
+                result = dataclasses.replace(result, reproduce=reproduce)
+            results.append(result)
     return ReportCard(str(scheduler), results)
 
 
+def _in_child(child: Isolated, timeout_s: float | None) -> Callable[..., Any]:
+    """`run_graph`, called in `child` within `timeout_s` seconds."""
+
+    def run(graph: dict[str, Any], **options: Any) -> Any:
+        return child.call(run_graph, graph, timeout_s=timeout_s, **options)
+
+    return run
+
+
+def _reproduce(scheduler: str | Path, arguments: Mapping[str, Any]) -> str:
+    """A shell command that runs `check(scheduler, **arguments)` again and prints its card."""
+    path = Path(scheduler)
+    target = str(path.resolve()) if path.is_file() else str(scheduler)
+    passed = "".join(f", {key}={json.dumps(value)}" for key, value in arguments.items())
+    code = f"import tomii.check; print(tomii.check.check({json.dumps(target)}{passed}))"
+    return f"python -c {shlex.quote(code)}"
+
+
 @st.composite
-def _run_examples(draw: st.DrawFn, workers: tuple[int, int]) -> tuple[dict[str, Any], Knobs]:
+def _run_examples(
+    draw: st.DrawFn, workers: tuple[int, int], scheduler: str, sched_opts: dict[str, str]
+) -> tuple[dict[str, Any], Knobs]:
+    # The knobs name the checked scheduler and its options, so that every example shown does,
+    # hypothesis' own reports included.
     knobs = Knobs(
+        scheduler=scheduler,
+        sched_opts=tuple(sorted(sched_opts.items())),
         workers=draw(st.integers(*workers)),
         slots=draw(st.integers(1, 6)),
         frames=draw(st.integers(1, 5)),
@@ -271,5 +349,7 @@ def _run_examples(draw: st.DrawFn, workers: tuple[int, int]) -> tuple[dict[str, 
     return draw(graphs(workers=knobs.workers)), knobs
 
 
-def _runs(workers: tuple[int, int]) -> st.SearchStrategy[tuple[dict[str, Any], Knobs]]:
-    return _run_examples(workers)
+def _runs(
+    workers: tuple[int, int], scheduler: str, sched_opts: dict[str, str]
+) -> st.SearchStrategy[tuple[dict[str, Any], Knobs]]:
+    return _run_examples(workers, scheduler, sched_opts)

@@ -237,7 +237,8 @@ def _executor(spec: Mapping[str, Any], stack: ExitStack) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`tomii sweep CONFIG [--out DIR] [--no-plots] [--frames N] [--repeats N]`."""
+    """`tomii sweep CONFIG [--out DIR] [--no-plots] [--frames N] [--repeats N] [--in-process]
+    [--trial-timeout S]`."""
     parser = argparse.ArgumentParser(
         prog="tomii sweep", description="Compare schedulers as a TOML file describes."
     )
@@ -248,7 +249,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-plots", action="store_true", help="write the table only")
     parser.add_argument("--frames", type=int, help="override the file's frames")
     parser.add_argument("--repeats", type=int, help="override the file's repeats")
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the trials in this process: faster to start, but a crashing scheduler ends "
+        "the sweep (default: one at a time in a child process, replaced after a crash)",
+    )
+    parser.add_argument(
+        "--trial-timeout",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="kill a trial's child process after S seconds, warm-ups included; 0: no limit "
+        "(default: %(default)g)",
+    )
     args = parser.parse_args(argv)
+    isolation = "none" if args.in_process else "process"
+    trial_timeout_s = args.trial_timeout if args.trial_timeout > 0 else None
     try:
         config = load_config(args.config)
         for key in ("frames", "repeats"):
@@ -258,7 +275,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         config.pop("out", None)
         plots, executor_spec = config.pop("plots"), config.pop("executor")
         with ExitStack() as stack:
-            result = sweep(**config, out=out, executor=_executor(executor_spec, stack))
+            executor = _executor(executor_spec, stack)
+            result = sweep(
+                **config,
+                out=out,
+                executor=executor,
+                isolation=isolation,
+                trial_timeout_s=trial_timeout_s,
+            )
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

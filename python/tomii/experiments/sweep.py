@@ -1,9 +1,10 @@
 """Sweeps: every scheduler × graph × combination of knobs × repeat, run in a seeded random order,
 each run's trace checked against the reference model, gathered into a tidy table (`table.py`).
 
-Trials run in this process, or on any executor with `submit(fn, *args)` (`concurrent.futures`,
-Dask's `distributed.Client`) as calls of `run_trial` with plain arguments. A trial that fails or
-breaks an invariant becomes an invalid row; it never stops the sweep. Nothing here plots.
+Trials run one at a time in a child process (`tomii.isolation`), in this process, or on any
+executor with `submit(fn, *args)` (`concurrent.futures`, Dask's `distributed.Client`) as calls of
+`run_trial` with plain arguments. A trial that fails, breaks an invariant, crashes its process or
+hangs becomes an invalid row; it never stops the sweep. Nothing here plots.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ import random
 import subprocess
 import sys
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import as_completed as std_as_completed
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -30,6 +33,7 @@ from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
 from .. import TRACE_DTYPE, ConfigError, Graph, GraphError, PluginError, run_graph
 from ..graphs import critical_path_us, standard_set, total_work_us
+from ..isolation import ChildFailed, Isolated
 from ..plugins import find_plugin, find_scheduler
 from .table import (
     COLUMNS,
@@ -40,7 +44,7 @@ from .table import (
     write_environment,
 )
 
-__all__ = ["Scheduler", "SupportsSubmit", "run_trial", "sweep"]
+__all__ = ["ISOLATIONS", "Scheduler", "SupportsSubmit", "run_trial", "sweep"]
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,13 @@ def _combinations(knobs: Mapping[str, Any], frames: int) -> list[dict[str, Any]]
     grid = {name: _knob_values(name, values) for name, values in knobs.items()}
     base = {**_BASE_KNOBS, "frames": frames}
     return [{**base, **dict(zip(grid, chosen))} for chosen in itertools.product(*grid.values())]
+
+
+def _timeout(value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"sweep: trial_timeout_s must be positive or None, got {value!r}")
 
 
 def _count(name: str, value: object, low: int) -> int:
@@ -439,10 +450,43 @@ def _summary(problems: Sequence[str]) -> str:
 _Outcomes = Generator[tuple[_Trial, dict[str, Any]], None, None]
 
 
-def _serially(plan: _Plan, bar: Any) -> _Outcomes:
+#: What `sweep(isolation=...)` takes.
+ISOLATIONS = ("process", "none")
+
+
+class _OneByOne:
+    """Runs trials one at a time: in a child process ("process": a crash, a hang past
+    `timeout_s`, costs that trial's row, and a fresh child runs the next), or here ("none")."""
+
+    def __init__(self, plan: _Plan, isolation: str, timeout_s: float | None) -> None:
+        self.plan = plan
+        self.timeout_s = timeout_s
+        self.child = Isolated() if isolation == "process" else None
+
+    def start(self) -> None:
+        if self.child is not None:
+            self.child.start()
+
+    def run(self, trial: _Trial) -> dict[str, Any]:
+        arguments = self.plan.arguments(trial)
+        if self.child is None:
+            return run_trial(*arguments)
+        try:
+            return self.child.call(run_trial, *arguments, timeout_s=self.timeout_s)
+        except ChildFailed as error:
+            scheduler = self.plan.schedulers[trial.scheduler].label
+            problem = f"{type(error).__name__}: scheduler {scheduler}: {error}"
+            return _lost(trial, problem, error.pid)
+
+    def close(self) -> None:
+        if self.child is not None:
+            self.child.close()
+
+
+def _serially(plan: _Plan, trials: _OneByOne, bar: Any) -> _Outcomes:
     for trial in plan.trials:
         bar.set_postfix_str(plan.label(trial), refresh=False)
-        yield trial, run_trial(*plan.arguments(trial))
+        yield trial, trials.run(trial)
 
 
 def _as_completed(futures: list[Any]) -> Iterator[Any]:
@@ -455,33 +499,75 @@ def _as_completed(futures: list[Any]) -> Iterator[Any]:
     return std_as_completed(futures)
 
 
-def _on_executor(plan: _Plan, executor: SupportsSubmit, bar: Any) -> _Outcomes:
-    futures = {executor.submit(run_trial, *plan.arguments(t)): t for t in plan.trials}
+def _on_executor(plan: _Plan, executor: SupportsSubmit, trials: _OneByOne, bar: Any) -> _Outcomes:
+    """The trials on `executor`. When it is a process pool that breaks (a trial killed one of its
+    processes, and the pool fails every trial it had), the pool is replaced by a new one like
+    it, and the lost trials run again: first those the pool may have started, one by one
+    (`trials`: the culprit gets the invalid row, with the reason), then the rest on the new pool."""
+    pending, replacement = list(plan.trials), None
+    try:
+        while pending:
+            lost = yield from _submitted(plan, executor, pending, bar)
+            if not lost:
+                return
+            workers = getattr(executor, "_max_workers", 1)
+            if replacement is not None:
+                replacement.shutdown(wait=True)
+            executor = replacement = ProcessPoolExecutor(
+                max_workers=workers, mp_context=getattr(executor, "_mp_context", None)
+            )
+            # The pool runs its trials in order, at most workers + 1 of them handed out at once.
+            suspects, pending = lost[: workers + 1], lost[workers + 1 :]
+            for trial in suspects:
+                bar.set_postfix_str(plan.label(trial), refresh=False)
+                yield trial, trials.run(trial)
+    finally:
+        if replacement is not None:
+            replacement.shutdown(wait=True, cancel_futures=True)
+
+
+def _submitted(
+    plan: _Plan, executor: SupportsSubmit, trials: list[_Trial], bar: Any
+) -> Generator[tuple[_Trial, dict[str, Any]], None, list[_Trial]]:
+    """Submits `trials` and yields each as it completes; returns those a broken process pool
+    lost, in the order they were submitted."""
+    futures: dict[Any, _Trial] = {}
+    lost: list[_Trial] = []
+    try:
+        for trial in trials:
+            futures[executor.submit(run_trial, *plan.arguments(trial))] = trial
+    except BrokenProcessPool:
+        lost = trials[len(futures) :]
+    submitted = {trial.trial: position for position, trial in enumerate(trials)}
     try:
         for future in _as_completed(list(futures)):
             trial = futures[future]
-            bar.set_postfix_str(plan.label(trial), refresh=False)
             try:
                 outcome = future.result()
+            except BrokenProcessPool:
+                lost.append(trial)
+                continue
             except Exception as error:  # noqa: BLE001 (the executor lost the trial: a row says so)
-                outcome = _lost(trial, error)
+                outcome = _lost(trial, f"executor: {type(error).__name__}: {error}", -1)
+            bar.set_postfix_str(plan.label(trial), refresh=False)
             yield trial, outcome
     finally:
         for future in futures:
             if not future.done():
                 future.cancel()
+    return sorted(lost, key=lambda trial: submitted[trial.trial])
 
 
-def _lost(trial: _Trial, error: Exception) -> dict[str, Any]:
-    """The outcome of a trial the executor lost (a worker died, say)."""
+def _lost(trial: _Trial, problem: str, pid: int | None) -> dict[str, Any]:
+    """The outcome of a trial that never returned (its process died, say)."""
     return {
         "trial": trial.trial,
-        "worker_pid": -1,
+        "worker_pid": -1 if pid is None else pid,
         "report": None,
         "latencies_us": [],
         "trace": None,
         "node_names": [],
-        "problem": f"executor: {type(error).__name__}: {error}",
+        "problem": problem,
     }
 
 
@@ -519,6 +605,8 @@ def sweep(
     out: str | Path | None = None,
     dylibs: Sequence[str | Path] | None = None,
     on_trial: Callable[[dict[str, Any]], None] | None = None,
+    isolation: str = "process",
+    trial_timeout_s: float | None = 600.0,
 ) -> SweepResult:
     """Runs every scheduler on every graph for every combination of `knobs`, `repeats` times.
 
@@ -549,23 +637,47 @@ def sweep(
     than the cores the trials' workers leave free. A later repeat may land on a process that
     has not run its configuration yet: the warm-up only warms the process that ran it.
 
+    `isolation`: where the sweep runs the trials it runs itself (all of them without `executor`):
+    "process" (the default) runs them one at a time in a child process, so that a scheduler
+    that crashes (a segfault, an abort, `exit()`) or hangs costs only its trial: the row is
+    invalid, its `problem` names the scheduler and the signal, exit status or time limit, and a
+    fresh child runs the next trial. "none" runs them in this process: no process start (a
+    fraction of a second per sweep and per crash), no pickling of traces, but a crash ends the
+    sweep and a hang blocks it. `trial_timeout_s`: how long a trial, its warm-ups included, may
+    take in its child before it is killed (None: no limit); the runtime's own watchdogs
+    (`stall_timeout_ms`, `scheduler_call_timeout_ms`) catch most hangs well before, so this is
+    the last resort: raise it for trials that legitimately run longer (many frames of costly
+    kernels). A process pool given as `executor` that breaks (`BrokenProcessPool`: one of its
+    processes died) is replaced by a new one with the same `max_workers` and `mp_context`; the
+    trials it lost run again, those it may have started one by one as `isolation` says (the
+    culprit's row is invalid, the others' are kept), the rest on the new pool.
+
     `out`: a directory that receives results.csv and frames.csv row by row as trials finish
     (a killed sweep loses nothing that finished), then everything `SweepResult.save` writes.
     Ctrl-C (KeyboardInterrupt) stops the sweep: the finished rows are kept and returned with
     `interrupted=True`. `on_trial(row)` is called with each row once it is recorded.
     `progress` shows a tqdm bar on stderr (only on a terminal).
     """
+    if isolation not in ISOLATIONS:
+        raise ValueError(
+            f"sweep: isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}"
+        )
+    _timeout(trial_timeout_s)
     plan = _plan(schedulers, graphs, knobs, frames=frames, dylibs=dylibs, check=check)
     plan.arrange(_count("repeats", repeats, 1), _count("warmup", warmup, 0), seed)
     columns = [*COLUMNS, *plan.extra_knobs, PID_COLUMN]
     parameters = _parameters(plan, repeats, warmup, frames, seed, executor)
+    parameters.update(isolation=isolation, trial_timeout_s=trial_timeout_s)
     result = SweepResult([], [], {}, environment(parameters), columns)
-    files = None if out is None else _Files(Path(out), columns, result.environment)
-    try:
-        _collect(plan, result, executor, files, progress, on_trial)
-    finally:
-        if files is not None:
-            files.close()
+    with closing(_OneByOne(plan, isolation, trial_timeout_s)) as trials:
+        if executor is None:
+            trials.start()  # a child that cannot start fails the sweep now, before any file
+        files = None if out is None else _Files(Path(out), columns, result.environment)
+        try:
+            _collect(plan, result, executor, trials, files, progress, on_trial)
+        finally:
+            if files is not None:
+                files.close()
     if out is not None:
         result.save(out)
     return result
@@ -603,6 +715,7 @@ def _collect(
     plan: _Plan,
     result: SweepResult,
     executor: SupportsSubmit | None,
+    trials: _OneByOne,
     files: _Files | None,
     progress: bool,
     on_trial: Callable[[dict[str, Any]], None] | None,
@@ -612,7 +725,10 @@ def _collect(
         total=len(plan.trials), desc="sweep", unit="trial", file=sys.stderr,
         disable=None if progress else True, dynamic_ncols=True,
     )  # fmt: skip
-    outcomes = _serially(plan, bar) if executor is None else _on_executor(plan, executor, bar)
+    if executor is None:
+        outcomes = _serially(plan, trials, bar)
+    else:
+        outcomes = _on_executor(plan, executor, trials, bar)
     try:
         with closing(outcomes):
             for trial, outcome in outcomes:

@@ -55,7 +55,8 @@ COLUMNS: dict[str, type] = {
     "valid": bool,
     "problem": str,
 }
-#: The last column: the process that ran the trial (an executor's worker, or this process).
+#: The last column: the process that ran the trial (the sweep's child process, an executor's
+#: worker, or this process; -1 when an executor lost the trial).
 PID_COLUMN = "worker_pid"
 
 #: The keys of `SweepResult.frames` (one dict per frame of every trial that produced a trace).
