@@ -37,9 +37,6 @@ QUOTED_LINES = 5
 START_TIMEOUT_S = 60.0
 #: How long a worker asked to stop may take before it is killed.
 STOP_TIMEOUT_S = 2.0
-#: The runtime's words for a plugin call that never returned: its thread is still running in the
-#: worker (for runtimes that raise no `tomii.HangError` yet).
-_STUCK_THREAD = "a thread stuck in a plugin cannot be stopped"
 
 
 class _ChildError(TomiiError):
@@ -92,8 +89,7 @@ class Isolated:
     `with Isolated() as child: child.call(fn, *args, timeout_s=60, **kwargs)`: `fn`, the arguments
     and the result travel by pickle (`fn` must be importable: a module-level function). An
     exception `fn` raises is raised again here; the worker stays, unless the exception says a
-    plugin thread is stuck in it (`tomii.HangError`, or the runtime's "cannot be stopped"), and
-    then it is replaced. What the worker writes to stderr is passed on to this process's stderr
+    plugin thread is stuck in it (`tomii.HangError`), and then it is replaced. What the worker writes to stderr is passed on to this process's stderr
     after each call.
     """
 
@@ -159,10 +155,7 @@ class Isolated:
 
 def _leaves_a_thread_running(error: BaseException) -> bool:
     """Whether `error` reports a plugin call that never returned: its thread still spins."""
-    hang = getattr(tomii, "HangError", None)
-    if isinstance(hang, type) and isinstance(error, hang):
-        return True
-    return isinstance(error, TomiiError) and _STUCK_THREAD in str(error)
+    return isinstance(error, tomii.HangError)
 
 
 class _Worker:

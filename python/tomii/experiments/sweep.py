@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import as_completed as std_as_completed
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import closing, suppress
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,7 +31,7 @@ from typing import Any, Protocol, Union
 import numpy as np
 from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
-from .. import TRACE_DTYPE, ConfigError, Graph, GraphError, PluginError, run_graph
+from .. import TRACE_DTYPE, ConfigError, Graph, GraphError, HangError, PluginError, run_graph
 from ..graphs import critical_path_us, standard_set, total_work_us
 from ..isolation import ChildFailed, Isolated
 from ..plugins import find_plugin, find_scheduler
@@ -346,15 +346,12 @@ def run_trial(
     """One trial, in the process that calls it: `warmup` unrecorded runs, then the recorded run
     with a trace, checked when `check`. Returns plain data: `trial`, `worker_pid`, `report`
     (None when the run failed), `latencies_us` (per frame), `trace` and `node_names` (when
-    `keep_trace`), `problem` (empty when the run succeeded and kept every invariant).
+    `keep_trace`), `problem` (empty when the run succeeded and kept every invariant), `stuck`
+    (a scheduler call or kernel never returned: its thread is left running in this process).
 
     `trial` also makes every call's arguments distinct: Dask takes a function of equal arguments
     for the same task and would run the repeats of a configuration once."""
     options = {"dylibs": dylibs, "scheduler": scheduler, "sched_opts": sched_opts, **knobs}
-    for _ in range(warmup):
-        # A failed warm-up is left unrecorded: the recorded run fails the same way and says why.
-        with suppress(Exception):
-            run_graph(graph, collect_outputs=False, **options)
     outcome: dict[str, Any] = {
         "trial": trial,
         "worker_pid": os.getpid(),
@@ -363,11 +360,22 @@ def run_trial(
         "trace": None,
         "node_names": [],
         "problem": "",
+        "stuck": False,
     }
     try:
+        for _ in range(warmup):
+            # A failed warm-up is left unrecorded: the recorded run fails the same way and says
+            # why. A stuck one ends the trial: its thread spins on.
+            try:
+                run_graph(graph, collect_outputs=False, **options)
+            except HangError:
+                raise
+            except Exception:  # noqa: BLE001, S110
+                pass
         result = run_graph(graph, collect_outputs=False, trace=True, **options)
     except Exception as error:  # noqa: BLE001 (any failure is the row's problem, not the sweep's)
         outcome["problem"] = f"{type(error).__name__}: {error}"
+        outcome["stuck"] = isinstance(error, HangError)
         return outcome
     trace = result.trace if result.trace is not None else np.zeros(0, TRACE_DTYPE)
     outcome["report"] = dict(result.report)
@@ -472,11 +480,14 @@ class _OneByOne:
         if self.child is None:
             return run_trial(*arguments)
         try:
-            return self.child.call(run_trial, *arguments, timeout_s=self.timeout_s)
+            outcome = self.child.call(run_trial, *arguments, timeout_s=self.timeout_s)
         except ChildFailed as error:
             scheduler = self.plan.schedulers[trial.scheduler].label
             problem = f"{type(error).__name__}: scheduler {scheduler}: {error}"
             return _lost(trial, problem, error.pid)
+        if outcome["stuck"]:
+            self.child.close()  # a thread spins in it: the next trial gets a fresh child
+        return outcome
 
     def close(self) -> None:
         if self.child is not None:
