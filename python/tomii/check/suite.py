@@ -25,8 +25,8 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
-from .. import run_graph
-from ..isolation import Isolated
+from .. import HangError, run_graph
+from ..isolation import ChildFailed, Isolated
 from ..plugins import find_plugin
 from .invariants import Violation, check_trace, fifo_order, priority_order, rows_of
 from .reference import ReferenceModel
@@ -106,6 +106,7 @@ class ReportCard:
 class _Suite:
     dylibs: list[str]
     stall_timeout_ms: int
+    scheduler_call_timeout_ms: int
     #: `tomii.run_graph`, or a function that calls it in a child process.
     run_graph: Callable[..., Any]
 
@@ -116,6 +117,7 @@ class _Suite:
             dylibs=self.dylibs,
             trace=True,
             stall_timeout_ms=self.stall_timeout_ms,
+            scheduler_call_timeout_ms=self.scheduler_call_timeout_ms,
             **knobs.run_options(),
         )
         return result, model
@@ -180,6 +182,10 @@ def _property(
 ) -> PropertyResult:
     failure: dict[str, Any] = {}
     ran = 0
+    #: The first example that crashed its child or left a call stuck, and what it said: each
+    #: further run of such an example costs a child process or a time limit, so it is reported
+    #: as found, not shrunk (every other example then passes unrun, and it alone fails again).
+    fatal: tuple[tuple[dict[str, Any], Knobs], list[str]] | None = None
 
     @settings(
         max_examples=examples,
@@ -192,11 +198,18 @@ def _property(
     )
     @given(strategy)
     def prop(example: tuple[dict[str, Any], Knobs]) -> None:
-        nonlocal ran
+        nonlocal ran, fatal
+        if fatal is not None:
+            if example != fatal[0]:
+                return
+            raise AssertionError(fatal[1][0])
         ran += 1
         graph, knobs = example
         try:
             problems = body(graph, knobs)
+        except (ChildFailed, HangError) as error:
+            problems = [f"{type(error).__name__}: {error}"]
+            fatal = (example, problems)
         except Exception as error:  # noqa: BLE001 (a TomiiError, a crash: the example failed)
             problems = [f"{type(error).__name__}: {error}"]
         if problems:
@@ -249,6 +262,7 @@ def check(
     seed: int | None = None,
     dylibs: Sequence[str | Path] | None = None,
     stall_timeout_ms: int = 5000,
+    scheduler_call_timeout_ms: int = 2000,
     isolation: str = "process",
     run_timeout_s: float | None = 60.0,
 ) -> ReportCard:
@@ -264,7 +278,10 @@ def check(
     graph and knobs hypothesis shrank it to, and a command that runs the check again. `seed`
     makes the examples reproducible (without it, they are derandomized: the same on every call).
     `dylibs` defaults to the synthetic kernels. A run in which no task completes for
-    `stall_timeout_ms` fails as a stall.
+    `stall_timeout_ms` fails as a stall, and one with a scheduler call that has not returned
+    after `scheduler_call_timeout_ms` fails as stuck (HangError). An example that crashes its
+    child or leaves a call stuck is reported as found, not shrunk: each further run of it would
+    cost a child process or a time limit.
 
     `isolation`: "process" (the default) makes the runs in a child process, each within
     `run_timeout_s` seconds (None: no limit): a scheduler that crashes (a segfault, an abort,
@@ -289,6 +306,9 @@ def check(
         "seed": seed,
         "dylibs": libraries if dylibs is not None else None,
         "stall_timeout_ms": stall_timeout_ms if stall_timeout_ms != 5000 else None,
+        "scheduler_call_timeout_ms": (
+            scheduler_call_timeout_ms if scheduler_call_timeout_ms != 2000 else None
+        ),
         "isolation": isolation if isolation != "process" else None,
     }
     reproduce = _reproduce(scheduler, {k: v for k, v in given.items() if v is not None})
@@ -297,7 +317,7 @@ def check(
         runner: Callable[..., Any] = run_graph
         if isolation == "process":
             runner = _in_child(stack.enter_context(Isolated()), run_timeout_s)
-        suite = _Suite(libraries, stall_timeout_ms, runner)
+        suite = _Suite(libraries, stall_timeout_ms, scheduler_call_timeout_ms, runner)
         properties = [
             ("outputs", "every frame's outputs equal the reference model's", suite.outputs),
             (
