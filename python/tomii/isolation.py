@@ -16,7 +16,8 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from types import TracebackType
@@ -158,6 +159,22 @@ def _leaves_a_thread_running(error: BaseException) -> bool:
     return isinstance(error, tomii.HangError)
 
 
+@contextmanager
+def _main_without_missing_file() -> Iterator[None]:
+    """While a child is spawned: a `__main__` whose file does not exist (a script read from stdin,
+    `<stdin>`) is left out of what the child imports again, as a `-c` command or a REPL is."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or path is None or os.path.isfile(path):
+        yield
+        return
+    del main.__file__
+    try:
+        yield
+    finally:
+        main.__file__ = path
+
+
 class _Worker:
     """One worker process: its connection, and the file its stderr goes to."""
 
@@ -171,7 +188,8 @@ class _Worker:
             target=_serve, args=(theirs, path, os.getpid()), name="tomii-worker", daemon=True
         )
         try:
-            self.process.start()
+            with _main_without_missing_file():
+                self.process.start()
             theirs.close()
             self._wait_until_ready()
         except BaseException:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -240,3 +242,22 @@ def test_ctrl_c_in_the_parent_kills_the_worker() -> None:
 def test_in_process_checks_stay_available() -> None:
     card = check("fifo", max_examples=3, isolation="none")
     assert card.passed, str(card)
+
+
+def test_a_script_read_from_stdin_can_start_a_worker() -> None:
+    """A `__main__` without a file (`python -` reading stdin) is not imported again by the child."""
+    script = (
+        "from tomii.isolation import Isolated\n"
+        "with Isolated() as child:\n"
+        "    print(child.call(abs, -3))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-"],
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "3"

@@ -183,26 +183,13 @@ def test_a_second_ctrl_c_stops_waiting_for_a_stuck_run(tmp_path: Path) -> None:
     """With a stuck pop and a long limit, the first Ctrl-C asks the run to stop (it cannot), the
     second raises KeyboardInterrupt at once."""
     stuck = compile_c_scheduler("fifo_sched.c", tmp_path / "libhang.so", "-DHANG_POP_AFTER=50")
-    script = tmp_path / "stuck.py"
-    script.write_text(
-        "import sys\n"
-        "import tomii\n"
-        "print('running', flush=True)\n"
-        "try:\n"
-        f"    tomii.run_graph({str(GRAPHS / 'diamond.json')!r}, dylibs=[{str(SYNTHETIC)!r}],\n"
-        f"        scheduler_plugin={str(stuck)!r}, workers=2, frames=0,\n"
-        "        scheduler_call_timeout_ms=600_000)\n"
-        "except KeyboardInterrupt:\n"
-        "    print('interrupted', flush=True)\n"
-        "    sys.exit(0)\n"
-        "sys.exit(3)\n",
-        encoding="utf-8",
+    child = _running_script(
+        tmp_path,
+        f"tomii.run_graph({str(GRAPHS / 'diamond.json')!r}, dylibs=[{str(SYNTHETIC)!r}],\n"
+        f"    scheduler_plugin={str(stuck)!r}, workers=2, frames=0,\n"
+        "    scheduler_call_timeout_ms=600_000)",
+        "print('interrupted', flush=True)",
     )
-    child = subprocess.Popen(
-        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    assert child.stdout is not None
-    assert child.stdout.readline().strip() == "running"
     time.sleep(1.0)  # stuck by now
     child.send_signal(signal.SIGINT)
     time.sleep(0.3)
@@ -216,22 +203,16 @@ def test_a_second_ctrl_c_stops_waiting_for_a_stuck_run(tmp_path: Path) -> None:
     assert out.strip() == "interrupted"
 
 
-def test_ctrl_c_stops_an_in_process_run_and_raises_with_what_it_did(tmp_path: Path) -> None:
-    """`run_graph(frames=0)` in a child Python; SIGINT after it started: KeyboardInterrupt within
-    a second, carrying the run's result (interrupted, frames done)."""
-    script = tmp_path / "unbounded.py"
+def _running_script(directory: Path, run: str, on_interrupt: str) -> subprocess.Popen[str]:
+    """A child Python running `run` (statements) that, on KeyboardInterrupt (bound as `stop`),
+    runs `on_interrupt` and exits 0 (3 if the run ended by itself); returned once it started."""
+    indent = "\n    ".join
+    script = directory / "child.py"
     script.write_text(
-        "import sys, time\n"
-        "import tomii\n"
-        "graph = {'nodes': [{'name': 'a', 'function': 'noop'}]}\n"
-        "print('running', flush=True)\n"
-        "try:\n"
-        f"    tomii.run_graph(graph, dylibs=[{str(SYNTHETIC)!r}], frames=0, collect_outputs=False)\n"
-        "except KeyboardInterrupt as stop:\n"
-        "    report = stop.result.report\n"
-        "    print('interrupted', report['interrupted'], report['frames'] > 0, flush=True)\n"
-        "    sys.exit(0)\n"
-        "sys.exit(3)\n",
+        "import sys\nimport tomii\nprint('running', flush=True)\n"
+        f"try:\n    {indent(run.splitlines())}\n"
+        f"except KeyboardInterrupt as stop:\n    {indent(on_interrupt.splitlines())}\n"
+        "    sys.exit(0)\nsys.exit(3)\n",
         encoding="utf-8",
     )
     child = subprocess.Popen(
@@ -239,6 +220,19 @@ def test_ctrl_c_stops_an_in_process_run_and_raises_with_what_it_did(tmp_path: Pa
     )
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "running"
+    return child
+
+
+def test_ctrl_c_stops_an_in_process_run_and_raises_with_what_it_did(tmp_path: Path) -> None:
+    """`run_graph(frames=0)` in a child Python; SIGINT after it started: KeyboardInterrupt within
+    a second, carrying the run's result (interrupted, frames done)."""
+    child = _running_script(
+        tmp_path,
+        "graph = {'nodes': [{'name': 'a', 'function': 'noop'}]}\n"
+        f"tomii.run_graph(graph, dylibs=[{str(SYNTHETIC)!r}], frames=0, collect_outputs=False)",
+        "report = stop.result.report\n"
+        "print('interrupted', report['interrupted'], report['frames'] > 0, flush=True)",
+    )
     time.sleep(0.5)  # inside the run
     child.send_signal(signal.SIGINT)
     sent = time.monotonic()

@@ -77,12 +77,7 @@ def test_the_console_command_is_the_cli_and_imports_python_kernels(
     listed = _run(venv, str(venv / "bin" / "tomii"), "schedulers", "--json", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     assert "fifo" in {entry["name"] for entry in json.loads(listed.stdout)}
-    synthetic = _run(
-        venv,
-        str(venv / "bin" / "python"),
-        "-c",
-        "import tomii; print(tomii.find_plugin('synthetic'))",
-    ).stdout.strip()
+    synthetic = _installed_synthetic(venv)
     env_path = f"PYTHONPATH={tmp_path}"
     ran = _run(
         venv, "/usr/bin/env", env_path, str(venv / "bin" / "tomii"), "run", str(graph),
@@ -110,12 +105,7 @@ def test_tomii_new_writes_projects_that_build_against_the_installed_sdk(
     sdk = _run(venv, str(venv / "bin" / "tomii"), "sdk")
     assert sdk.returncode == 0, sdk.stderr
     assert Path(sdk.stdout.strip()).is_relative_to(venv), sdk.stdout
-    synthetic = _run(
-        venv,
-        str(venv / "bin" / "python"),
-        "-c",
-        "import tomii; print(tomii.find_plugin('synthetic'))",
-    ).stdout.strip()
+    synthetic = _installed_synthetic(venv)
     # Outside any repository; cargo with the caller's environment (its home and registry cache).
     plugin_tests = ROOT / "target" / "plugin-tests"
     cargo_env = {**os.environ, "CARGO_TARGET_DIR": str(plugin_tests)}
@@ -135,3 +125,9 @@ def test_tomii_new_writes_projects_that_build_against_the_installed_sdk(
                    "--scheduler-plugin", str(plugin), "--frames", "5", cwd=project)  # fmt: skip
         assert ran.returncode == 0, ran.stderr
         assert f"{project.name} on example: 5 frames" in ran.stdout
+
+
+def _installed_synthetic(venv: Path) -> str:
+    """The synthetic kernels' library shipped in the package installed in `venv`."""
+    code = "import tomii; print(tomii.find_plugin('synthetic'))"
+    return _run(venv, str(venv / "bin" / "python"), "-c", code).stdout.strip()
