@@ -681,8 +681,12 @@ def sweep(
     parameters.update(isolation=isolation, trial_timeout_s=trial_timeout_s)
     result = SweepResult([], [], {}, environment(parameters), columns)
     with closing(_OneByOne(plan, isolation, trial_timeout_s)) as trials:
-        if executor is None:
-            trials.start()  # a child that cannot start fails the sweep now, before any file
+        try:
+            if executor is None:
+                trials.start()  # a child that cannot start fails the sweep now, before any file
+        except KeyboardInterrupt:
+            result.interrupted = True
+            return result
         files = None if out is None else _Files(Path(out), columns, result.environment)
         try:
             _collect(plan, result, executor, trials, files, progress, on_trial)
