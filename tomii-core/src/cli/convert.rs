@@ -31,6 +31,12 @@ pub fn load(path: &Path) -> Result<CompiledGraph> {
 
 /// `tomii convert`.
 pub fn convert(args: &ConvertArgs) -> Result<()> {
+    if let Some(output) = &args.output
+        && let (Ok(output), Ok(input)) = (output.canonicalize(), args.graph.canonicalize())
+        && output == input
+    {
+        bail!("{}: is the file being converted; give another path, so that the original is kept", output.display());
+    }
     let source = args.graph.display().to_string();
     let converted = graph::convert_str(&source, &graph::read_file(&args.graph)?)?;
     warn(&converted.warnings);
@@ -40,11 +46,6 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
     let Some(output) = &args.output else {
         return say(converted.text.trim_end());
     };
-    if let (Ok(output), Ok(input)) = (output.canonicalize(), args.graph.canonicalize())
-        && output == input
-    {
-        bail!("{}: is the file being converted; give another path, so that the original is kept", output.display());
-    }
     std::fs::write(output, &converted.text)
         .with_context(|| format!("{}: cannot write the converted graph", output.display()))
 }

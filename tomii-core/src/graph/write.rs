@@ -73,7 +73,7 @@ fn write(json: &Json, indent: usize, out: &mut String) {
 }
 
 /// `json` on one line, fields in order, a space after each `,` and `:`.
-fn flat(json: &Json) -> String {
+pub(crate) fn flat(json: &Json) -> String {
     match json {
         Json::Array(items) => format!("[{}]", items.iter().map(flat).collect::<Vec<_>>().join(", ")),
         Json::Object(_) => {

@@ -98,11 +98,11 @@ fn node_marks(node: &Json, at: &str, marks: &mut Marks) {
 }
 
 fn condition_marks(condition: &Map<String, Json>, at: &str, marks: &mut Marks) {
-    match condition.get("operation").and_then(Json::as_str) {
-        Some(op @ ("Ge" | "Le")) => marks.current(at, &format!("the operation {op} (Tomii 1.2 has none)")),
-        _ => {}
+    if let Some(op @ ("Ge" | "Le")) = condition.get("operation").and_then(Json::as_str) {
+        marks.current(at, &format!("the operation {op} (Tomii 1.2 has none)"));
     }
-    let ty = condition.get("value_type").and_then(Json::as_str).unwrap_or("");
+    // Without a value_type, a string is a String in both.
+    let ty = condition.get("value_type").and_then(Json::as_str).unwrap_or("String");
     match condition.get("value") {
         Some(Json::String(_)) if !text_is_neutral(ty) => {
             marks.v12(at, "a value written as a string (the current format writes a JSON value)");

@@ -120,12 +120,13 @@ fn note(
     if let Some((i, k)) = wraps {
         let at = i64::from(i) + k;
         parts.push(format!(
-            "instance {i} reaches {at}, beyond {name:?}'s {pred_factor} instances, which Tomii 1.2 took modulo \
-             {pred_factor} (instance {})",
+            "instance {i} selects {at}, outside the {pred_factor} instance(s) of {name:?}, which Tomii 1.2 took \
+             modulo {pred_factor}: instance {}",
             at.rem_euclid(i64::from(pred_factor.max(1)))
         ));
     }
-    format!("reads {name:?} with {shown}: {}; the current format writes {}", parts.join(", and "), written)
+    let written = super::super::write::flat(written);
+    format!("reads {name:?} with {shown}: {}; in the current format: \"predecessor\": {written}", parts.join("; and "))
 }
 
 /// A 1.2 `indexes` string.

@@ -282,8 +282,9 @@ impl Front {
         }
         if matches!(op, "Gt" | "Lt") {
             notes.push(format!(
-                "its condition {op} was always false in Tomii 1.2 (the node never ran); this runtime compares, so it \
-                 runs the instances whose value compares {op}"
+                "its condition {op} was always false in Tomii 1.2 (no instance ran); here it compares: the instances \
+                 whose function result is {} the value run",
+                if op == "Gt" { "greater than" } else { "less than" }
             ));
         }
         let Some(ty) = condition.get("value_type").and_then(Json::as_str) else {
@@ -350,7 +351,7 @@ impl Front {
             other if other.starts_with('$') => {
                 return invalid(format!("{at}: argument type {} is not one of Tomii 1.2's", quote(other)));
             }
-            _ => return self.literal_arg(arg, at).map(|(value, note)| (value, note)),
+            _ => return self.literal_arg(arg, at),
         };
         only(&["type", "predecessor"])?;
         let Some(Json::Object(pred)) = arg.get("predecessor") else {
@@ -367,15 +368,14 @@ impl Front {
     /// A literal argument, with its legacy condition (if any) reported and left out.
     fn literal_arg(&mut self, arg: &Map<String, Json>, at: &str) -> Result<(Json, Option<String>), Issue> {
         check_fields(arg, &["type", "value", "condition"], at)?;
-        let note = match arg.get("condition").filter(|c| !c.is_null()) {
-            Some(condition) => Some(format!(
+        let note = arg.get("condition").filter(|c| !c.is_null()).map(|condition| {
+            format!(
                 "{} carries a legacy condition {}, which this runtime does not evaluate (it is left out); to run the \
                  node only when a value compares so, give the node a \"condition\" with a function",
                 field_of(at),
                 show(condition)
-            )),
-            None => None,
-        };
+            )
+        });
         let plain: Map<String, Json> =
             arg.iter().filter(|(k, _)| *k != "condition").map(|(k, v)| (k.clone(), v.clone())).collect();
         let (value, _) = self.literal(&Json::Object(plain), at)?;
