@@ -44,6 +44,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>, provider: Option<&dyn Kern
         Command::Schedulers(args) => list_schedulers(&args),
         Command::Knobs(args) => list_knobs(&args),
         Command::Schema => print_schema(),
+        Command::Convert(args) => super::convert::convert(&args),
         Command::Send(args) => super::send::send(args),
         Command::Sweep(_) => Err(anyhow::anyhow!(
             "`tomii sweep` is part of the Python package: `pip install .` from the repository, then run the \
@@ -128,7 +129,7 @@ fn joined(error: &anyhow::Error) -> String {
 
 fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     let graph_path = args.graph.as_ref().or(args.json.as_ref()).context("no graph given")?;
-    let graph = graph::load_file(graph_path)?;
+    let graph = super::convert::load(graph_path)?;
     let mut kernels = KernelSet::load(&args.dylibs)?;
     if let Some(provider) = provider {
         let wanted: Vec<String> =

@@ -6,6 +6,7 @@
 //! in `knobs::CATALOG` with the same default and choices; `tests/knobs.rs` fails when they drift.
 
 pub mod app;
+pub mod convert;
 pub mod crash;
 pub mod send;
 
@@ -34,6 +35,9 @@ pub enum Command {
     Knobs(KnobsArgs),
     /// Print the JSON Schema of the graph format.
     Schema,
+    /// Rewrite a Tomii 1.2 graph file in the current format, with exactly its meaning; warnings
+    /// say where the two formats write the same selection differently.
+    Convert(convert::ConvertArgs),
     /// Compare schedulers over graphs and knobs as CONFIG (TOML) describes: a table and figures.
     /// Part of the Python package (`pip install .`), whose `tomii` command runs it.
     Sweep(SweepArgs),

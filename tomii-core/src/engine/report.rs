@@ -35,6 +35,8 @@ pub struct WorkerCounters {
 pub struct Report {
     pub tomii_version: &'static str,
     pub graph: String,
+    /// The dialect the graph file was written in: "tomii" or "tomii-1.2" (graph/README.md).
+    pub graph_dialect: &'static str,
     pub scheduler: SchedulerReport,
     pub workers: u32,
     pub slots: u32,

@@ -6,6 +6,7 @@
 
 use super::literal::Literal;
 pub use super::spec::CmpOp;
+use super::v12::Dialect;
 
 /// A graph ready to run. See the README ("Compiled form") for the meaning of each array.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -60,6 +61,11 @@ pub struct CompiledGraph {
     pub leader: Vec<u32>,
     /// Where the `$network` input's packets come from (README, "Network sources").
     pub network: Option<NetworkConfig>,
+    /// The dialect the file was written in (README, "Tomii 1.2 graph files").
+    pub dialect: Dialect,
+    /// One line per node whose Tomii 1.2 meaning the current format writes otherwise: what it
+    /// selects and how it is written now (printed as `warning: ...`).
+    pub warnings: Vec<String>,
 }
 
 /// A graph's `network_config`, resolved: sockets `start_port + i` for `i < num_sockets` (0: ports

@@ -2,8 +2,10 @@
 //! per-instance arrays for the engine. The format is described in `README.md` beside this file.
 //!
 //! Pipeline: `spec` (JSON shape) → `resolve` (names) → `compile` (instances, CSR) → `order`
-//! (cycles, ranks); `schema` is the format as a JSON Schema (`tomii schema`). No input may make it
-//! panic; every error is one line naming the source, the node, argument or field, and what to do.
+//! (cycles, ranks); `schema` is the format as a JSON Schema (`tomii schema`). A Tomii 1.2 file is
+//! first rewritten in the current format by `v12` (`write` lays that out for `tomii convert`). No
+//! input may make it panic; every error is one line naming the source, the node, argument or
+//! field, and what to do.
 
 mod compile;
 mod compiled;
@@ -16,6 +18,8 @@ mod select;
 mod spec;
 mod strict;
 mod typed;
+mod v12;
+mod write;
 
 #[cfg(test)]
 mod tests;
@@ -30,6 +34,7 @@ pub use error::quote as quote_name;
 pub use literal::{Literal, LiteralType};
 pub use schema::schema;
 pub use spec::NETWORK_INPUT;
+pub use v12::Dialect;
 
 /// The largest graph file read: a bigger one is refused before it is read.
 pub const MAX_FILE_BYTES: u64 = 256 << 20;
@@ -37,6 +42,11 @@ pub const MAX_FILE_BYTES: u64 = 256 << 20;
 /// Reads and compiles the graph file at `path`; errors name the file. Only a regular file is read
 /// (a FIFO would block, a device never end), and at most [`MAX_FILE_BYTES`] of it.
 pub fn load_file(path: &Path) -> Result<CompiledGraph, GraphError> {
+    parse_str(&path.display().to_string(), &read_file(path)?)
+}
+
+/// The text of the graph file at `path`, read as [`load_file`] reads it.
+pub fn read_file(path: &Path) -> Result<String, GraphError> {
     use std::io::Read;
     let source = path.display().to_string();
     let file = error::one_line(&source);
@@ -56,19 +66,76 @@ pub fn load_file(path: &Path) -> Result<CompiledGraph, GraphError> {
     std::fs::File::open(path)
         .and_then(|handle| handle.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
         .map_err(read_error)?;
-    let text = String::from_utf8(bytes).map_err(|e| GraphError::Syntax {
+    String::from_utf8(bytes).map_err(|e| GraphError::Syntax {
         file: error::one_line(&source),
         message: format!("the file is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
-    })?;
-    parse_str(&source, &text)
+    })
 }
 
-/// Parses and compiles a graph JSON text; `source_name` (usually a file name) starts every error
-/// message and becomes the graph's name when the JSON has none (its file stem).
+/// Parses and compiles a graph JSON text of either dialect (README.md, "Tomii 1.2 graph files");
+/// `source_name` (usually a file name) starts every error message and warning, and becomes the
+/// graph's name when the JSON has none (its file stem).
 pub fn parse_str(source_name: &str, text: &str) -> Result<CompiledGraph, GraphError> {
+    let current = in_current_format(source_name, text)?;
+    let mut graph = compile_json(source_name, &current.json)?;
+    graph.dialect = current.dialect;
+    graph.warnings = current.warnings;
+    Ok(graph)
+}
+
+/// A graph file rewritten in the current format ([`convert_str`]).
+#[derive(Clone, Debug)]
+pub struct Converted {
+    /// The dialect the file was written in.
+    pub dialect: Dialect,
+    /// The graph in the current format: a Tomii 1.2 file rewritten, a current one unchanged.
+    pub text: String,
+    /// As [`CompiledGraph::warnings`].
+    pub warnings: Vec<String>,
+}
+
+/// Rewrites a graph JSON text in the current format with exactly its meaning (`tomii convert`);
+/// the result is compiled first, so a graph that would not load is an error here too.
+pub fn convert_str(source_name: &str, text: &str) -> Result<Converted, GraphError> {
+    let current = in_current_format(source_name, text)?;
+    compile_json(source_name, &current.json)?;
+    let text = match current.dialect {
+        Dialect::Tomii => text.to_owned(),
+        Dialect::Tomii12 => write::pretty(&current.json),
+    };
+    Ok(Converted { dialect: current.dialect, text, warnings: current.warnings })
+}
+
+/// The dialect of a graph JSON text; an error if it mixes the two.
+pub fn dialect_of(source_name: &str, text: &str) -> Result<Dialect, GraphError> {
     let json = strict::parse(text)
         .map_err(|e| GraphError::Syntax { file: error::one_line(source_name), message: e.to_string() })?;
-    let spec = spec::read(&json).map_err(|issue| issue.into_error(source_name))?;
+    v12::detect(&json).map_err(|issue| issue.into_error(source_name))
+}
+
+/// The file's JSON in the current format, its dialect and the warnings of a translation.
+struct InCurrentFormat {
+    json: serde_json::Value,
+    dialect: Dialect,
+    warnings: Vec<String>,
+}
+
+fn in_current_format(source_name: &str, text: &str) -> Result<InCurrentFormat, GraphError> {
+    let json = strict::parse(text)
+        .map_err(|e| GraphError::Syntax { file: error::one_line(source_name), message: e.to_string() })?;
+    let dialect = v12::detect(&json).map_err(|issue| issue.into_error(source_name))?;
+    if dialect == Dialect::Tomii {
+        return Ok(InCurrentFormat { json, dialect, warnings: Vec::new() });
+    }
+    let translation = v12::translate(&json).map_err(|issue| issue.into_error(source_name))?;
+    let file = error::one_line(source_name);
+    let warnings = translation.warnings.into_iter().map(|w| format!("{file}: {w}")).collect();
+    Ok(InCurrentFormat { json: translation.json, dialect, warnings })
+}
+
+/// Compiles a graph in the current format.
+fn compile_json(source_name: &str, json: &serde_json::Value) -> Result<CompiledGraph, GraphError> {
+    let spec = spec::read(json).map_err(|issue| issue.into_error(source_name))?;
     let resolved = resolve::resolve(spec).map_err(|issue| issue.into_error(source_name))?;
     let default_name = Path::new(source_name).file_stem().and_then(|stem| stem.to_str()).unwrap_or(source_name);
     compile::compile(resolved, source_name, default_name).map_err(|issue| issue.into_error(source_name))

@@ -1314,6 +1314,7 @@ impl<'a> Engine<'a> {
         Report {
             tomii_version: env!("CARGO_PKG_VERSION"),
             graph: self.graph.name.clone(),
+            graph_dialect: self.graph.dialect.name(),
             scheduler: SchedulerReport {
                 name: plugin.name.to_owned(),
                 path: plugin.path.display().to_string(),

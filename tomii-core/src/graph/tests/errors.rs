@@ -232,7 +232,7 @@ fn literal_range_errors() {
         (json!({"type": "u128", "value": "-3"}), r#""-3" is not a decimal integer that fits in u128"#),
         (json!({"type": "i128", "value": 1e30}), "decimal string"),
         (json!({"type": "f32", "value": 1e39}), "does not fit in f32"),
-        (json!({"type": "f64", "value": "1"}), "expected a number for f64"),
+        (json!({"type": "f64", "value": true}), "expected a number for f64"),
         (json!({"type": "char", "value": "ab"}), r#""ab" is not exactly one character"#),
         (json!({"type": "bool", "value": 1}), "expected true or false for bool"),
         (json!({"type": "Complex64", "value": [1]}), "expected a list [re, im] for Complex64"),
@@ -331,7 +331,7 @@ fn loop_and_condition_errors_name_the_node_and_what_to_do() {
     assert_mentions(&condition(json!({"operation": "Eq", "value": 1})), &[r#"needs "function""#]);
     assert_mentions(&condition(json!({"operation": "Eq", "function": "c"})), &[r#"needs "value""#]);
     assert_mentions(
-        &condition(json!({"operation": "Eq", "value": "abc", "value_type": "usize", "function": "c"})),
+        &condition(json!({"operation": "Eq", "value": [1], "value_type": "usize", "function": "c"})),
         &[r#"node "x": condition value"#, "usize"],
     );
     let edge = condition(json!({"operation": "Eq", "value": 1, "function": "c",

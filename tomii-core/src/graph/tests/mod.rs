@@ -7,6 +7,7 @@
 mod compiled;
 mod errors;
 mod literals;
+mod v12;
 
 use serde_json::Value as Json;
 

@@ -1,0 +1,57 @@
+//! `tomii convert OLD.json [-o NEW.json]`: a Tomii 1.2 graph file rewritten in the current format
+//! with exactly its meaning, and the loading of a graph file for `tomii run`, which says on stderr
+//! what a 1.2 file's warnings say (graph/README.md, "Tomii 1.2 graph files").
+//!
+//! Never writes over the file it reads.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+use super::app::say;
+use crate::graph::{self, CompiledGraph, Dialect};
+
+#[derive(Args)]
+pub struct ConvertArgs {
+    /// The graph file, as Tomii 1.2 wrote it.
+    #[arg(value_name = "OLD.json")]
+    pub graph: PathBuf,
+    /// Write the current format here (default: stdout).
+    #[arg(long, short, value_name = "NEW.json")]
+    pub output: Option<PathBuf>,
+}
+
+/// Loads and compiles the graph file at `path`, printing its warnings as `warning: ...` lines.
+pub fn load(path: &Path) -> Result<CompiledGraph> {
+    let graph = graph::load_file(path)?;
+    warn(&graph.warnings);
+    Ok(graph)
+}
+
+/// `tomii convert`.
+pub fn convert(args: &ConvertArgs) -> Result<()> {
+    if let Some(output) = &args.output
+        && let (Ok(output), Ok(input)) = (output.canonicalize(), args.graph.canonicalize())
+        && output == input
+    {
+        bail!("{}: is the file being converted; give another path, so that the original is kept", output.display());
+    }
+    let source = args.graph.display().to_string();
+    let converted = graph::convert_str(&source, &graph::read_file(&args.graph)?)?;
+    warn(&converted.warnings);
+    if converted.dialect == Dialect::Tomii {
+        eprintln!("note: {source} is in the current format already; it is written unchanged");
+    }
+    let Some(output) = &args.output else {
+        return say(converted.text.trim_end());
+    };
+    std::fs::write(output, &converted.text)
+        .with_context(|| format!("{}: cannot write the converted graph", output.display()))
+}
+
+fn warn(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
+}

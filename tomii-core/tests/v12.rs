@@ -1,0 +1,212 @@
+//! Tomii 1.2 graph files (tests/graphs/v12/, examples/compat/v12/), written from the facts of its
+//! format: each compiles to exactly the graph its `tomii convert` output compiles to, both run
+//! with the synthetic kernels to the same outputs, the compat examples to the outputs of their
+//! current-format versions (whose golden values tests/compat.rs checks), and the warnings and the
+//! run report say what they should; `tomii convert` and `tomii run` read them from the command line.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::cli::{assert_error, finish, tomii};
+use common::{fifo_lib, synthetic_lib};
+use tomii_core::engine::{self, RunConfig, RunOutcome};
+use tomii_core::graph::{self, ArgSource, CompiledGraph, Dialect};
+use tomii_core::plugin::{KernelSet, SchedulerPlugin};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace").to_path_buf()
+}
+
+/// Every Tomii 1.2 graph of the repository.
+fn v12_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for dir in ["tomii-core/tests/graphs/v12", "examples/compat/v12"] {
+        for entry in std::fs::read_dir(root().join(dir)).unwrap_or_else(|e| panic!("{dir}: {e}")) {
+            let path = entry.expect("an entry").path();
+            if path.extension().is_some_and(|ext| ext == "json") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    assert!(files.len() >= 5, "the Tomii 1.2 fixtures are missing: {files:?}");
+    files
+}
+
+fn load(path: &Path) -> CompiledGraph {
+    graph::load_file(path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The 1.2 file's compiled graph and its conversion's.
+fn both(path: &Path) -> (CompiledGraph, CompiledGraph) {
+    let source = path.display().to_string();
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{source}: {e}"));
+    let converted = graph::convert_str(&source, &text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(converted.dialect, Dialect::Tomii12, "{source}");
+    let new = graph::parse_str(&source, &converted.text).unwrap_or_else(|e| panic!("converted {source}: {e}"));
+    assert_eq!(new.dialect, Dialect::Tomii, "the conversion of {source} is in the current format");
+    assert!(new.warnings.is_empty(), "the conversion of {source} warns: {:?}", new.warnings);
+    let old = load(path);
+    assert_eq!(old.warnings, converted.warnings, "{source}");
+    (old, new)
+}
+
+/// Every structure of the compiled graph, without what says where it came from.
+fn structure(graph: &CompiledGraph) -> CompiledGraph {
+    CompiledGraph { dialect: Dialect::Tomii, warnings: Vec::new(), ..graph.clone() }
+}
+
+#[test]
+fn every_file_compiles_to_the_graph_its_conversion_compiles_to() {
+    for path in v12_files() {
+        let (old, new) = both(&path);
+        assert_eq!(old.dialect, Dialect::Tomii12, "{}", path.display());
+        assert_eq!(structure(&old), structure(&new), "{}: the conversion compiles to another graph", path.display());
+        for inst in 0..old.instance_count() as u32 {
+            assert_eq!(old.args_of(inst), new.args_of(inst), "{}", old.instance_name(inst));
+            assert_eq!(old.predecessors(inst), new.predecessors(inst), "{}", old.instance_name(inst));
+        }
+    }
+}
+
+fn run(graph: &CompiledGraph, frames: u64) -> RunOutcome {
+    let kernels = KernelSet::load(&[synthetic_lib()]).unwrap_or_else(|e| panic!("{e}"));
+    let scheduler = SchedulerPlugin::load(&fifo_lib()).unwrap_or_else(|e| panic!("{e}"));
+    let config = RunConfig { workers: 2, slots: 3, frames, collect_outputs: true, ..RunConfig::default() };
+    engine::run(graph, &kernels, &scheduler, &config).unwrap_or_else(|e| panic!("{}: {e}", graph.source))
+}
+
+#[test]
+fn both_dialects_run_to_the_same_outputs() {
+    for path in v12_files().into_iter().filter(|path| !path.ends_with("network.json")) {
+        let (old, new) = both(&path);
+        let (old_run, new_run) = (run(&old, 5), run(&new, 5));
+        assert_eq!(old_run.outputs, new_run.outputs, "{}", path.display());
+        assert_eq!(old_run.post_outputs, new_run.post_outputs, "{}", path.display());
+        assert_eq!(old_run.report.graph_dialect, "tomii-1.2");
+        assert_eq!(new_run.report.graph_dialect, "tomii");
+    }
+}
+
+#[test]
+fn the_compat_examples_run_as_their_current_format_versions() {
+    for name in ["stream_analytics", "matrix_compute"] {
+        let old = load(&root().join(format!("examples/compat/v12/{name}.json")));
+        let current = load(&root().join(format!("examples/compat/{name}.json")));
+        assert!(old.warnings.is_empty(), "{name}: {:?}", old.warnings);
+        let (old_run, current_run) = (run(&old, 7), run(&current, 7));
+        assert_eq!(old_run.outputs, current_run.outputs, "{name}");
+        assert_eq!(old_run.post_outputs, current_run.post_outputs, "{name}");
+    }
+}
+
+/// The results `inst` reads, as `node[index]`.
+fn reads(graph: &CompiledGraph, node: &str) -> Vec<String> {
+    let inst = graph.nodes[graph.node_id(node).expect("the node")].first;
+    graph
+        .args_of(inst)
+        .iter()
+        .filter_map(|arg| match arg {
+            ArgSource::Result(pred) => Some(graph.instance_name(*pred)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn selections_keep_their_tomii_1_2_meaning() {
+    let graph = load(&root().join("tomii-core/tests/graphs/v12/every_construct.json"));
+    // "1-3" (literal end, inclusive) then "0-width" (name end, exclusive), offsets from instance 0.
+    assert_eq!(reads(&graph, "span"), ["gen[1]", "gen[2]", "gen[3]", "ring[0]", "ring[1]", "ring[2]", "ring[3]"]);
+    // "-1" and "1" taken modulo 4: instance 0 reads gen[3] and gen[1].
+    assert_eq!(reads(&graph, "ring"), ["gen[3]", "gen[1]"]);
+    assert_eq!(reads(&graph, "pick"), ["gen[0]", "gen[2]", "gen[3]", "ring[2]"]);
+    // group_by "two" (a name): instance 0 reads gen[0], gen[1].
+    assert_eq!(reads(&graph, "pairs"), ["gen[0]", "gen[1]"]);
+    let pipeline = load(&root().join("tomii-core/tests/graphs/v12/pipeline.json"));
+    let aggregate = reads(&pipeline, "aggregate");
+    // "0-256" over 256 instances: 257 values, instance 0 twice, as Tomii 1.2 read it.
+    assert_eq!(aggregate.len(), 257);
+    assert_eq!((aggregate[0].as_str(), aggregate[256].as_str()), ("stage[0]", "stage[0]"));
+}
+
+#[test]
+fn one_warning_per_node_whose_meaning_is_spelled_otherwise() {
+    let graph = load(&root().join("tomii-core/tests/graphs/v12/every_construct.json"));
+    let warned: Vec<&str> =
+        graph.warnings.iter().map(|w| w.split('"').nth(1).expect("the warning names the node")).collect();
+    assert_eq!(warned, ["gen", "ring", "span", "big", "looped", "total"], "{:#?}", graph.warnings);
+    for warning in &graph.warnings {
+        assert!(warning.starts_with(&graph.source), "{warning}");
+        assert!(!warning.contains('\n'), "{warning}");
+    }
+    let span = &graph.warnings[2];
+    for part in ["indexes \"1-3\"", "inclusively", "offsets 1..=3", r#""index": "1-4""#] {
+        assert!(span.contains(part), "{span} does not say {part}");
+    }
+    let ring = &graph.warnings[1];
+    for part in ["modulo 4", "instance 3", r#""wrap": true"#] {
+        assert!(ring.contains(part), "{ring} does not say {part}");
+    }
+    assert!(graph.warnings[3].contains("Gt was always false"), "{}", graph.warnings[3]);
+    assert!(graph.warnings[4].contains("legacy condition"), "{}", graph.warnings[4]);
+    let pipeline = load(&root().join("tomii-core/tests/graphs/v12/pipeline.json"));
+    assert_eq!(pipeline.warnings.len(), 1);
+    assert!(pipeline.warnings[0].contains(r#""index": "0-257", "wrap": true"#), "{}", pipeline.warnings[0]);
+}
+
+#[test]
+fn the_network_config_reads_its_1_2_spellings() {
+    let graph = load(&root().join("tomii-core/tests/graphs/v12/network.json"));
+    let network = graph.network.as_ref().expect("a network source");
+    assert_eq!((network.frame_packets, network.packet_length, network.num_sockets), (4, 64, 1));
+    assert_eq!((network.buffer_depth, network.start_port), (128, 0));
+    assert_eq!(network.address.to_string(), "127.0.0.1");
+    assert_eq!(reads(&graph, "combine"), ["decode[0]", "decode[1]", "decode[2]", "decode[3]"]);
+}
+
+#[test]
+fn tomii_convert_writes_the_current_format_and_prints_the_warnings() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let old = root().join("tomii-core/tests/graphs/v12/pipeline.json");
+    let new = dir.path().join("pipeline.json");
+    let mut command = tomii();
+    command.arg("convert").arg(&old).arg("-o").arg(&new);
+    let done = finish(command);
+    assert!(done.status.success(), "{}", done.stderr);
+    let lines: Vec<&str> = done.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", done.stderr);
+    assert!(lines[0].starts_with("warning: ") && lines[0].contains(r#"node "aggregate""#), "{}", lines[0]);
+    let converted = load(&new);
+    assert_eq!(converted.dialect, Dialect::Tomii);
+    assert_eq!(structure(&converted).args, load(&old).args);
+    // Never over the file it reads.
+    let mut again = tomii();
+    again.arg("convert").arg(&new).arg("-o").arg(&new);
+    let refused = finish(again);
+    assert_error(&refused, &["the file being converted"]);
+}
+
+#[test]
+fn tomii_run_reads_a_1_2_file_and_reports_its_dialect() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let report = dir.path().join("report.json");
+    let mut command = tomii();
+    command
+        .arg("run")
+        .arg(root().join("tomii-core/tests/graphs/v12/pipeline.json"))
+        .arg("--dylib")
+        .arg(synthetic_lib())
+        .arg("--scheduler-plugin")
+        .arg(fifo_lib())
+        .args(["--frames", "3", "--quiet", "--report"])
+        .arg(&report);
+    let done = finish(command);
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(done.stderr.starts_with("warning: ") && done.stderr.contains("inclusively"), "{}", done.stderr);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).expect("the report")).expect("JSON");
+    assert_eq!(report["graph_dialect"], "tomii-1.2");
+    assert_eq!(report["frames"], 3);
+}
