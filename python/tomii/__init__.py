@@ -301,14 +301,55 @@ def _graph_text(graph: GraphSource) -> tuple[str, str]:
     return graph, "graph"
 
 
-#: Run options of Tomii 1.2 that name a knob of the catalog differently.
-_RENAMED = {"max_frames": "frames", "timing": "trace", "dylib": "dylibs", "sched_opt": "sched_opts"}
+#: Run options of Tomii 1.2 that name a knob of the catalog differently (the CLI's hidden aliases,
+#: `tomii_core::cli::legacy::SPELLINGS`).
+_RENAMED = {
+    "max_frames": "frames",
+    "max_streams": "frames",
+    "exclude_streams": "warmup_frames",
+    "max_runtime": "max_runtime_s",
+    "dylib": "dylibs",
+    "sched_opt": "sched_opts",
+}
 #: Run options of Tomii 1.2 that this runtime has no use for, and why: accepted with a warning,
-#: so that a script written for it runs unchanged.
+#: so that a script written for it runs unchanged (the same flags warn on the CLI).
 _WITHOUT_EFFECT = {
     "system_threads": "workers propagate dependencies themselves; there are no system threads",
     "coalesce_barriers": "barriers are counted per instance, with nothing to coalesce",
+    "batching_size": "completions are not batched on their way to a system thread; "
+    "see pop_batch for the scheduler's side",
+    "core_offset": "workers are not pinned to cores",
+    "use_rdtsc": "kernels are always timed with the cycle counter where it is invariant",
+    "output": "run_graph prints nothing (the CLI's --output takes its printed lines); "
+    "the figures are in the result and in report=FILE",
 }
+
+
+def _legacy_scheduler(name: str, value: Any) -> str | None:
+    """The scheduler Tomii 1.2's `fifo=True` or `custom=True|NAME` names (None: not asked for)."""
+    if name == "fifo":
+        return "fifo" if value else None
+    if value is True:
+        return "priority"  # 1.2's custom scheduler was its priority scheduler
+    if isinstance(value, str) and value:
+        return value
+    if value is False or value is None:
+        return None
+    raise ConfigError(f"custom={value!r}: give True (the priority scheduler) or a scheduler's name")
+
+
+def _record_path(record: bool | str | Path | None, timing: str | Path | None) -> str | None:
+    """Where the scheduler record goes: `record=True` puts it where Tomii 1.2 did, beside the
+    timing file as NAME_sched.csv (NAME: its name up to the first dot), else in
+    scheduler_record.csv."""
+    if record is None or record is False:
+        return None
+    if record is not True:
+        return str(record)
+    if timing is None:
+        return "scheduler_record.csv"
+    path = Path(timing)
+    return str(path.with_name(path.name.split(".")[0] + "_sched.csv"))
 
 
 def run_graph(
@@ -321,11 +362,15 @@ def run_graph(
     workers: int = 1,
     slots: int = 1,
     frames: int = 1,
+    warmup_frames: int = 0,
+    max_runtime_s: int = 0,
     pop_batch: int = 1,
     inline_continuation: bool = False,
     task_timing: bool = True,
     trace: bool | str | Path | None = None,
     report: str | Path | None = None,
+    timing: str | Path | None = None,
+    record: bool | str | Path | None = None,
     collect_outputs: bool = True,
     stall_timeout_ms: int = 2000,
     scheduler_call_timeout_ms: int = 10_000,
@@ -348,11 +393,16 @@ def run_graph(
     the plural (`dylibs`, `sched_opts`). `scheduler` is a name (a scheduler shipped with the
     package, or one on `$TOMII_SCHEDULER_PATH`) or a path; `scheduler_plugin`, a path, replaces it.
     `trace=True` keeps the trace in `RunResult.trace`; a path also writes it there as CSV.
-    `report` is a path the report JSON is written to. Python kernels come from `python_kernels`
+    `report` is a path the report JSON is written to; `timing` and `record` paths get Tomii 1.2's
+    timing file and scheduler record (`record=True`: where 1.2 put it). `warmup_frames` leaves the
+    first frames out of every figure; `max_runtime_s` stops the run after that many seconds (the
+    frames in flight complete; the report says interrupted). Python kernels come from
+    `python_kernels`
     and from the graph's function names of the form "module.function" registered by
     `@tomii.export` (their module is imported if needed). Tomii 1.2 option names are accepted
-    (`max_frames`, `timing`, `dylib`; `system_threads` and `coalesce_barriers` with a warning
-    that they have no effect); any other name raises
+    (`max_frames`, `max_streams`, `exclude_streams`, `max_runtime`, `fifo`, `custom`, `dylib`;
+    `system_threads`, `coalesce_barriers`, `batching_size`, `core_offset`, `use_rdtsc` and
+    `output` with a warning that they have no effect); any other name raises
     ConfigError listing the valid ones. Failures raise a `TomiiError` subclass: GraphError,
     PluginError, KernelError (from a Python kernel's own exception), SchedulerFault, ConfigError,
     HangError (a scheduler call or kernel that did not return within its limit: its thread stays
@@ -364,7 +414,11 @@ def run_graph(
     """
     options: dict[str, Any] = {}
     for name, value in legacy.items():
-        if name in _WITHOUT_EFFECT:
+        if name in ("fifo", "custom"):
+            named = _legacy_scheduler(name, value)
+            if named is not None:
+                options["scheduler"] = named
+        elif name in _WITHOUT_EFFECT:
             warnings.warn(
                 f"run option {name!r} has no effect in this runtime: {_WITHOUT_EFFECT[name]}",
                 stacklevel=user_stacklevel(),
@@ -372,9 +426,14 @@ def run_graph(
         elif name in _RENAMED:
             options[_RENAMED[name]] = value
         else:
-            valid = sorted(_knob_names() | set(_RENAMED) | set(_WITHOUT_EFFECT))
+            valid = sorted(
+                _knob_names() | set(_RENAMED) | set(_WITHOUT_EFFECT) | {"fifo", "custom"}
+            )
             raise ConfigError(f"unknown run option {name!r}; valid options: {', '.join(valid)}")
     frames = options.get("frames", frames)
+    warmup_frames = options.get("warmup_frames", warmup_frames)
+    max_runtime_s = options.get("max_runtime_s", max_runtime_s)
+    scheduler = options.get("scheduler", scheduler)
     trace = options.get("trace", trace)
     sched_opts = options.get("sched_opts", sched_opts)
     if "dylibs" in options:
@@ -382,7 +441,9 @@ def run_graph(
         dylibs = [*dylibs, *([extra] if isinstance(extra, (str, Path)) else extra)]
     text, source, plugin, kernels = _prepare(graph, python_kernels, scheduler, scheduler_plugin)
     trace_path = None if isinstance(trace, bool) or trace is None else str(trace)
-    for output in (report, trace_path):
+    timing_path = None if timing is None else str(timing)
+    record_path = _record_path(record, timing)
+    for output in (report, trace_path, timing_path, record_path):
         _check_output(output, graph)
     try:
         returned = run_json(
@@ -413,6 +474,10 @@ def run_graph(
             ),
             scheduler_call_timeout_ms=scheduler_call_timeout_ms,
             kernel_timeout_ms=kernel_timeout_ms,
+            warmup_frames=warmup_frames,
+            max_runtime_s=max_runtime_s,
+            timing_path=timing_path,
+            record_path=record_path,
         )
     except TomiiError as error:
         partial = getattr(error, "partial", None)

@@ -53,6 +53,10 @@ def run_json(
     network: tuple[int, int, str, str, int, int],
     scheduler_call_timeout_ms: int,
     kernel_timeout_ms: int,
+    warmup_frames: int,
+    max_runtime_s: int,
+    timing_path: str | None,
+    record_path: str | None,
 ) -> tuple[
     str,
     list[list[tuple[str, int, Any]]],

@@ -13,7 +13,6 @@ around a decorated function), a comment says so. Every example runs as documente
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import pickle
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import timing_file
 from matrix_reference import ATOL, PLUGINS, PYTHON_KERNELS, RTOL, vector
 
 #: The Rust matrix-compute crate: the plugin of the documents' "src/lib.rs" and "plugin/".
@@ -35,8 +35,6 @@ MATCOMP_HEADER = PLUGINS / "matrix-compute-c" / "include" / "matcomp.h"
 DOC_PLUGIN = Path(__file__).resolve().parent / "fixtures" / "doc_plugin"
 #: Generous: the first run compiles the Rust plugin in release mode.
 TIMEOUT_S = 900
-#: The trace CSV's header (`timing=` writes it).
-TRACE_HEADER = ["node", "instance", "frame", "slot", "worker", "ready_ns", "start_ns", "end_ns"]
 
 #: Imported by the example's interpreter at start-up: wraps `Graph.run` to pickle what it returns
 #: (in the example's own process, not in `@tomii.procs` pool processes).
@@ -143,17 +141,13 @@ def instances(rows: list[tuple[str, int, Any]], node: str) -> dict[int, Any]:
     return {instance: value for name, instance, value in rows if name == node}
 
 
-def assert_trace_file(path: Path, factors: Mapping[str, int], frames: int) -> None:
-    """`path` is a trace CSV with exactly one row per task: every instance of every node in
-    `factors`, in every frame."""
-    with path.open(newline="", encoding="utf-8") as file:
-        header, *rows = list(csv.reader(file))
-    assert header == TRACE_HEADER
-    tasks = [(row[0], int(row[1]), int(row[2])) for row in rows]
-    expected = {
-        (n, i, f) for n, count in factors.items() for i in range(count) for f in range(frames)
-    }
-    assert len(tasks) == len(expected) and set(tasks) == expected
+def assert_timing_file(path: Path, factors: Mapping[str, int], frames: int) -> None:
+    """`path` is Tomii 1.2's timing file of `frames` frames, in which every node of `factors` ran
+    that many times a frame."""
+    parsed = timing_file.parse(path)
+    assert parsed.streams == frames and parsed.avg_time_per_stream_s > 0
+    executions = {name: task.executions for name, task in parsed.tasks.items()}
+    assert executions == {name: count * frames for name, count in factors.items()}
 
 
 def assert_spectra(rows: list[tuple[str, int, Any]], node: str, length: int, count: int) -> None:
@@ -206,7 +200,7 @@ def test_python_api_usage_example(tmp_path: Path) -> None:
     script = run_script(tmp_path, PYTHON_API_USAGE, layout=RUST_CRATE_HERE)
     [rows] = script.only_run()["outputs"]
     assert_spectra(rows, "compute_fft", 100, 200)
-    assert_trace_file(script.directory / "timing.txt", {"gen_vec": 200, "compute_fft": 200}, 1)
+    assert_timing_file(script.directory / "timing.txt", {"gen_vec": 200, "compute_fft": 200}, 1)
 
 
 #: "Type wrappers": every call form of the table, then the readme's "Type system" lines and its
@@ -517,7 +511,7 @@ def test_readme_python_api_example(tmp_path: Path) -> None:
     script = run_script(tmp_path, README_PYTHON_API, layout={"plugin": MATRIX_COMPUTE})
     [rows] = script.only_run()["outputs"]
     assert_matrices(rows, "vec_mat", 100, 200)
-    assert_trace_file(script.directory / "timing.csv", README_TASKS, 1)
+    assert_timing_file(script.directory / "timing.csv", README_TASKS, 1)
 
 
 #: "Build options" and "Run options" on the readme's graph, max_frames=100 lowered to 3: the run
@@ -552,7 +546,7 @@ def test_readme_build_and_run_options(tmp_path: Path) -> None:
     assert len(run["outputs"]) == 3
     for rows in run["outputs"]:
         assert_matrices(rows, "vec_mat", 100, 200)
-    assert_trace_file(script.directory / "timing.csv", README_TASKS, 3)
+    assert_timing_file(script.directory / "timing.csv", README_TASKS, 3)
     written = json.loads((script.directory / "report.json").read_text(encoding="utf-8"))
     assert written == run["report"]
     assert (written["workers"], written["slots"], written["frames"], written["tasks"]) == (
@@ -593,7 +587,7 @@ def test_readme_build_options_with_the_c_header_alone(tmp_path: Path) -> None:
     script = run_script(tmp_path, source, layout=C_HEADER_AND_CRATE)
     [rows] = script.only_run()["outputs"]
     assert_matrices(rows, "vec_mat", 100, 200)
-    assert_trace_file(script.directory / "timing.csv", README_TASKS, 1)
+    assert_timing_file(script.directory / "timing.csv", README_TASKS, 1)
 
 
 #: "Loops and conditions" uses `app`, `Loop`, `Condition`, `loop_factor` and `some_var` without

@@ -251,6 +251,29 @@ pub const CATALOG: &[Knob] = &[
         search_hint: "not a tuning knob: hold it fixed across trials, large enough that a run lasts a second or more",
     },
     Knob {
+        name: "warmup_frames",
+        cli: "--warmup-frames",
+        kind: Kind::Int,
+        default: Preset::Int(0),
+        domain: Domain::Int { min: 0, max: u64::MAX, scale: Scale::Log },
+        role: Role::Behaviour,
+        description: "Warm-up: the first N frames run, but every figure of the report and the timing file leaves \
+            them out (the report counts them in frames_excluded); Tomii 1.2's --exclude-streams",
+        search_hint: "not a tuning knob: hold it fixed across trials; enough frames for caches and the scheduler's \
+            estimates to settle (a few times slots)",
+    },
+    Knob {
+        name: "max_runtime_s",
+        cli: "--max-runtime-s",
+        kind: Kind::Int,
+        default: Preset::Int(0),
+        domain: Domain::Int { min: 0, max: u64::MAX, scale: Scale::Log },
+        role: Role::Behaviour,
+        description: "Stop after this many seconds, as Ctrl-C does: the frames in flight complete and the run reports \
+            (as interrupted); 0: no limit. Tomii 1.2's --max-runtime",
+        search_hint: "not a tuning knob: a time budget per trial, with frames 0 (or large)",
+    },
+    Knob {
         name: "scheduler",
         cli: "--scheduler",
         kind: Kind::String,
@@ -299,6 +322,29 @@ pub const CATALOG: &[Knob] = &[
         role: Role::Io,
         description: "Write the report (throughput, latency percentiles, per-node and per-worker figures) as JSON",
         search_hint: "not a tuning knob: the report is how a trial is scored; always set it",
+    },
+    Knob {
+        name: "timing",
+        cli: "--timing",
+        kind: Kind::Path,
+        default: Preset::Unset,
+        domain: Domain::Path,
+        role: Role::Io,
+        description: "Write Tomii 1.2's timing file (plain-text statistics: frames, their mean time, a per-node table) \
+            from the trace",
+        search_hint: "not a tuning knob: it records the trace, which costs time per task; for Tomii 1.2's scripts",
+    },
+    Knob {
+        name: "record",
+        cli: "--record",
+        kind: Kind::Path,
+        default: Preset::Unset,
+        domain: Domain::Path,
+        role: Role::Io,
+        description: "Write Tomii 1.2's scheduler record (CSV: slot,job_id,start_ns,end_ns,worker,task_id,index) from \
+            the trace; on the CLI without FILE (in Python, true), beside the timing file as NAME_sched.csv, else \
+            scheduler_record.csv",
+        search_hint: "not a tuning knob: it records the trace, which costs time per task; for Tomii 1.2's scripts",
     },
     Knob {
         name: "pop_batch",

@@ -13,6 +13,7 @@ use std::time::Duration;
 use clap::ArgAction;
 use common::cli::{finish, tomii};
 use common::{fifo_lib, graph_path, synthetic_lib};
+use tomii_core::cli::legacy::SPELLINGS;
 use tomii_core::engine::{self, FaultPolicy, RunConfig, RunError};
 use tomii_core::knobs::{self, CATALOG, Domain, Kind, Knob, Preset};
 use tomii_core::network::NetworkOptions;
@@ -94,6 +95,13 @@ fn cli_and_catalog_agree() {
         if matches!(long, "help" | "version") || NOT_KNOBS.iter().any(|(flag, _)| *flag == long) {
             continue;
         }
+        if arg.is_hide_set() {
+            // A Tomii 1.2 spelling, listed with what it is here.
+            if !SPELLINGS.iter().any(|(flag, _)| flag.strip_prefix("--") == Some(long)) {
+                problems.push(format!("--{long} is hidden but not in cli::legacy::SPELLINGS; list it there"));
+            }
+            continue;
+        }
         match knob_for(long) {
             Some(knob) => problems.extend(compare(arg, knob)),
             None => problems.push(format!("--{long} has no entry in knobs::CATALOG; add one")),
@@ -105,6 +113,23 @@ fn cli_and_catalog_agree() {
         }
     }
     assert!(problems.is_empty(), "the CLI and the knob catalog disagree:\n{}", problems.join("\n"));
+}
+
+/// Every Tomii 1.2 spelling is a flag of `tomii run` (hidden, or a hidden alias) or the graph's
+/// `--json`; none is a knob's own flag.
+#[test]
+fn every_tomii_1_2_spelling_is_a_hidden_flag_or_alias() {
+    let run = run_command();
+    for (flag, _) in SPELLINGS {
+        let long = flag.strip_prefix("--").expect("a long flag");
+        let arg = run.get_arguments().find(|arg| {
+            arg.get_long() == Some(long) || arg.get_all_aliases().into_iter().flatten().any(|alias| alias == long)
+        });
+        let arg = arg.unwrap_or_else(|| panic!("{flag} is in SPELLINGS but `tomii run` does not take it"));
+        let hidden = arg.is_hide_set() || arg.get_long() != Some(long) || long == "json";
+        assert!(hidden, "{flag} is a knob's own flag, not a Tomii 1.2 spelling");
+        assert!(knob_for(long).is_none(), "{flag} is in both the catalog and SPELLINGS");
+    }
 }
 
 #[test]
@@ -152,6 +177,8 @@ fn run_config_defaults_are_the_catalog_defaults() {
         inline_continuation,
         trace,
         trace_file,
+        trace_taps: _, // library-only: the CLI's --timing and --record write their files through them
+        warmup_frames,
         task_timing,
         collect_outputs: _, // library-only: tests keep the sink outputs of every frame
         stall_timeout,
@@ -182,6 +209,7 @@ fn run_config_defaults_are_the_catalog_defaults() {
     assert_eq!(default("workers"), Preset::Int(workers.into()));
     assert_eq!(default("slots"), Preset::Int(slots.into()));
     assert_eq!(default("frames"), Preset::Int(frames));
+    assert_eq!(default("warmup_frames"), Preset::Int(warmup_frames));
     assert_eq!(default("pop_batch"), Preset::Int(pop_batch.into()));
     assert_eq!(default("inline_continuation"), Preset::Bool(inline_continuation));
     assert!(!trace, "RunConfig records a trace by default, but the trace knob is unset by default");

@@ -16,6 +16,8 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use runner::{Finished, GaveUp};
+use tomii_core::cli::legacy::StopTimer;
+use tomii_core::cli::timing::{Record, Timing};
 use tomii_core::engine::{self, FaultPolicy, Output, RunConfig, RunError, RunFailure};
 use tomii_core::graph;
 use tomii_core::network::{Dispatch, NetworkOptions, WhenBusy};
@@ -119,7 +121,8 @@ type RunReturn = (String, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>, Option<Py<PyA
 #[pyfunction]
 #[pyo3(signature = (graph_json, *, source, dylibs, scheduler_plugin, workers, slots, frames, pop_batch,
                     inline_continuation, task_timing, trace, trace_path, collect_outputs, stall_timeout_ms, on_scheduler_fault,
-                    sched_opts, python_kernels, network, scheduler_call_timeout_ms, kernel_timeout_ms))]
+                    sched_opts, python_kernels, network, scheduler_call_timeout_ms, kernel_timeout_ms,
+                    warmup_frames, max_runtime_s, timing_path, record_path))]
 #[allow(clippy::too_many_arguments)]
 fn run_json(
     py: Python<'_>,
@@ -143,6 +146,10 @@ fn run_json(
     network: NetworkKnobs,
     scheduler_call_timeout_ms: u64,
     kernel_timeout_ms: u64,
+    warmup_frames: u64,
+    max_runtime_s: u64,
+    timing_path: Option<PathBuf>,
+    record_path: Option<PathBuf>,
 ) -> PyResult<RunReturn> {
     let graph = Arc::new(graph::parse_str(source, graph_json).map_err(|e| GraphError::new_err(e.to_string()))?);
     let on_fault = fault_policy(on_scheduler_fault)?;
@@ -155,6 +162,8 @@ fn run_json(
         inline_continuation,
         trace: trace || trace_path.is_some(),
         trace_file: trace_path,
+        trace_taps: Vec::new(),
+        warmup_frames,
         task_timing,
         collect_outputs,
         stall_timeout: Duration::from_millis(stall_timeout_ms),
@@ -167,6 +176,12 @@ fn run_json(
         kernel_timeout: (kernel_timeout_ms > 0).then(|| Duration::from_millis(kernel_timeout_ms)),
         on_hang: None,
     };
+    let files = TraceFiles::new(timing_path, record_path, &graph, &mut config)?;
+    // `max_runtime_s` sets the stop flag as Ctrl-C does, without raising KeyboardInterrupt.
+    let timer = (max_runtime_s > 0)
+        .then(|| StopTimer::start(Arc::clone(&stop), Duration::from_secs(max_runtime_s)))
+        .transpose()
+        .map_err(|e| TomiiError::new_err(format!("cannot start the max_runtime_s timer: {e}")))?;
     let python = Arc::new(PythonKernels::new(python_kernels));
     let traced = config.trace;
     let job = {
@@ -186,10 +201,22 @@ fn run_json(
     // result. A second Ctrl-C stops waiting for a run that does not end.
     let interrupts = runner::Interrupts::install(stop);
     let finished = py.detach(|| runner::run(job, &interrupts.count));
+    drop(timer);
     let pressed = interrupts.pressed();
     drop(interrupts);
+    let written = files.write(match &finished {
+        Ok(Ok(outcome)) => Some(&outcome.report),
+        Ok(Err(Ok(failure))) => failure.partial.as_ref().map(|partial| &partial.report),
+        Err(GaveUp::Hung(Handed(handed))) => match &**handed {
+            Ok(outcome) => Some(&outcome.report),
+            Err(failure) => failure.partial.as_ref().map(|partial| &partial.report),
+        },
+        _ => None,
+    });
     let signal = if pressed { py.check_signals().err() } else { None };
     match finished {
+        // A run that succeeded fails on its files; a failed run's own error matters more.
+        Ok(Ok(_)) if written.is_err() => Err(written.unwrap_err()),
         Ok(Ok(outcome)) => run_return(py, outcome, &graph, traced, signal),
         Ok(Err(Ok(failure))) => Err(failed(py, failure, &graph, &python, traced)),
         Ok(Err(Err(error))) => Err(plugin_error(error)),
@@ -205,6 +232,39 @@ fn run_json(
             )
         })),
         Err(GaveUp::Lost) => Err(TomiiError::new_err("internal error (please report it): the run's thread ended")),
+    }
+}
+
+/// Tomii 1.2's timing file and scheduler record of a run (`timing=`, `record=`), written from its
+/// trace as the CLI writes them (`tomii_core::cli::timing`).
+struct TraceFiles {
+    timing: Option<Timing>,
+    record: Option<Record>,
+}
+
+impl TraceFiles {
+    /// Creates the record's file and hands `config` the taps that gather both.
+    fn new(
+        timing: Option<PathBuf>,
+        record: Option<PathBuf>,
+        graph: &graph::CompiledGraph,
+        config: &mut RunConfig,
+    ) -> PyResult<TraceFiles> {
+        let timing = timing.map(|path| Timing::new(&path, graph, config));
+        let record = record.map(|path| Record::create(&path)).transpose().map_err(TomiiError::new_err)?;
+        config.trace_taps = timing.iter().map(Timing::tap).chain(record.iter().map(Record::tap)).collect();
+        Ok(TraceFiles { timing, record })
+    }
+
+    /// Writes both from the run's report, whole or partial (none: the run did not start); the
+    /// first error.
+    fn write(&self, report: Option<&engine::Report>) -> PyResult<()> {
+        let written = match report {
+            Some(report) => self.timing.as_ref().map_or(Ok(()), |timing| timing.write(report)),
+            None => Ok(()),
+        };
+        let finished = self.record.as_ref().map_or(Ok(()), Record::finish);
+        written.and(finished).map_err(TomiiError::new_err)
     }
 }
 

@@ -10,12 +10,14 @@ use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 
+use super::legacy::{StopTimer, default_record_path};
+use super::timing::{Record, Timing};
 use super::{Cli, Command, KnobsArgs, NetworkDispatch, OnFault, OnSlotsBusy, RunArgs, SchedulersArgs};
 use crate::engine::{self, FaultPolicy, Progress, ProgressFn, Report, RunConfig, RunFailure};
 use crate::graph::{self, CompiledGraph};
@@ -139,17 +141,37 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
             kernels.add(library)?;
         }
     }
+    if !args.quiet {
+        for warning in args.legacy.warnings() {
+            eprintln!("warning: {warning}");
+        }
+    }
     let scheduler = match &args.scheduler_plugin {
         Some(path) => SchedulerPlugin::load(path)?,
-        None => SchedulerPlugin::find(&args.scheduler)?,
+        None => SchedulerPlugin::find(args.legacy.scheduler().unwrap_or(&args.scheduler))?,
     };
+    let record_path =
+        args.record.clone().map(|path| path.unwrap_or_else(|| default_record_path(args.timing.as_deref())));
+    let output = args.legacy.output().map(Path::to_owned);
     // Fail on an unwritable output before spending the run.
-    for path in [&args.trace, &args.report].into_iter().flatten() {
+    for path in [&args.trace, &args.report, &args.timing, &record_path, &output].into_iter().flatten() {
         check_writable(path, graph_path)?;
     }
-    let ending =
-        Ending { frames: args.frames, report: args.report.clone(), trace: args.trace.clone(), quiet: args.quiet };
-    let config = RunConfig {
+    if let Some(path) = &output {
+        std::fs::File::create(path).with_context(|| format!("{}: cannot write the output here", path.display()))?;
+    }
+    let record = record_path.as_deref().map(Record::create).transpose().map_err(anyhow::Error::msg)?.map(Arc::new);
+    let mut ending = Ending {
+        frames: args.frames,
+        report: args.report.clone(),
+        trace: args.trace.clone(),
+        timing: None,
+        record,
+        output,
+        max_runtime: None,
+        quiet: args.quiet,
+    };
+    let mut config = RunConfig {
         workers: args.workers,
         slots: args.slots,
         frames: args.frames,
@@ -157,6 +179,8 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         inline_continuation: args.inline_continuation,
         trace: false,
         trace_file: args.trace.clone(),
+        trace_taps: Vec::new(),
+        warmup_frames: args.warmup_frames,
         task_timing: !args.no_task_timing,
         collect_outputs: false,
         stall_timeout: Duration::from_millis(args.stall_timeout_ms),
@@ -183,8 +207,19 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         },
         scheduler_call_timeout: Duration::from_millis(args.scheduler_call_timeout_ms),
         kernel_timeout: (args.kernel_timeout_ms > 0).then(|| Duration::from_millis(args.kernel_timeout_ms)),
-        on_hang: Some(exit_when_stuck(ending.clone())),
+        on_hang: None,
     };
+    if let Some(path) = &args.timing {
+        ending.timing = Some(Timing::new(path, &graph, &config));
+    }
+    config.trace_taps = ending.timing.iter().map(Timing::tap).chain(ending.record.iter().map(|r| r.tap())).collect();
+    let stop = config.stop.clone().context("the run has a stop flag")?;
+    let timer = (args.max_runtime_s > 0)
+        .then(|| StopTimer::start(stop, Duration::from_secs(args.max_runtime_s)))
+        .transpose()
+        .context("cannot start the --max-runtime-s timer")?;
+    ending.max_runtime = timer.as_ref().map(|timer| (args.max_runtime_s, timer.fired()));
+    config.on_hang = Some(exit_when_stuck(ending.clone()));
     let in_progress = super::crash::RunInProgress::start(&scheduler, &kernels);
     let result = if graph.network.is_some() {
         let source = NetworkSource::bind(&graph, &kernels, &config)?;
@@ -196,19 +231,27 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         engine::run_keeping_partial(&graph, &kernels, &scheduler, &config)
     };
     drop(in_progress);
+    drop(timer);
     if config.progress.is_some() {
         eprint!("\r\x1b[2K");
     }
     ending.finish(result)
 }
 
-/// What the command does with a run's outcome: write the report, say how the run went.
+/// What the command does with a run's outcome: write the report and the trace's files, say how
+/// the run went.
 #[derive(Clone)]
 struct Ending {
     /// The frames asked for (0: until Ctrl-C).
     frames: u64,
     report: Option<PathBuf>,
     trace: Option<PathBuf>,
+    timing: Option<Timing>,
+    record: Option<Arc<Record>>,
+    /// Where stdout's lines go instead (`--output`).
+    output: Option<PathBuf>,
+    /// `--max-runtime-s` and whether it stopped the run.
+    max_runtime: Option<(u64, Arc<AtomicBool>)>,
     quiet: bool,
 }
 
@@ -218,7 +261,7 @@ impl Ending {
             Ok(outcome) => outcome,
             Err(failure) if failure.partial.is_none() => return Err(failure.error.into()),
             Err(failure) => {
-                report_failure(&failure, self.frames, self.report.as_deref(), self.trace.as_deref());
+                self.report_failure(&failure);
                 return Err(Reported.into());
             }
         };
@@ -226,16 +269,23 @@ impl Ending {
         if let Some(path) = &self.report {
             write_report(path, report)?;
         }
+        self.write_trace_files(report).map_err(anyhow::Error::msg)?;
         if !self.quiet {
-            say(summary(report))?;
+            self.say(summary(report))?;
             if let Some(network) = report.source_section.get("network") {
-                say(network_summary(network))?;
+                self.say(network_summary(network))?;
             }
         }
-        if report.interrupted {
+        let timed_out = self.max_runtime.as_ref().filter(|(_, fired)| fired.load(Ordering::Relaxed));
+        if let (true, Some((limit, _))) = (report.interrupted, timed_out) {
+            eprintln!(
+                "stopped: --max-runtime-s {limit} reached after {} frame(s); the report and trace hold them",
+                report.frames + report.frames_excluded
+            );
+        } else if report.interrupted {
             eprintln!(
                 "interrupted: stopped after {} frame(s); the report and trace hold them (Ctrl-C again quits at once)",
-                report.frames
+                report.frames + report.frames_excluded
             );
         }
         if let Some(ejection) = &report.scheduler.ejected {
@@ -252,6 +302,67 @@ impl Ending {
             );
         }
         Ok(())
+    }
+
+    /// Writes the timing file and finishes the scheduler record, if asked for.
+    fn write_trace_files(&self, report: &Report) -> Result<(), String> {
+        if let Some(timing) = &self.timing {
+            timing.write(report)?;
+        }
+        self.record.as_ref().map_or(Ok(()), |record| record.finish())
+    }
+
+    /// One line for stdout, or for the `--output` file.
+    fn say(&self, line: impl std::fmt::Display) -> Result<()> {
+        let Some(path) = &self.output else { return say(line) };
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .and_then(|mut file| writeln!(file, "{line}"))
+            .with_context(|| format!("{}: cannot write the output", path.display()))
+    }
+
+    /// Says why the run failed and how far it got, and writes what it did to the report, the
+    /// timing file and the record (the trace streamed to its file as the run went).
+    fn report_failure(&self, failure: &RunFailure) {
+        eprintln!("error: {}", one_line(&anyhow::anyhow!("{}", failure.error)));
+        let Some(partial) = &failure.partial else { return };
+        let report = &partial.report;
+        let mut kept: Vec<String> = Vec::new();
+        if let Some(path) = &self.report {
+            match write_report(path, report) {
+                Ok(()) => kept.push(format!("the report ({})", path.display())),
+                Err(error) => eprintln!("error: {}", one_line(&error)),
+            }
+        }
+        match self.write_trace_files(report) {
+            Ok(()) => {
+                kept.extend(self.timing.iter().map(|t| format!("the timing file ({})", t.path().display())));
+                kept.extend(self.record.iter().map(|r| format!("the record ({})", r.path().display())));
+            }
+            Err(error) => eprintln!("error: {error}"),
+        }
+        kept.extend(self.trace.as_ref().map(|path| format!("the trace ({})", path.display())));
+        let planned = if self.frames > 0 { format!(" of {}", self.frames) } else { String::new() };
+        let holds = match kept.as_slice() {
+            [] => String::new(),
+            [one] => format!("; {one} holds what ran"),
+            [rest @ .., last] => format!("; {} and {last} hold what ran", rest.join(", ")),
+        };
+        let stuck = match report.workers_unreported.as_slice() {
+            [] => String::new(),
+            workers => {
+                let listed: Vec<String> = workers.iter().map(u32::to_string).collect();
+                format!(" (not counting stuck worker(s) {})", listed.join(", "))
+            }
+        };
+        eprintln!(
+            "the run stopped after {} frame(s){planned} and {} task(s){stuck} in {:.2} s{holds}",
+            report.frames + report.frames_excluded,
+            report.tasks,
+            report.wall_time_s
+        );
     }
 }
 
@@ -381,39 +492,6 @@ fn write_report(path: &Path, report: &Report) -> Result<()> {
     std::fs::write(path, text + "\n").with_context(|| format!("{}: cannot write the report", path.display()))
 }
 
-/// Says why the run failed and how far it got, and writes what it did to the report (the trace
-/// streamed to its file as the run went).
-fn report_failure(failure: &RunFailure, planned: u64, report_path: Option<&Path>, trace: Option<&Path>) {
-    eprintln!("error: {}", one_line(&anyhow::anyhow!("{}", failure.error)));
-    let Some(partial) = &failure.partial else { return };
-    let report = &partial.report;
-    let mut kept: Vec<String> = Vec::new();
-    if let Some(path) = report_path {
-        match write_report(path, report) {
-            Ok(()) => kept.push(format!("the report ({})", path.display())),
-            Err(error) => eprintln!("error: {}", one_line(&error)),
-        }
-    }
-    kept.extend(trace.map(|path| format!("the trace ({})", path.display())));
-    let planned = if planned > 0 { format!(" of {planned}") } else { String::new() };
-    let holds = match kept.len() {
-        0 => String::new(),
-        1 => format!("; {} holds what ran", kept[0]),
-        _ => format!("; {} hold what ran", kept.join(" and ")),
-    };
-    let stuck = match report.workers_unreported.as_slice() {
-        [] => String::new(),
-        workers => {
-            let listed: Vec<String> = workers.iter().map(u32::to_string).collect();
-            format!(" (not counting stuck worker(s) {})", listed.join(", "))
-        }
-    };
-    eprintln!(
-        "the run stopped after {} frame(s){planned} and {} task(s){stuck} in {:.2} s{holds}",
-        report.frames, report.tasks, report.wall_time_s
-    );
-}
-
 /// A progress line on stderr, rewritten in place (only when stderr is a terminal).
 fn progress_line() -> ProgressFn {
     ProgressFn(Arc::new(|p: Progress| {
@@ -489,5 +567,8 @@ fn summary(report: &Report) -> String {
         l.p50,
         l.p95,
         l.p99
-    )
+    ) + &match report.frames_excluded {
+        0 => String::new(),
+        n => format!("; {n} warm-up frame(s) left out"),
+    }
 }

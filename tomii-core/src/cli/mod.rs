@@ -4,11 +4,15 @@
 //!
 //! Only the shape of the command line is here; what each command does is in [`app`]. Every `tomii run` flag has an entry
 //! in `knobs::CATALOG` with the same default and choices; `tests/knobs.rs` fails when they drift.
+//! Tomii 1.2's spellings are hidden aliases and the hidden flags of [`legacy`], listed in
+//! `legacy::SPELLINGS`.
 
 pub mod app;
 pub mod convert;
 pub mod crash;
+pub mod legacy;
 pub mod send;
+pub mod timing;
 
 use std::path::PathBuf;
 
@@ -99,8 +103,16 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1, value_name = "S")]
     pub slots: u32,
     /// Frames to run; 0 runs until Ctrl-C, which completes the frames in flight and reports.
-    #[arg(long, alias = "max-frames", default_value_t = 1, value_name = "F")]
+    #[arg(long, aliases = ["max-frames", "max-streams"], default_value_t = 1, value_name = "F")]
     pub frames: u64,
+    /// Warm-up: the first N frames run, but every figure of the report and the timing file leaves
+    /// them out (the report counts them in frames_excluded).
+    #[arg(long, alias = "exclude-streams", default_value_t = 0, value_name = "N")]
+    pub warmup_frames: u64,
+    /// Stop after this many seconds, as Ctrl-C does: the frames in flight complete and the run
+    /// reports (as interrupted); 0: no limit.
+    #[arg(long, alias = "max-runtime", default_value_t = 0, value_name = "S")]
+    pub max_runtime_s: u64,
     /// Scheduler by name: loads libtomii_sched_NAME.so from $TOMII_SCHEDULER_PATH or beside this
     /// binary.
     #[arg(long, value_name = "NAME", default_value = "fifo", conflicts_with = "scheduler_plugin")]
@@ -118,6 +130,15 @@ pub struct RunArgs {
     /// Write the report (throughput, latency percentiles, per-node and per-worker figures) as JSON.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// Write Tomii 1.2's timing file (plain-text statistics: frames, their mean time, a per-node
+    /// table) from the trace.
+    #[arg(long, value_name = "FILE")]
+    pub timing: Option<PathBuf>,
+    /// Write Tomii 1.2's scheduler record (CSV: slot,job_id,start_ns,end_ns,worker,task_id,index)
+    /// from the trace; without FILE, beside --timing's file as NAME_sched.csv, else
+    /// scheduler_record.csv.
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub record: Option<Option<PathBuf>>,
     /// The most tasks a worker takes from the scheduler at once.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub pop_batch: u32,
@@ -167,6 +188,8 @@ pub struct RunArgs {
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub legacy: legacy::LegacyArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

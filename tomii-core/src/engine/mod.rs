@@ -24,7 +24,7 @@ pub(crate) use report::latency as latency_summary;
 pub use report::{Latency, NodeReport, Report, SchedulerReport, WorkerReport};
 pub use session::{FrameResult, Session, SubmitError, Ticket};
 pub use source::{Counted, FrameDone, FrameSource, NextFrame};
-pub use trace::TraceRecord;
+pub use trace::{TraceChunk, TraceRecord, TraceTap};
 pub(crate) use worker::call_outside_run;
 
 use std::path::PathBuf;
@@ -60,6 +60,14 @@ pub struct RunConfig {
     /// Stream the trace to this CSV file as the run goes (records in the order workers hand them
     /// over, not sorted).
     pub trace_file: Option<PathBuf>,
+    /// Called on the host thread with every chunk of trace records as the run goes (in the order
+    /// workers hand them over), for writers of other trace formats (`tomii run --timing`,
+    /// `--record`). Setting one records the trace, as `trace_file` does.
+    pub trace_taps: Vec<TraceTap>,
+    /// Warm-up: the frames numbered below this run as any other, but the report's figures leave
+    /// them out (latencies, throughput and wall time, per-node and per-worker figures) and count
+    /// them in `frames_excluded` (README.md, "Warm-up frames"). 0: none.
+    pub warmup_frames: u64,
     /// Measure every kernel's duration (per-node times, busy fractions, cost estimates).
     pub task_timing: bool,
     /// Keep the results of sink instances (those without successors) of every frame.
@@ -156,6 +164,8 @@ impl Default for RunConfig {
             inline_continuation: false,
             trace: false,
             trace_file: None,
+            trace_taps: Vec::new(),
+            warmup_frames: 0,
             task_timing: true,
             collect_outputs: false,
             stall_timeout: Duration::from_secs(2),

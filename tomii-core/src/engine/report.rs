@@ -40,18 +40,22 @@ pub struct Report {
     pub scheduler: SchedulerReport,
     pub workers: u32,
     pub slots: u32,
-    /// Frames completed.
+    /// Frames completed (warm-up frames excluded).
     pub frames: u64,
     /// Frames their source abandoned (a network frame whose packets did not all arrive in time):
     /// not in `frames`, throughput or latencies.
     pub frames_abandoned: u64,
+    /// Warm-up frames completed (`RunConfig::warmup_frames`, `--exclude-streams`): left out of
+    /// every figure of this report (frames, tasks, wall time, throughput, latencies, per-node and
+    /// per-worker figures).
+    pub frames_excluded: u64,
     pub tasks: u64,
     /// Tasks a worker ran as the continuation of the task that made them ready, without the
     /// scheduler (only with `inline_continuation`).
     pub tasks_inlined: u64,
     pub inline_continuation: bool,
     /// From the first frames' start, every worker thread up, to the run's end (thread start-up and
-    /// join excluded).
+    /// join excluded); with warm-up frames, from the start of the first frame after them.
     pub wall_time_s: f64,
     /// Frames completed per second of wall time over the whole run.
     pub throughput_frames_per_s: f64,

@@ -6,11 +6,13 @@
 //! Recording never allocates: a worker fills a chunk taken from the pool, hands it to the host when
 //! it is full and takes an empty one. If the host has fallen so far behind that the pool is empty,
 //! the worker overwrites its chunk and counts the records lost; the report says how many.
-//! Formatting happens only on the host thread.
+//! Formatting happens only on the host thread, and so do trace taps ([`TraceTap`]): other writers
+//! of the trace, handed each chunk as the host takes it.
 
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::Thread;
 
@@ -34,6 +36,31 @@ pub struct TraceRecord {
     pub instance: u32,
     pub slot: u32,
     pub worker: u32,
+}
+
+/// A consumer of the trace as the run goes (see `RunConfig::trace_taps`): called on the host
+/// thread with every chunk of records the workers hand over, and with what is left of each
+/// worker's chunk when it stops. It must not block for long: the workers' chunks wait for the host.
+#[derive(Clone)]
+pub struct TraceTap(pub Arc<dyn Fn(&TraceChunk<'_>) + Send + Sync>);
+
+impl std::fmt::Debug for TraceTap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TraceTap")
+    }
+}
+
+/// Trace records handed to a [`TraceTap`], with the run's clock to read their times.
+pub struct TraceChunk<'a> {
+    pub records: &'a [TraceRecord],
+    clock: &'a Clock,
+}
+
+impl TraceChunk<'_> {
+    /// Nanoseconds since the run started, for one of the records' times.
+    pub fn ns(&self, ticks: Ticks) -> u64 {
+        self.clock.ns_since_start(ticks)
+    }
 }
 
 /// Chunks shared between the workers and the host: empty ones to fill, full ones to take.
@@ -119,6 +146,7 @@ pub struct TraceSink {
     /// The first write error; the file is not written to after it.
     file_error: Option<String>,
     names: Vec<String>,
+    taps: Vec<TraceTap>,
     memory: Option<VecDeque<Vec<TraceRecord>>>,
     /// The most records kept in memory; older chunks are released beyond it.
     memory_limit: usize,
@@ -131,8 +159,13 @@ pub struct TraceSink {
 
 impl TraceSink {
     /// `file`: stream the CSV there (its header is written at once); `memory_limit`: keep up to
-    /// this many records in memory (`None`: none).
-    pub fn new(file: Option<&Path>, memory_limit: Option<usize>, node_names: &[String]) -> std::io::Result<Self> {
+    /// this many records in memory (`None`: none); `taps`: hand every chunk to these too.
+    pub fn new(
+        file: Option<&Path>,
+        memory_limit: Option<usize>,
+        node_names: &[String],
+        taps: Vec<TraceTap>,
+    ) -> std::io::Result<Self> {
         let file = match file {
             Some(path) => {
                 let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
@@ -145,6 +178,7 @@ impl TraceSink {
             file,
             file_error: None,
             names: node_names.iter().map(|name| csv_field(name)).collect(),
+            taps,
             memory: memory_limit.map(|_| VecDeque::new()),
             memory_limit: memory_limit.unwrap_or(0),
             kept: 0,
@@ -160,11 +194,14 @@ impl TraceSink {
         }
     }
 
-    /// Takes one chunk: written to the file, kept in memory, and the memory's oldest released
-    /// beyond its limit. A chunk that is not kept goes back to `pool`; one that is, is replaced
+    /// Takes one chunk: handed to the taps, written to the file, kept in memory, and the memory's
+    /// oldest released beyond its limit. A chunk that is not kept goes back to `pool`; one that is, is replaced
     /// in it by a new allocation (here, on the host thread, never on a worker).
     pub fn take(&mut self, chunk: Vec<TraceRecord>, pool: Option<&TracePool>, clock: &Clock) {
         self.records += chunk.len() as u64;
+        for tap in &self.taps {
+            (tap.0)(&TraceChunk { records: &chunk, clock });
+        }
         self.write(&chunk, clock);
         let Some(memory) = &mut self.memory else {
             if let Some(pool) = pool {

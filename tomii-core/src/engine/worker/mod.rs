@@ -107,6 +107,10 @@ pub(super) struct Engine<'a> {
     /// Frames that completed with every input (the others were abandoned by their source).
     frames_done: AtomicU64,
     frames_abandoned: AtomicU64,
+    /// Warm-up frames completed (`RunConfig::warmup_frames`): in `frames_done`, not in the report.
+    frames_excluded: AtomicU64,
+    /// When the first frame after the warm-up started: the start of the report's wall time.
+    measured_from: OnceLock<Instant>,
     /// Set when a stop was requested (`RunConfig::stop`) before the source ended.
     interrupted: AtomicBool,
     /// Set when the run finished or failed; workers exit when they see it.
@@ -185,6 +189,8 @@ struct Local {
     list: Vec<TomiiValue>,
     error: Vec<u8>,
     counters: WorkerCounters,
+    /// What the tasks of warm-up frames counted: left out of the report.
+    warmup: WorkerCounters,
     trace: WorkerTrace,
     /// Latencies of the frames this worker completed.
     latency: Histogram<u64>,
@@ -252,7 +258,7 @@ impl<'a> Engine<'a> {
         let instances = graph.instance_count();
         let scheduler =
             SchedulerInstance::create(plugin, &scheduler_setup(graph, config, source.planned().unwrap_or(0)))?;
-        let tracing = config.trace || config.trace_file.is_some();
+        let tracing = config.trace || config.trace_file.is_some() || !config.trace_taps.is_empty();
         let timing = config.task_timing || tracing || plugin.needs_timing();
         let cells = if tracing { config.slots as usize * instances } else { 0 };
         let sleep = Arc::new(Sleep::new(config.workers));
@@ -301,6 +307,8 @@ impl<'a> Engine<'a> {
             frames_started: AtomicU64::new(0),
             frames_done: AtomicU64::new(0),
             frames_abandoned: AtomicU64::new(0),
+            frames_excluded: AtomicU64::new(0),
+            measured_from: OnceLock::new(),
             interrupted: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             stopped_at: OnceLock::new(),
@@ -326,7 +334,8 @@ impl<'a> Engine<'a> {
     fn trace_sink(&self) -> Result<TraceSink, RunError> {
         let names: Vec<String> = self.graph.nodes.iter().map(|n| n.name.clone()).collect();
         let file = self.config.trace_file.as_deref();
-        TraceSink::new(file, self.config.trace.then_some(TRACE_MEMORY_LIMIT), &names).map_err(|error| {
+        let memory = self.config.trace.then_some(TRACE_MEMORY_LIMIT);
+        TraceSink::new(file, memory, &names, self.config.trace_taps.clone()).map_err(|error| {
             let path = file.map(|p| p.to_owned()).unwrap_or_default();
             RunError::Io { path, reason: format!("cannot write the trace: {error}") }
         })
@@ -408,9 +417,15 @@ impl<'a> Engine<'a> {
             }
             self.start_line.go.store(true, Ordering::Release);
             let stuck = self.watch(wall, sink, spawned);
+            // With warm-up frames, the wall time starts with the first frame after them (none
+            // started: no wall time).
+            let measured_from = || match self.config.warmup_frames {
+                0 => Some(wall),
+                _ => self.measured_from.get().copied(),
+            };
             let wall_s = || {
                 let stopped = self.stopped_at.get().copied().unwrap_or_else(Instant::now);
-                stopped.saturating_duration_since(wall).as_secs_f64()
+                measured_from().map_or(0.0, |from| stopped.saturating_duration_since(from).as_secs_f64())
             };
             let handed = match &self.config.on_hang {
                 Some(on_hang) if stuck > 0 => {
@@ -498,6 +513,10 @@ impl<'a> Engine<'a> {
             list: Vec::with_capacity(self.graph.max_args()),
             error: vec![0; ERROR_CAPACITY],
             counters: WorkerCounters {
+                per_node: vec![NodeCounters::default(); self.graph.nodes.len()],
+                ..WorkerCounters::default()
+            },
+            warmup: WorkerCounters {
                 per_node: vec![NodeCounters::default(); self.graph.nodes.len()],
                 ..WorkerCounters::default()
             },
@@ -723,9 +742,9 @@ impl<'a> Engine<'a> {
         for member in members {
             let result = self.run_body(local, node, slot, member, frame);
             end = if self.timing { self.clock.now() } else { 0 };
-            self.store(local, node, slot, member, result?);
+            self.store(local, node, slot, member, frame, result?);
             self.account(local, node, slot, member, instance, frame, start, end);
-            local.counters.inlined += u64::from(popped.is_none());
+            self.counters(local, frame).inlined += u64::from(popped.is_none());
             start = end;
         }
         if self.task_hooks
@@ -742,12 +761,19 @@ impl<'a> Engine<'a> {
         Ok(continuation)
     }
 
+    /// The counters a task of `frame` counts in: those of warm-up frames are left out of the
+    /// report (README.md, "Warm-up frames").
+    #[inline]
+    fn counters<'l>(&self, local: &'l mut Local, frame: u64) -> &'l mut WorkerCounters {
+        if frame < self.config.warmup_frames { &mut local.warmup } else { &mut local.counters }
+    }
+
     /// Keeps or releases one instance's result; a skipped instance (its condition did not hold)
     /// leaves NONE as its result.
     #[inline]
-    fn store(&self, local: &mut Local, node: u32, slot: u32, instance: u32, result: Option<TomiiValue>) {
+    fn store(&self, local: &mut Local, node: u32, slot: u32, instance: u32, frame: u64, result: Option<TomiiValue>) {
         if result.is_none() {
-            local.counters.per_node[node as usize].skipped += 1;
+            self.counters(local, frame).per_node[node as usize].skipped += 1;
         }
         let result = result.unwrap_or(TomiiValue::NONE);
         if self.keeps_result[instance as usize] {
@@ -774,7 +800,7 @@ impl<'a> Engine<'a> {
         start: Ticks,
         end: Ticks,
     ) {
-        let counters = &mut local.counters;
+        let counters = self.counters(local, frame);
         counters.tasks += 1;
         let per_node = &mut counters.per_node[node as usize];
         per_node.count += 1;
@@ -936,6 +962,9 @@ impl<'a> Engine<'a> {
         }
         let now = self.clock.now();
         let frame = self.frames_started.fetch_add(1, Ordering::Relaxed);
+        if frame == self.config.warmup_frames && frame > 0 {
+            let _ = self.measured_from.set(Instant::now());
+        }
         let generation = self.table.begin_frame(slot, frame, tag, serial, now);
         self.watchdog.watch(pusher.worker, Call::FrameStarted, || self.scheduler.frame_started(frame, slot));
         for &root in &self.graph.roots {
@@ -1075,6 +1104,8 @@ impl<'a> Engine<'a> {
         let abandoned = state.abandoned.load(Ordering::Relaxed);
         if abandoned {
             self.frames_abandoned.fetch_add(1, Ordering::Relaxed);
+        } else if frame < self.config.warmup_frames {
+            self.frames_excluded.fetch_add(1, Ordering::Relaxed);
         } else {
             latency.saturating_record(latency_ns.max(1));
         }
@@ -1304,7 +1335,8 @@ impl<'a> Engine<'a> {
         workers_unreported: Vec<u32>,
     ) -> Report {
         let interrupted = self.interrupted.load(Ordering::Relaxed);
-        let frames = self.frames_done.load(Ordering::Acquire);
+        let frames_excluded = self.frames_excluded.load(Ordering::Relaxed);
+        let frames = self.frames_done.load(Ordering::Acquire).saturating_sub(frames_excluded);
         let tasks: u64 = counters.iter().map(|c| c.tasks).sum();
         let names: Vec<(String, String)> =
             self.graph.nodes.iter().map(|n| (n.name.clone(), n.function.clone())).collect();
@@ -1326,6 +1358,7 @@ impl<'a> Engine<'a> {
             slots: self.config.slots,
             frames,
             frames_abandoned: self.frames_abandoned.load(Ordering::Relaxed),
+            frames_excluded,
             tasks,
             tasks_inlined: counters.iter().map(|c| c.inlined).sum(),
             inline_continuation: self.config.inline_continuation,

@@ -30,6 +30,12 @@ pub(super) fn check_config(graph: &CompiledGraph, config: &RunConfig) -> Result<
             config.pop_batch
         ));
     }
+    if config.frames > 0 && config.warmup_frames >= config.frames {
+        return bad(format!(
+            "warm-up frames is {} of {} frames: no frame would be left to measure; run more frames or fewer warm-up ones",
+            config.warmup_frames, config.frames
+        ));
+    }
     let cells = u64::from(config.slots) * graph.instance_count() as u64;
     if cells > MAX_CELLS {
         return bad(format!(

@@ -1,0 +1,129 @@
+"""Tomii 1.2's run options as `run_graph` keywords, with the CLI's meaning: renamed knobs, the
+schedulers `fifo`/`custom` name, warnings for options without effect, warm-up frames left out of
+every figure, `max_runtime`, and the timing file and scheduler record made from the trace."""
+
+from __future__ import annotations
+
+import csv
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import timing_file
+from reference import GRAPHS, SYNTHETIC
+
+import tomii
+
+DIAMOND = GRAPHS / "diamond.json"
+
+#: A warm-up frame sleeps this long in `slow_warm_up`, a measured one not at all.
+WARM_UP_SLEEP_S = 0.2
+WARM_UP = 2
+
+
+@tomii.export
+def slow_warm_up(value: int) -> int:
+    if tomii.call_context().frame < WARM_UP:
+        time.sleep(WARM_UP_SLEEP_S)
+    return value
+
+
+def test_renamed_options_and_schedulers() -> None:
+    cases: list[tuple[dict[str, Any], int, str]] = [
+        ({"max_frames": 4}, 4, "fifo"),
+        ({"max_streams": 5}, 5, "fifo"),
+        ({"frames": 2, "fifo": True}, 2, "fifo"),
+        ({"frames": 2, "custom": True}, 2, "priority"),
+        ({"frames": 2, "custom": "work-stealing"}, 2, "work-stealing"),
+    ]
+    for options, frames, scheduler in cases:
+        report = tomii.run_graph(DIAMOND, dylibs=[SYNTHETIC], **options).report
+        assert (report.frames, report.scheduler) == (frames, scheduler), options
+    report = tomii.run_graph(DIAMOND, dylibs=[SYNTHETIC], frames=6, exclude_streams=2).report
+    assert (report.frames, report["frames_excluded"]) == (4, 2)
+    with pytest.raises(tomii.ConfigError, match="custom=3"):
+        tomii.run_graph(DIAMOND, dylibs=[SYNTHETIC], custom=3)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("system_threads", 2),
+        ("coalesce_barriers", True),
+        ("batching_size", 8),
+        ("core_offset", 1),
+        ("use_rdtsc", True),
+        ("output", "out.txt"),
+    ],
+)
+def test_options_without_effect_warn_once(option: str, value: Any) -> None:
+    with pytest.warns(UserWarning, match=f"'{option}' has no effect") as caught:
+        report = tomii.run_graph(DIAMOND, dylibs=[SYNTHETIC], frames=2, **{option: value}).report
+    assert len(caught) == 1
+    assert report.frames == 2
+
+
+def test_warm_up_frames_are_left_out_of_every_figure() -> None:
+    graph = tomii.Graph()
+    graph.py_node("slow", fn=slow_warm_up, args=[1])
+    every = graph.run(frames=6, trace=True).report
+    measured = graph.run(frames=6, warmup_frames=WARM_UP, trace=True)
+    report = measured.report
+    assert (every.frames, report.frames, report["frames_excluded"]) == (6, 4, WARM_UP)
+    assert report.tasks == 4 and report.per_node[0]["count"] == 4
+    assert sum(worker["tasks"] for worker in report.per_worker) == 4
+    # The warm-up frames slept; the measured ones did not.
+    assert every.latency_us["max"] >= WARM_UP_SLEEP_S * 1e6
+    assert report.latency_us["max"] < WARM_UP_SLEEP_S * 1e6
+    assert report.per_node[0]["max_us"] < WARM_UP_SLEEP_S * 1e6
+    assert report.wall_time_s < every.wall_time_s
+    assert measured.trace is not None and len(measured.trace) == 6, "the trace keeps every frame"
+    steady = measured.trace[measured.trace["frame"] >= WARM_UP]
+    total_us = float((steady["end_ns"] - steady["start_ns"]).sum()) / 1e3
+    assert report.per_node[0]["total_us"] == pytest.approx(total_us, rel=1e-6, abs=0.01)
+
+
+def test_max_runtime_stops_the_run_without_raising() -> None:
+    graph = {
+        "nodes": [{"name": "wait", "function": "spin", "args": [{"type": "u64", "value": 100}]}]
+    }
+    started = time.monotonic()
+    report = tomii.run_graph(graph, dylibs=[SYNTHETIC], frames=0, max_runtime=1).report
+    assert time.monotonic() - started < 30
+    assert report["status"] == "interrupted" and report["interrupted"] is True
+    assert report.frames > 0 and report.tasks == report.frames
+
+
+def test_timing_file_and_record_from_python(tmp_path: Path) -> None:
+    timing = tmp_path / "run.txt"
+    result = tomii.run_graph(
+        DIAMOND,
+        dylibs=[SYNTHETIC],
+        workers=2,
+        slots=2,
+        frames=10,
+        exclude_streams=2,
+        timing=timing,
+        record=True,
+        trace=True,
+    )
+    parsed = timing_file.parse(timing)
+    report = result.report
+    assert parsed.streams == 10 and parsed.excluded == (2, 8)
+    assert sum(parsed.streams_per_slot) == 10
+    assert parsed.avg_time_per_stream_s == pytest.approx(
+        report.latency_us["mean"] / 1e6, rel=1e-3, abs=1e-9
+    )
+    counts = {node["name"]: node["count"] for node in report.per_node}
+    assert {name: task.executions for name, task in parsed.tasks.items()} == counts
+    with (tmp_path / "run_sched.csv").open(newline="", encoding="utf-8") as file:
+        header, *rows = list(csv.reader(file))
+    assert header == ["slot", "job_id", "start_ns", "end_ns", "worker", "task_id", "index"]
+    assert result.trace is not None
+    traced = sorted(
+        (int(r["slot"]), int(r["frame"]), int(r["start_ns"]), int(r["end_ns"]), int(r["worker"]))
+        + (int(r["node"]), int(r["instance"]))
+        for r in result.trace
+    )
+    assert sorted(tuple(int(field) for field in row) for row in rows) == traced

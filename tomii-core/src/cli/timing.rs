@@ -1,0 +1,270 @@
+//! Tomii 1.2's two files about a run, which its users' scripts read: the timing file (`--timing
+//! FILE`: plain-text statistics) and the scheduler record (`--record FILE`: one CSV row per task
+//! execution). Both are made from the run's trace through trace taps (`RunConfig::trace_taps`),
+//! on the host thread, chunk by chunk as the trace streams in: the workers record exactly what
+//! they record for `--trace`, and memory stays constant however long the run. README.md, "Tomii
+//! 1.2's timing file and scheduler record", gives both layouts.
+//!
+//! Nothing here runs on a worker; a write error is kept and reported once, when the file is done.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::engine::{Report, RunConfig, TraceChunk, TraceTap};
+use crate::graph::CompiledGraph;
+
+/// The scheduler record, written row by row as the trace comes in (rows in the order workers hand
+/// them over: sort by `start_ns` for time order).
+pub struct Record {
+    path: PathBuf,
+    out: Arc<Mutex<RecordOut>>,
+}
+
+struct RecordOut {
+    file: Option<std::io::BufWriter<std::fs::File>>,
+    /// The first write error; nothing is written after it.
+    error: Option<String>,
+}
+
+impl Record {
+    /// The CSV's header: `job_id` is the frame, `task_id` the node (its index in the graph file's
+    /// `nodes`), `index` the instance of that node, times in ns since the run started.
+    pub const HEADER: &'static str = "slot,job_id,start_ns,end_ns,worker,task_id,index";
+
+    /// Creates the file and writes its header.
+    pub fn create(path: &Path) -> Result<Record, String> {
+        let failed = |error: std::io::Error| format!("{}: cannot write the scheduler record: {error}", path.display());
+        let mut file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path).map_err(failed)?);
+        writeln!(file, "{}", Self::HEADER).map_err(failed)?;
+        let out = RecordOut { file: Some(file), error: None };
+        Ok(Record { path: path.to_owned(), out: Arc::new(Mutex::new(out)) })
+    }
+
+    /// The tap that writes the trace's records here.
+    pub fn tap(&self) -> TraceTap {
+        let (out, path) = (Arc::clone(&self.out), self.path.clone());
+        TraceTap(Arc::new(move |chunk: &TraceChunk<'_>| {
+            let mut out = lock(&out);
+            let Some(file) = &mut out.file else { return };
+            if let Err(error) = write_rows(file, chunk) {
+                out.error = Some(format!("{}: cannot write the scheduler record: {error}", path.display()));
+                out.file = None;
+            }
+        }))
+    }
+
+    /// Flushes the file; the first write error, if any.
+    pub fn finish(&self) -> Result<(), String> {
+        let mut out = lock(&self.out);
+        if let Some(mut file) = out.file.take()
+            && let Err(error) = file.flush()
+        {
+            out.error = Some(format!("{}: cannot write the scheduler record: {error}", self.path.display()));
+        }
+        out.error.clone().map_or(Ok(()), Err)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn write_rows(file: &mut impl std::io::Write, chunk: &TraceChunk<'_>) -> std::io::Result<()> {
+    for r in chunk.records {
+        let (start, end) = (chunk.ns(r.start), chunk.ns(r.end));
+        writeln!(file, "{},{},{start},{end},{},{},{}", r.slot, r.frame, r.worker, r.node, r.instance)?;
+    }
+    Ok(())
+}
+
+/// The timing file: per-node execution times gathered from the trace (warm-up frames left out),
+/// the frame figures from the report, written when the run is over.
+#[derive(Clone)]
+pub struct Timing {
+    path: PathBuf,
+    stats: Arc<Mutex<Stats>>,
+}
+
+/// What the trace says, gathered as it comes in.
+struct Stats {
+    warmup: u64,
+    names: Vec<String>,
+    /// The node whose instance 0 runs once in every frame: its records count frames per slot.
+    marker: Option<u32>,
+    /// Frames per slot, warm-up included.
+    per_slot: Vec<u64>,
+    nodes: Vec<NodeTimes>,
+}
+
+/// The executions of one node in the frames after the warm-up.
+#[derive(Clone, Default)]
+struct NodeTimes {
+    count: u64,
+    total_ns: u64,
+    /// Sum of squared durations, for the standard deviation.
+    square_ns: f64,
+    min_ns: u64,
+    max_ns: u64,
+    /// Per worker: executions and their summed time.
+    per_worker: Vec<(u64, u64)>,
+}
+
+impl Timing {
+    /// A timing file for a run of `graph` with `config`, written to `path` by [`Timing::write`].
+    pub fn new(path: &Path, graph: &CompiledGraph, config: &RunConfig) -> Timing {
+        let node = NodeTimes { per_worker: vec![(0, 0); config.workers as usize], ..NodeTimes::default() };
+        let stats = Stats {
+            warmup: config.warmup_frames,
+            names: graph.nodes.iter().map(|n| n.name.clone()).collect(),
+            marker: graph.nodes.iter().position(|n| !n.input).map(|i| i as u32),
+            per_slot: vec![0; config.slots as usize],
+            nodes: vec![node; graph.nodes.len()],
+        };
+        Timing { path: path.to_owned(), stats: Arc::new(Mutex::new(stats)) }
+    }
+
+    /// The tap that gathers the trace's figures.
+    pub fn tap(&self) -> TraceTap {
+        let stats = Arc::clone(&self.stats);
+        TraceTap(Arc::new(move |chunk: &TraceChunk<'_>| lock(&stats).take(chunk)))
+    }
+
+    /// Writes the file: what the trace gathered, and `report`'s frame figures.
+    pub fn write(&self, report: &Report) -> Result<(), String> {
+        let name = self.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let text = lock(&self.stats).text(&name, report);
+        std::fs::write(&self.path, text)
+            .map_err(|error| format!("{}: cannot write the timing file: {error}", self.path.display()))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Tomii 1.2's separator line.
+const FILLER: &str = "****************";
+
+impl Stats {
+    fn take(&mut self, chunk: &TraceChunk<'_>) {
+        for r in chunk.records {
+            if Some(r.node) == self.marker && r.instance == 0 {
+                self.per_slot[r.slot as usize] += 1;
+            }
+            if r.frame < self.warmup {
+                continue;
+            }
+            let ns = chunk.ns(r.end).saturating_sub(chunk.ns(r.start));
+            let node = &mut self.nodes[r.node as usize];
+            node.min_ns = if node.count == 0 { ns } else { node.min_ns.min(ns) };
+            node.max_ns = node.max_ns.max(ns);
+            node.count += 1;
+            node.total_ns += ns;
+            node.square_ns += (ns as f64) * (ns as f64);
+            let worker = &mut node.per_worker[r.worker as usize];
+            worker.0 += 1;
+            worker.1 += ns;
+        }
+    }
+
+    fn text(&self, name: &str, report: &Report) -> String {
+        let slots = self.per_slot.len();
+        let mut out = format!(
+            "Time Statistics for {name}\nTotal Slots: {slots}\nTiming Method: cycle counter (quanta)\n\
+             Worker Slots: 0..{slots}, System Thread Slots: {slots}..{slots}\n"
+        );
+        self.summary(&mut out, report);
+        self.per_task(&mut out, report.frames);
+        out
+    }
+
+    /// The "Aggregated Statistics" block: frames, their latency, the compute time.
+    fn summary(&self, out: &mut String, report: &Report) {
+        let measured = report.frames;
+        let _ = writeln!(out, "{FILLER}\nAggregated Statistics (All Slots):");
+        let _ = writeln!(out, "  Total Streams Processed: {}", measured + report.frames_excluded);
+        let per_slot: Vec<String> = self.per_slot.iter().enumerate().map(|(s, n)| format!("Slot {s}: {n}")).collect();
+        let _ = writeln!(out, "  Streams per Slot: {}", per_slot.join(", "));
+        if report.frames_excluded > 0 {
+            let _ = writeln!(
+                out,
+                "  Excluded Streams (warm-up): {} (Steady-state: {measured} streams)",
+                report.frames_excluded
+            );
+        }
+        if measured == 0 {
+            return;
+        }
+        let latency = &report.latency_us;
+        let compute: u64 = self.nodes.iter().map(|n| n.total_ns).sum();
+        let _ = writeln!(out, "  Total Runtime: {}", from_us(report.wall_time_s * 1e6));
+        let _ = writeln!(out, "  Avg Time Per Stream: {}", from_us(latency.mean));
+        let _ = writeln!(out, "  Min/Max Per Stream: {} / {}", from_us(latency.min), from_us(latency.max));
+        let _ = writeln!(out, "  Total Compute Time: {}", ns(compute));
+        let _ = writeln!(out, "  Avg Compute Time Per Stream: {}", ns(compute / measured));
+    }
+
+    /// The "Per-Task Analysis" block: one entry per node that ran, by name.
+    fn per_task(&self, out: &mut String, measured: u64) {
+        let _ = writeln!(out, "{FILLER}\nPer-Task Analysis (Aggregated):");
+        let mut ran: Vec<(&String, &NodeTimes)> =
+            self.names.iter().zip(&self.nodes).filter(|(_, n)| n.count > 0).collect();
+        ran.sort_by_key(|(name, _)| *name);
+        for (name, node) in ran {
+            let workers: Vec<String> = node
+                .per_worker
+                .iter()
+                .enumerate()
+                .filter(|(_, (count, _))| *count > 0)
+                .map(|(w, &(count, total))| {
+                    let pct = 100.0 * count as f64 / node.count as f64;
+                    format!("W-{w}: {count} ({pct:.1}%) - {}", ns(total))
+                })
+                .collect();
+            let mean = node.total_ns as f64 / node.count as f64;
+            let std = (node.square_ns / node.count as f64 - mean * mean).max(0.0).sqrt();
+            let _ = writeln!(out, "  {FILLER}");
+            let _ = writeln!(out, "  Task '{name}' - Workers: {}, Total Executions: {}", workers.len(), node.count);
+            let _ = writeln!(
+                out,
+                "    Timing - Avg/Stream: {}, Avg/Task: {}, Std: {}, Min: {}, Max: {}, Total: {}",
+                ns(node.total_ns / measured.max(1)),
+                ns(node.total_ns / node.count),
+                ns(std.round() as u64),
+                ns(node.min_ns),
+                ns(node.max_ns),
+                ns(node.total_ns)
+            );
+            let _ = writeln!(out, "    Worker Summary: {}", workers.join(", "));
+        }
+    }
+}
+
+/// A duration as Tomii 1.2 wrote them: Rust's `{:.4?}` of a `Duration` (`12.3456µs`, `1.5000ms`).
+fn ns(ns: u64) -> String {
+    format!("{:.4?}", Duration::from_nanos(ns))
+}
+
+fn from_us(us: f64) -> String {
+    ns((us * 1e3).round() as u64)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_written_as_tomii_1_2_wrote_them() {
+        assert_eq!(ns(1_500_000), "1.5000ms");
+        assert_eq!(ns(12_345), "12.3450µs");
+        assert_eq!(ns(2_000_000_000), "2.0000s");
+        assert_eq!(from_us(0.75), "750.0000ns");
+    }
+}

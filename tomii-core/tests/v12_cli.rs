@@ -1,0 +1,376 @@
+//! Tomii 1.2's command line on `tomii run`: every 1.2 spelling means what it meant (or warns that it
+//! means nothing here), `--exclude-streams` leaves its warm-up frames out of every figure, and the
+//! timing file and scheduler record say what the trace says, in 1.2's layouts (a parser of the
+//! timing file is written here from the layout in README.md).
+//!
+//! Needs `cargo build --workspace` first (plugins).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::cli::{Run, assert_error, finish, tomii};
+use common::{graph_path, synthetic_lib};
+
+/// `tomii run --json <fixture> --dylib <synthetic> EXTRA...`, in `dir`.
+fn run_in(dir: &Path, graph: &str, extra: &[&str]) -> Run {
+    let mut command = tomii();
+    command.current_dir(dir).arg("run").arg("--json").arg(graph_path(graph)).arg("--dylib").arg(synthetic_lib());
+    finish({
+        command.args(extra);
+        command
+    })
+}
+
+fn ok(run: Run) -> Run {
+    assert!(run.status.success(), "the run failed:\nstdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
+    run
+}
+
+fn report(dir: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("r.json")).expect("the report was written");
+    serde_json::from_str(&text).expect("the report is JSON")
+}
+
+// ---- spellings ----
+
+#[test]
+fn frame_counts_and_schedulers_keep_their_1_2_spellings() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&[&str], u64, &str)] = &[
+        (&["--max-frames", "7"], 7, "fifo"),
+        (&["--max-streams", "5"], 5, "fifo"),
+        (&["--frames", "3", "--fifo"], 3, "fifo"),
+        (&["--frames", "3", "--custom"], 3, "priority"),
+        (&["--frames", "3", "--custom", "work-stealing"], 3, "work-stealing"),
+    ];
+    for (flags, frames, scheduler) in cases {
+        ok(run_in(dir.path(), "diamond.json", &[flags, &["--report", "r.json", "--quiet"][..]].concat()));
+        let report = report(dir.path());
+        assert_eq!(report["frames"], *frames, "{flags:?}");
+        assert_eq!(report["scheduler"]["name"], *scheduler, "{flags:?}");
+    }
+    ok(run_in(dir.path(), "diamond.json", &["--inline-continuation", "--report", "r.json", "--quiet"]));
+    assert_eq!(report(dir.path())["inline_continuation"], true);
+}
+
+#[test]
+fn two_schedulers_at_once_is_one_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for flags in
+        [&["--fifo", "--custom"][..], &["--fifo", "--scheduler", "priority"], &["--custom", "--scheduler", "fifo"]]
+    {
+        assert_error(&run_in(dir.path(), "diamond.json", flags), &["cannot be used with"]);
+    }
+}
+
+#[test]
+fn output_takes_what_stdout_would_have_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = ok(run_in(dir.path(), "diamond.json", &["--frames", "4", "--output", "out.txt"]));
+    assert!(run.stdout.is_empty(), "stdout: {}", run.stdout);
+    let written = std::fs::read_to_string(dir.path().join("out.txt")).unwrap();
+    assert!(written.contains("4 frames") && written.ends_with('\n'), "out.txt: {written}");
+    let run = ok(run_in(dir.path(), "diamond.json", &["--frames", "4", "--output", "stdout"]));
+    assert!(run.stdout.contains("4 frames"), "stdout: {}", run.stdout);
+}
+
+#[test]
+fn flags_without_meaning_here_warn_once_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = [
+        "--system-threads",
+        "2",
+        "--coalesce-barriers",
+        "--batching-size",
+        "8",
+        "--core-offset",
+        "1",
+        "--use-rdtsc",
+        "--report",
+        "r.json",
+    ];
+    let run = ok(run_in(dir.path(), "diamond.json", &flags));
+    let warnings: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("warning: ")).collect();
+    for flag in ["--system-threads", "--coalesce-barriers", "--batching-size", "--core-offset", "--use-rdtsc"] {
+        let naming: Vec<&&str> = warnings.iter().filter(|w| w.contains(&format!("{flag} "))).collect();
+        assert_eq!(naming.len(), 1, "one warning for {flag}:\n{}", run.stderr);
+        assert!(naming[0].contains("no effect"), "{}", naming[0]);
+    }
+    assert_eq!(warnings.len(), 5, "{}", run.stderr);
+    assert_eq!(report(dir.path())["status"], "completed");
+    let quiet = ok(run_in(dir.path(), "diamond.json", &["--use-rdtsc", "--quiet"]));
+    assert!(quiet.stderr.is_empty(), "--quiet prints no warning: {}", quiet.stderr);
+}
+
+#[test]
+fn max_runtime_stops_the_run_as_ctrl_c_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let spin = dir.path().join("spin.json");
+    let graph =
+        r#"{"nodes": [{"name": "wait", "function": "spin", "factor": 2, "args": [{"type": "u64", "value": 200}]}]}"#;
+    std::fs::write(&spin, graph).unwrap();
+    let started = Instant::now();
+    let mut command = tomii();
+    command.current_dir(dir.path()).arg("run").arg(&spin).arg("--dylib").arg(synthetic_lib());
+    command.args(["--frames", "0", "--max-runtime", "1", "--report", "r.json"]);
+    let run = ok(finish(command));
+    assert!(started.elapsed() < Duration::from_secs(30), "the run did not stop");
+    assert!(run.stderr.contains("stopped: --max-runtime-s 1 reached"), "stderr: {}", run.stderr);
+    let report = report(dir.path());
+    assert_eq!(report["status"], "interrupted");
+    assert_eq!(report["interrupted"], true);
+    let frames = report["frames"].as_u64().unwrap();
+    assert!(frames > 0, "no frame completed in a second");
+    assert_eq!(report["tasks"], 2 * frames, "every frame that started completed");
+}
+
+// ---- warm-up frames ----
+
+/// The trace CSV (`--trace`): rows of node, instance, frame, slot, worker, ready, start, end.
+fn trace_rows(path: &Path) -> Vec<(String, Vec<u64>)> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("node,instance,frame,slot,worker,ready_ns,start_ns,end_ns"));
+    lines
+        .map(|line| {
+            let (node, rest) = line.split_once(',').unwrap();
+            (node.to_owned(), rest.split(',').map(|f| f.parse().unwrap()).collect())
+        })
+        .collect()
+}
+
+/// Field indexes of a trace row's numbers.
+const INSTANCE: usize = 0;
+const FRAME: usize = 1;
+const SLOT: usize = 2;
+const WORKER: usize = 3;
+const START: usize = 5;
+const END: usize = 6;
+
+#[test]
+fn exclude_streams_leaves_the_warm_up_frames_out_of_every_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = ["--workers", "2", "--slots", "3", "--frames", "30", "--trace", "t.csv", "--report", "r.json"];
+    ok(run_in(dir.path(), "diamond.json", &[&flags[..], &["--exclude-streams", "10"]].concat()));
+    let excluded = report(dir.path());
+    let trace = trace_rows(&dir.path().join("t.csv"));
+    assert_eq!(trace.len(), 90, "the trace keeps every frame");
+    assert_eq!((excluded["frames"].as_u64(), excluded["frames_excluded"].as_u64()), (Some(20), Some(10)));
+    assert_eq!(excluded["tasks"], 60);
+    let counts: Vec<(&str, u64)> = excluded["per_node"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["name"].as_str().unwrap(), n["count"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(counts, [("src", 40), ("sink", 20)]);
+    let per_worker: u64 = excluded["per_worker"].as_array().unwrap().iter().map(|w| w["tasks"].as_u64().unwrap()).sum();
+    assert_eq!(per_worker, 60);
+    // Each node's time is the trace's over the measured frames, and only theirs.
+    for node in excluded["per_node"].as_array().unwrap() {
+        let name = node["name"].as_str().unwrap();
+        let sum = |measured_only: bool| -> f64 {
+            let rows = trace.iter().filter(|(n, f)| n == name && (!measured_only || f[FRAME] >= 10));
+            rows.map(|(_, f)| (f[END] - f[START]) as f64 / 1e3).sum()
+        };
+        let total = node["total_us"].as_f64().unwrap();
+        assert!((total - sum(true)).abs() < 0.01 + total * 1e-6, "{name}: {total} µs, trace {}", sum(true));
+        assert!(sum(false) - total > 0.0, "{name}: the warm-up frames' time is not left out");
+    }
+    // Without warm-up, the same run counts every frame.
+    ok(run_in(dir.path(), "diamond.json", &flags));
+    let all = report(dir.path());
+    assert_eq!(
+        (all["frames"].as_u64(), all["frames_excluded"].as_u64(), all["tasks"].as_u64()),
+        (Some(30), Some(0), Some(90))
+    );
+}
+
+#[test]
+fn a_warm_up_of_every_frame_is_one_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_error(
+        &run_in(dir.path(), "diamond.json", &["--frames", "5", "--exclude-streams", "5"]),
+        &["warm-up", "5 frames"],
+    );
+}
+
+// ---- the timing file ----
+
+/// A duration as the timing file writes it (`12.3450µs`), in ns.
+fn duration_ns(text: &str) -> f64 {
+    let text = text.trim();
+    let (number, scale) = [("ns", 1.0), ("µs", 1e3), ("ms", 1e6), ("s", 1e9)]
+        .iter()
+        .find_map(|(unit, scale)| text.strip_suffix(unit).map(|n| (n, *scale)))
+        .unwrap_or_else(|| panic!("{text:?} is not a duration"));
+    number.parse::<f64>().unwrap_or_else(|_| panic!("{text:?} is not a duration")) * scale
+}
+
+/// One task's entry of the per-task table.
+#[derive(Debug, Default)]
+struct TaskEntry {
+    workers: u64,
+    executions: u64,
+    /// Avg/Stream, Avg/Task, Std, Min, Max, Total, in ns.
+    timing: BTreeMap<String, f64>,
+    /// Per worker: executions and total ns.
+    per_worker: BTreeMap<u64, (u64, f64)>,
+}
+
+/// What a Tomii 1.2 script reads from a timing file.
+#[derive(Debug, Default)]
+struct TimingFile {
+    summary: BTreeMap<String, String>,
+    streams_per_slot: Vec<u64>,
+    excluded: Option<(u64, u64)>,
+    tasks: BTreeMap<String, TaskEntry>,
+}
+
+/// Parses the layout of README.md ("Tomii 1.2's timing file and scheduler record").
+fn parse_timing(text: &str) -> TimingFile {
+    let mut file = TimingFile::default();
+    let mut task: Option<String> = None;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if let Some(slots) = trimmed.strip_prefix("Streams per Slot: ") {
+            file.streams_per_slot = slots.split(", ").map(|s| s.split_once(": ").unwrap().1.parse().unwrap()).collect();
+        } else if let Some(rest) = trimmed.strip_prefix("Excluded Streams (warm-up): ") {
+            let (excluded, steady) = rest.split_once(" (Steady-state: ").unwrap();
+            file.excluded = Some((excluded.parse().unwrap(), steady.trim_end_matches(" streams)").parse().unwrap()));
+        } else if let Some(rest) = trimmed.strip_prefix("Task '") {
+            let (name, counts) = rest.split_once("' - Workers: ").unwrap();
+            let (workers, executions) = counts.split_once(", Total Executions: ").unwrap();
+            let entry = TaskEntry {
+                workers: workers.parse().unwrap(),
+                executions: executions.parse().unwrap(),
+                ..TaskEntry::default()
+            };
+            file.tasks.insert(name.to_owned(), entry);
+            task = Some(name.to_owned());
+        } else if let Some(parts) = trimmed.strip_prefix("Timing - ") {
+            let entry = file.tasks.get_mut(task.as_ref().unwrap()).unwrap();
+            for part in parts.split(", ") {
+                let (key, value) = part.split_once(": ").unwrap();
+                entry.timing.insert(key.to_owned(), duration_ns(value));
+            }
+        } else if let Some(parts) = trimmed.strip_prefix("Worker Summary: ") {
+            let entry = file.tasks.get_mut(task.as_ref().unwrap()).unwrap();
+            for part in parts.split(", ") {
+                let (worker, rest) = part.strip_prefix("W-").unwrap().split_once(": ").unwrap();
+                let (count, time) = rest.split_once(" (").unwrap();
+                let time = time.split_once(") - ").unwrap().1;
+                entry.per_worker.insert(worker.parse().unwrap(), (count.parse().unwrap(), duration_ns(time)));
+            }
+        } else if let Some((key, value)) = trimmed.split_once(": ") {
+            file.summary.insert(key.to_owned(), value.to_owned());
+        }
+    }
+    file
+}
+
+/// A duration of the file matches `ns`: to its 4 decimals, in the unit it was written in.
+fn close(written: f64, ns: f64) -> bool {
+    (written - ns).abs() <= ns * 1e-4 + 1.0
+}
+
+#[test]
+fn the_timing_file_says_what_the_report_and_the_trace_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = ["--workers", "2", "--slots", "2", "--frames", "24", "--exclude-streams", "4"];
+    ok(run_in(
+        dir.path(),
+        "diamond.json",
+        &[&flags[..], &["--timing", "t.txt", "--trace", "t.csv", "--report", "r.json"]].concat(),
+    ));
+    let text = std::fs::read_to_string(dir.path().join("t.txt")).unwrap();
+    let timing = parse_timing(&text);
+    let report = report(dir.path());
+    let trace = trace_rows(&dir.path().join("t.csv"));
+
+    assert!(text.starts_with("Time Statistics for t.txt\n"), "{text}");
+    assert_eq!(timing.summary["Total Slots"], "2");
+    assert_eq!(timing.summary["Total Streams Processed"], "24");
+    assert_eq!(timing.excluded, Some((4, 20)));
+    assert_eq!(timing.streams_per_slot.iter().sum::<u64>(), 24);
+    for (slot, count) in timing.streams_per_slot.iter().enumerate() {
+        let in_trace = trace.iter().filter(|(n, f)| n == "sink" && f[SLOT] == slot as u64).count() as u64;
+        assert_eq!(*count, in_trace, "slot {slot}");
+    }
+    // The scripts' own pattern: `Avg Time Per Stream:\s+([\d.]+)(ms|µs|us|s)`.
+    let average = &timing.summary["Avg Time Per Stream"];
+    assert!(
+        ["ms", "µs", "s"].iter().any(|unit| average.strip_suffix(unit).is_some_and(|n| n.parse::<f64>().is_ok())),
+        "{average}"
+    );
+    assert!(
+        close(duration_ns(average), report["latency_us"]["mean"].as_f64().unwrap() * 1e3),
+        "{average} against {}",
+        report["latency_us"]
+    );
+    let (min, max) = timing.summary["Min/Max Per Stream"].split_once(" / ").unwrap();
+    assert!(close(duration_ns(min), report["latency_us"]["min"].as_f64().unwrap() * 1e3));
+    assert!(close(duration_ns(max), report["latency_us"]["max"].as_f64().unwrap() * 1e3));
+    assert!(close(duration_ns(&timing.summary["Total Runtime"]), report["wall_time_s"].as_f64().unwrap() * 1e9));
+
+    assert_eq!(timing.tasks.keys().collect::<Vec<_>>(), ["sink", "src"], "tasks by name");
+    let mut compute = 0.0;
+    for (name, entry) in &timing.tasks {
+        let measured: Vec<&Vec<u64>> =
+            trace.iter().filter(|(n, f)| n == name && f[FRAME] >= 4).map(|(_, f)| f).collect();
+        let node = report["per_node"].as_array().unwrap().iter().find(|n| n["name"] == name.as_str()).unwrap();
+        assert_eq!(entry.executions, node["count"].as_u64().unwrap(), "{name}");
+        assert_eq!(entry.executions, measured.len() as u64, "{name}");
+        let durations: Vec<f64> = measured.iter().map(|f| (f[END] - f[START]) as f64).collect();
+        let total: f64 = durations.iter().sum();
+        compute += total;
+        assert!(close(entry.timing["Total"], total), "{name}: {} against {total}", entry.timing["Total"]);
+        assert!(close(entry.timing["Min"], durations.iter().cloned().fold(f64::MAX, f64::min)), "{name} min");
+        assert!(close(entry.timing["Max"], durations.iter().cloned().fold(0.0, f64::max)), "{name} max");
+        assert!(close(entry.timing["Avg/Task"], (total / durations.len() as f64).floor()), "{name} avg/task");
+        assert!(close(entry.timing["Avg/Stream"], (total / 20.0).floor()), "{name} avg/stream");
+        assert_eq!(entry.workers, entry.per_worker.len() as u64);
+        for (worker, (count, time)) in &entry.per_worker {
+            let mine: Vec<&&Vec<u64>> = measured.iter().filter(|f| f[WORKER] == *worker).collect();
+            assert_eq!(*count, mine.len() as u64, "{name} on worker {worker}");
+            assert!(close(*time, mine.iter().map(|f| (f[END] - f[START]) as f64).sum()), "{name} on worker {worker}");
+        }
+    }
+    assert!(close(duration_ns(&timing.summary["Total Compute Time"]), compute));
+}
+
+// ---- the scheduler record ----
+
+#[test]
+fn the_record_is_the_trace_in_1_2_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = ["--workers", "2", "--slots", "3", "--frames", "12", "--trace", "t.csv", "--record", "rec.csv"];
+    ok(run_in(dir.path(), "diamond.json", &flags));
+    let text = std::fs::read_to_string(dir.path().join("rec.csv")).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("slot,job_id,start_ns,end_ns,worker,task_id,index"));
+    let mut record: Vec<Vec<u64>> = lines.map(|l| l.split(',').map(|f| f.parse().unwrap()).collect()).collect();
+    let node_index = |name: &str| ["src", "sink"].iter().position(|n| *n == name).unwrap() as u64;
+    let mut trace: Vec<Vec<u64>> = trace_rows(&dir.path().join("t.csv"))
+        .iter()
+        .map(|(name, f)| vec![f[SLOT], f[FRAME], f[START], f[END], f[WORKER], node_index(name), f[INSTANCE]])
+        .collect();
+    record.sort();
+    trace.sort();
+    assert_eq!(record.len(), 36);
+    assert_eq!(record, trace);
+}
+
+#[test]
+fn a_bare_record_goes_where_1_2_put_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("out")).unwrap();
+    ok(run_in(dir.path(), "diamond.json", &["--frames", "2", "--timing", "out/run.1.txt", "--record"]));
+    assert!(dir.path().join("out/run_sched.csv").is_file(), "no out/run_sched.csv");
+    ok(run_in(dir.path(), "diamond.json", &["--frames", "2", "--record"]));
+    let text = std::fs::read_to_string(dir.path().join("scheduler_record.csv")).expect("scheduler_record.csv");
+    assert_eq!(text.lines().count(), 1 + 2 * 3, "a header and one row per task");
+}
