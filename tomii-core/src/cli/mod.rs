@@ -32,8 +32,8 @@ pub enum Command {
     /// List every option of `tomii run` (the knob catalog): type, default, domain, role and search
     /// hint.
     Knobs(KnobsArgs),
-    /// Print the JSON Schema of the graph format.
-    Schema,
+    /// Print the JSON Schema of the graph format (with --report, of the run report).
+    Schema(SchemaArgs),
     /// Compare schedulers over graphs and knobs as CONFIG (TOML) describes: a table and figures.
     /// Part of the Python package (`pip install .`), whose `tomii` command runs it.
     Sweep(SweepArgs),
@@ -75,6 +75,13 @@ pub struct KnobsArgs {
     /// Print JSON ({"version": 1, "knobs": [...]}) instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args)]
+pub struct SchemaArgs {
+    /// Print the schema of the run report (`tomii run --report FILE`) instead of the graph's.
+    #[arg(long)]
+    pub report: bool,
 }
 
 #[derive(Args)]
