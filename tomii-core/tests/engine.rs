@@ -208,6 +208,11 @@ fn a_variadic_kernel_receives_the_trailing_results_as_one_list() {
 }
 
 /// The sink output of each frame of `outcome` (the graph's last node).
+/// The report's entry of the node called `name` (entries are sorted by kernel time).
+fn node_report<'a>(outcome: &'a RunOutcome, name: &str) -> &'a tomii_core::engine::NodeReport {
+    outcome.report.per_node.iter().find(|n| n.name == name).unwrap_or_else(|| panic!("no report of node {name}"))
+}
+
 fn sink_outputs<'a>(graph: &CompiledGraph, outcome: &'a RunOutcome) -> Vec<Option<&'a Output>> {
     let sink = graph.nodes.len() as u32 - 1;
     outcome.outputs.iter().map(|outputs| outputs.iter().find(|(n, _, _)| *n == sink).map(|(_, _, v)| v)).collect()
@@ -224,7 +229,7 @@ fn a_condition_skips_instances_and_their_successors_see_none() {
         let each: Vec<u64> = (0..6).map(|i| if i % 2 == 0 { expected("each", i, frame, &[3]) } else { 0 }).collect();
         assert_eq!(sink, Some(&Output::UInt(expected("sink", 0, frame, &each))), "frame {frame}");
     }
-    let each = &outcome.report.per_node[0];
+    let each = node_report(&outcome, "each");
     assert_eq!((each.count, each.skipped), (60, 30), "every instance is a task; odd ones are skipped");
 }
 
@@ -243,7 +248,7 @@ fn every_comparison_operation_selects_the_right_instances() {
         let edited = text.replace(r#""operation": "Eq", "value": 0"#, &format!(r#""operation": "{op}", "value": 1"#));
         let graph = graph::parse_str("condition.json", &edited).unwrap_or_else(|e| panic!("{e}"));
         let outcome = run_ok(&graph, config(2, 2, 2));
-        let skipped = outcome.report.per_node[0].skipped;
+        let skipped = node_report(&outcome, "each").skipped;
         let ran_per_frame = (0..6).filter(|i| runs[i % 2]).count() as u64;
         assert_eq!(skipped, 2 * (6 - ran_per_frame), "operation {op}");
     }
@@ -355,7 +360,7 @@ fn group_size_runs_several_instances_per_task_with_every_value_intact() {
             .collect();
         assert_eq!(sink, Some(&Output::UInt(expected("sink", 0, frame, &work))), "frame {frame}");
     }
-    assert_eq!(outcome.report.per_node[1].count, 7 * 4, "every instance is counted");
+    assert_eq!(node_report(&outcome, "work").count, 7 * 4, "every instance is counted");
 }
 
 #[test]

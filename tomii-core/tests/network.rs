@@ -147,6 +147,7 @@ fn udp_frames_end_to_end_match_the_reference_with_three_schedulers() {
             assert_eq!(network["packets_accepted"], frames * u64::from(PACKETS));
             assert_eq!(network["frames_complete"], frames);
             assert_eq!(outcome.report.source, "network");
+            common::report_schema::check(scheduler, &outcome.report);
         });
     }
 }
@@ -220,7 +221,7 @@ fn paced_first_frame(dispatch: Dispatch) -> (u64, u64) {
         }
     });
     let outcome = outcome.unwrap_or_else(|e| panic!("{e}"));
-    let fft = outcome.report.per_node.iter().position(|n| n.name == "fft").unwrap() as u32;
+    let fft = outcome.report.per_node.iter().find(|n| n.name == "fft").unwrap().node;
     assert!(!outcome.trace.is_empty(), "no trace: {}", serde_json::to_string(&outcome.report).unwrap());
     let record = |instance| outcome.trace.iter().find(|r| r.node == fft && r.instance == instance).copied().unwrap();
     let (first, last) = (record(0), record(PACKETS - 1));

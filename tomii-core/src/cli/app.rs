@@ -18,7 +18,7 @@ use clap::Parser;
 
 use super::legacy::{StopTimer, default_record_path};
 use super::timing::{Record, Timing};
-use super::{Cli, Command, KnobsArgs, NetworkDispatch, OnFault, OnSlotsBusy, RunArgs, SchedulersArgs};
+use super::{Cli, Command, KnobsArgs, NetworkDispatch, OnFault, OnSlotsBusy, RunArgs, SchedulersArgs, SchemaArgs};
 use crate::engine::{self, FaultPolicy, Progress, ProgressFn, Report, RunConfig, RunFailure};
 use crate::graph::{self, CompiledGraph};
 use crate::knobs;
@@ -45,7 +45,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>, provider: Option<&dyn Kern
         Command::Run(args) => run(*args, provider),
         Command::Schedulers(args) => list_schedulers(&args),
         Command::Knobs(args) => list_knobs(&args),
-        Command::Schema => print_schema(),
+        Command::Schema(args) => print_schema(&args),
         Command::Convert(args) => super::convert::convert(&args),
         Command::Send(args) => super::send::send(args),
         Command::Sweep(_) => Err(anyhow::anyhow!(
@@ -427,9 +427,10 @@ fn list_knobs(args: &KnobsArgs) -> Result<()> {
     Ok(())
 }
 
-/// `tomii schema`: the JSON Schema of the graph format.
-fn print_schema() -> Result<()> {
-    say(serde_json::to_string_pretty(&graph::schema())?)?;
+/// `tomii schema`: the JSON Schema of the graph format, or with `--report` of the run report.
+fn print_schema(args: &SchemaArgs) -> Result<()> {
+    let schema = if args.report { engine::report_schema() } else { graph::schema() };
+    say(serde_json::to_string_pretty(&schema)?)?;
     Ok(())
 }
 

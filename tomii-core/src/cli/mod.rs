@@ -37,8 +37,8 @@ pub enum Command {
     /// List every option of `tomii run` (the knob catalog): type, default, domain, role and search
     /// hint.
     Knobs(KnobsArgs),
-    /// Print the JSON Schema of the graph format.
-    Schema,
+    /// Print the JSON Schema of the graph format (with --report, of the run report).
+    Schema(SchemaArgs),
     /// Rewrite a Tomii 1.2 graph file in the current format, with exactly its meaning; warnings
     /// say where the two formats write the same selection differently.
     Convert(convert::ConvertArgs),
@@ -83,6 +83,13 @@ pub struct KnobsArgs {
     /// Print JSON ({"version": 1, "knobs": [...]}) instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Args)]
+pub struct SchemaArgs {
+    /// Print the schema of the run report (`tomii run --report FILE`) instead of the graph's.
+    #[arg(long)]
+    pub report: bool,
 }
 
 #[derive(Args)]

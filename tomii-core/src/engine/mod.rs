@@ -7,10 +7,14 @@
 //! and takes frames from the program. The protocols (frames and their source, slots and
 //! generations, readiness, idle workers, shutdown) are described in README.md beside this file.
 
+mod advice;
+mod analysis;
 mod clock;
 mod door;
+mod durations;
 mod fence;
 mod report;
+mod report_schema;
 mod session;
 mod sleep;
 mod slots;
@@ -19,9 +23,12 @@ mod trace;
 mod watchdog;
 mod worker;
 
+pub use advice::Suggestion;
+pub use analysis::{CriticalPathReport, NodeTimes, OverheadDiagnostic, ResourceUtilization, Summary};
 pub use door::{Door, Opened, Refused};
 pub(crate) use report::latency as latency_summary;
 pub use report::{Latency, NodeReport, Report, SchedulerReport, WorkerReport};
+pub use report_schema::report_schema;
 pub use session::{FrameResult, Session, SubmitError, Ticket};
 pub use source::{Counted, FrameDone, FrameSource, NextFrame};
 pub use trace::{TraceChunk, TraceRecord, TraceTap};

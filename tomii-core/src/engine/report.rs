@@ -8,7 +8,10 @@
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use super::advice::Suggestion;
+use super::analysis::{CriticalPathReport, NodeTimes, ResourceUtilization, Summary};
 use super::clock::{Clock, Ticks};
+use super::durations::Durations;
 
 /// Per-node counters kept by one worker.
 #[derive(Clone, Copy, Debug, Default)]
@@ -29,6 +32,8 @@ pub struct WorkerCounters {
     /// Ticks spent inside kernels.
     pub busy: Ticks,
     pub per_node: Vec<NodeCounters>,
+    /// Per node: its kernel durations (kept only with task timing).
+    pub durations: Durations,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -85,8 +90,16 @@ pub struct Report {
     pub trace_lost: u64,
     /// Trace records released from memory (the in-memory trace keeps the newest 4 Mi).
     pub trace_released: u64,
+    /// Sorted by `total_exec_us`, largest first (as Tomii 1.2 sorted it); in graph order among
+    /// equal times and without task timing. `node` is the node's id, as trace records name it.
     pub per_node: Vec<NodeReport>,
     pub per_worker: Vec<WorkerReport>,
+    /// Tomii 1.2's keys (`analysis.rs`, `advice.rs`), computed from the figures above.
+    pub summary: Summary,
+    pub critical_path: CriticalPathReport,
+    pub resource_utilization: ResourceUtilization,
+    pub bottleneck_hints: Vec<String>,
+    pub optimization_suggestions: Vec<Suggestion>,
     /// The source's own section, under its kind (`network`: sockets, packets, drops by cause).
     #[serde(flatten)]
     pub source_section: std::collections::BTreeMap<&'static str, serde_json::Value>,
@@ -116,6 +129,8 @@ pub struct Latency {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct NodeReport {
+    /// The node's id: its position among the graph's nodes.
+    pub node: u32,
     pub name: String,
     pub function: String,
     pub count: u64,
@@ -125,6 +140,9 @@ pub struct NodeReport {
     pub total_us: Option<f64>,
     pub mean_us: Option<f64>,
     pub max_us: Option<f64>,
+    /// Tomii 1.2's keys of the entry.
+    #[serde(flatten)]
+    pub times: NodeTimes,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -172,6 +190,7 @@ pub fn per_node(
             let max_ticks = counters.map(|c| c.max_ticks).max().unwrap_or(0);
             let total_us = clock.ticks_to_ns(ticks) as f64 / 1e3;
             NodeReport {
+                node: node as u32,
                 name: name.clone(),
                 function: function.clone(),
                 count,
@@ -179,9 +198,17 @@ pub fn per_node(
                 total_us: timing.then_some(total_us),
                 mean_us: timing.then(|| if count == 0 { 0.0 } else { total_us / count as f64 }),
                 max_us: timing.then(|| clock.ticks_to_ns(max_ticks) as f64 / 1e3),
+                times: NodeTimes::default(),
             }
         })
         .collect()
+}
+
+/// `nodes` sorted by kernel time, largest first; stable, so graph order stays among equal times
+/// and without task timing.
+pub fn by_total_time(mut nodes: Vec<NodeReport>) -> Vec<NodeReport> {
+    nodes.sort_by(|a, b| b.times.total_exec_us.unwrap_or(0.0).total_cmp(&a.times.total_exec_us.unwrap_or(0.0)));
+    nodes
 }
 
 /// Per-worker figures.

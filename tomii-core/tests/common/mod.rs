@@ -439,3 +439,22 @@ pub mod cli {
         line.to_owned()
     }
 }
+
+/// The run report's schema (`tomii schema --report`) against real reports.
+pub mod report_schema {
+    use tomii_core::engine::{Report, report_schema};
+
+    /// The schema's complaints about `report` as JSON, one line each; empty when it validates.
+    pub fn complaints(report: &Report) -> Vec<String> {
+        let json = serde_json::to_value(report).expect("a report serialises");
+        let validator = jsonschema::validator_for(&report_schema())
+            .unwrap_or_else(|e| panic!("the report schema does not compile: {e}"));
+        validator.iter_errors(&json).map(|error| format!("at {}: {error}", error.instance_path())).collect()
+    }
+
+    /// Panics with every complaint unless `report` validates.
+    pub fn check(what: &str, report: &Report) {
+        let complaints = complaints(report);
+        assert!(complaints.is_empty(), "{what}: the report does not match its schema:\n{}", complaints.join("\n"));
+    }
+}

@@ -27,9 +27,11 @@ use setup::{bind_conditions, check_config, scheduler_setup, templates};
 
 use fault::Containment;
 
+use super::analysis;
 use super::clock::{Clock, Ticks};
 use super::door::{Door, Opened, Request};
-use super::report::{self, NodeCounters, WorkerCounters};
+use super::durations::Durations;
+use super::report::{self, NodeCounters, NodeReport, WorkerCounters};
 use super::sleep::{Sleep, Wake};
 use super::slots::{SlotTable, decode_handle, encode_handle};
 use super::source::{FrameDone, FrameSource, NextFrame};
@@ -514,6 +516,7 @@ impl<'a> Engine<'a> {
             error: vec![0; ERROR_CAPACITY],
             counters: WorkerCounters {
                 per_node: vec![NodeCounters::default(); self.graph.nodes.len()],
+                durations: Durations::new(self.graph.nodes.len(), self.config.workers as usize, self.timing),
                 ..WorkerCounters::default()
             },
             warmup: WorkerCounters {
@@ -809,6 +812,7 @@ impl<'a> Engine<'a> {
             counters.busy += ticks;
             per_node.ticks += ticks;
             per_node.max_ticks = per_node.max_ticks.max(ticks);
+            counters.durations.record(node, ticks);
             if per_node.count % COST_PUBLISH_EVERY == 1 {
                 let mean = self.clock.ticks_to_ns(per_node.ticks / per_node.count);
                 self.costs[node as usize].store(mean, Ordering::Relaxed);
@@ -1343,6 +1347,19 @@ impl<'a> Engine<'a> {
         let plugin = self.scheduler.plugin();
         let stats = if self.containment.is_ejected() { None } else { self.scheduler.stats() };
         let stats = stats.filter(|s| !s.trim().is_empty() && s.trim() != "{}");
+        let latency = report::latency(latency);
+        let analysis = analysis::analyse(&analysis::Measured {
+            graph: self.graph,
+            counters,
+            clock: &self.clock,
+            timing: self.timing,
+            frames,
+            wall_s,
+            latency,
+            workers: self.config.workers,
+            slots: self.config.slots,
+            inline_continuation: self.config.inline_continuation,
+        });
         Report {
             tomii_version: env!("CARGO_PKG_VERSION"),
             graph: self.graph.name.clone(),
@@ -1365,7 +1382,7 @@ impl<'a> Engine<'a> {
             wall_time_s: wall_s,
             throughput_frames_per_s: if wall_s > 0.0 { frames as f64 / wall_s } else { 0.0 },
             tasks_per_s: if wall_s > 0.0 { tasks as f64 / wall_s } else { 0.0 },
-            latency_us: report::latency(latency),
+            latency_us: latency,
             source: self.source.kind(),
             interrupted,
             status: match (failure, interrupted) {
@@ -1380,12 +1397,21 @@ impl<'a> Engine<'a> {
             trace_records: trace.records,
             trace_lost: self.trace_pool.as_ref().map_or(0, TracePool::lost),
             trace_released: trace.released,
-            per_node: report::per_node(&names, counters, &self.clock, self.timing)
-                .into_iter()
-                .zip(&self.graph.nodes)
-                .filter_map(|(figures, node)| (!node.input).then_some(figures))
-                .collect(),
+            per_node: report::by_total_time(
+                report::per_node(&names, counters, &self.clock, self.timing)
+                    .into_iter()
+                    .zip(analysis.nodes)
+                    .zip(&self.graph.nodes)
+                    .filter(|(_, node)| !node.input)
+                    .map(|((figures, times), _)| NodeReport { times, ..figures })
+                    .collect(),
+            ),
             per_worker: report::per_worker(counters, &self.clock, wall_s, self.timing),
+            summary: analysis.summary,
+            critical_path: analysis.critical_path,
+            resource_utilization: analysis.resource_utilization,
+            bottleneck_hints: analysis.bottleneck_hints,
+            optimization_suggestions: analysis.optimization_suggestions,
             source_section: Default::default(),
         }
     }
