@@ -32,12 +32,12 @@ from ._tomii import (
     PluginError,
     SchedulerFault,
     TomiiError,
+    convert_json,
     knobs_json,
     knobs_table,
     run_json,
-    validate_json,
 )
-from ._warnings import user_stacklevel
+from ._warnings import GraphWarning, user_stacklevel, warn_graph
 from .build import BuildResult, build
 from .export import (
     CallContext,
@@ -95,6 +95,7 @@ __all__ = [
     "FrameResult",
     "Graph",
     "GraphError",
+    "GraphWarning",
     "HangError",
     "IndexFunc",
     "KernelError",
@@ -484,8 +485,10 @@ def run_graph(
         if partial is not None:
             error.result = _run_result(partial[:4], report)  # type: ignore[attr-defined]
             del error.partial  # type: ignore[attr-defined]
+            warn_graph(error.result.report.get("graph_warnings", []))  # type: ignore[attr-defined]
         raise
     result = _run_result(returned[:4], report)
+    warn_graph(result.report.get("graph_warnings", []))
     signal = returned[4]
     if signal is not None:
         # Ctrl-C (or another signal's handler) raised during the run: the run stopped, completing
@@ -573,14 +576,18 @@ def _python_names(text: str, source: str) -> list[str]:
     return names
 
 
-def validate(graph: GraphSource | Graph) -> None:
+def validate(graph: GraphSource | Graph, *, workers: int | None = None) -> str:
     """Loads `graph` (JSON text, a dict, a file path or a `Graph`) as a run would, without running
-    it: raises GraphError naming the node, argument or field at fault. A graph with a
-    `network_config` is checked without binding its sockets."""
+    it: raises GraphError naming the node, argument or field at fault, and returns the graph's
+    dialect ("tomii", or "tomii-1.2" with its warnings raised as GraphWarning). `workers` is what
+    a Tomii 1.2 factor of "$workers" becomes. A graph with a `network_config` is checked without
+    binding its sockets."""
     if isinstance(graph, Graph):
         graph = graph.to_dict()
     text, source = _graph_text(graph)
-    validate_json(text, source)
+    dialect, _current, notes = convert_json(text, source, workers)
+    warn_graph(notes)
+    return dialect
 
 
 def list_knobs() -> str:

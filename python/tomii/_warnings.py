@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 _PACKAGE = str(Path(__file__).resolve().parent)
@@ -15,3 +16,14 @@ def user_stacklevel() -> int:
         level += 1
         frame = frame.f_back  # type: ignore[assignment]
     return level
+
+
+class GraphWarning(UserWarning):
+    """What a graph file's Tomii 1.2 meaning needed said: one line per node whose meaning the
+    current format writes differently (tomii-core/src/graph/README.md, "Warnings")."""
+
+
+def warn_graph(lines: list[str]) -> None:
+    """Raises each of a graph's warnings as a GraphWarning, pointing at the user's line."""
+    for line in lines:
+        warnings.warn(line, GraphWarning, stacklevel=user_stacklevel())

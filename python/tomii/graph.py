@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from .export import ExportedKernel, find_exported
+from ._warnings import warn_graph
+from .export import ExportedKernel, TomiiExportError, find_exported
 from .types import String, TypedValue, infer_type
 
 if TYPE_CHECKING:
@@ -290,6 +291,7 @@ class Graph:
     """Top-level graph container: initialization vars, nodes and post-nodes."""
 
     def __init__(self) -> None:
+        self._name: str | None = None
         self._vars: list[dict[str, Any]] = []
         self._var_names: set[str] = set()
         self._nodes: list[dict[str, Any]] = []
@@ -299,6 +301,50 @@ class Graph:
         self._python: dict[str, ExportedKernel] = {}
         self._network: dict[str, Any] | None = None
         self._built: BuildResult | None = None
+
+    @classmethod
+    def from_json(cls, source: str | Path | dict[str, Any], *, workers: int | None = None) -> Graph:
+        """A builder holding the graph `source` (a file path, JSON text or a dict), in either
+        dialect: a Tomii 1.2 file is rewritten in the current format as `tomii convert` does,
+        with the same meaning, its warnings raised as `tomii.GraphWarning`. `workers` is what a
+        Tomii 1.2 factor of `"$workers"` becomes (without it such a factor is a GraphError).
+
+        The graph is checked as a run would check it. Its nodes, inputs and vars are looked up by
+        name (`graph["stage"]` is a Node, `graph["n"]` a Var), to add nodes that read them."""
+        from . import _graph_text
+        from ._tomii import convert_json
+
+        text, shown = _graph_text(source)
+        _dialect, current, notes = convert_json(text, shown, workers)
+        warn_graph(notes)
+        spec = json.loads(current)
+        graph = cls()
+        graph._name = spec.get("name")
+        graph._vars = list(spec.get("initializations", []))
+        graph._inputs = list(spec.get("inputs", []))
+        graph._nodes = list(spec.get("nodes", []))
+        graph._post_nodes = list(spec.get("post_nodes", []))
+        graph._network = spec.get("network_config")
+        graph._var_names = {v["name"] for v in graph._vars}
+        graph._node_names = {n["name"] for n in graph._inputs + graph._nodes + graph._post_nodes}
+        if graph._network is not None:
+            graph._node_names.add(NETWORK)
+        for node in graph._nodes + graph._post_nodes:
+            function = node.get("function", "")
+            if "." in function:
+                # A Python kernel registered by `@tomii.export` (its module imported); one that is
+                # not found is reported by the run, naming the node.
+                with contextlib.suppress(TomiiExportError):
+                    graph._python[function] = find_exported(function)
+        return graph
+
+    def __getitem__(self, name: str) -> Node | Var:
+        """The node, input or post-node called `name` (a Node), else the var (a Var)."""
+        if name in self._node_names:
+            return Node(name)
+        if name in self._var_names:
+            return Var(name)
+        raise KeyError(f"the graph has no node, input or var called {name!r}")
 
     def var(
         self,
@@ -502,6 +548,8 @@ class Graph:
     def to_dict(self) -> dict[str, Any]:
         """The graph as a JSON-ready dict."""
         graph: dict[str, Any] = {}
+        if self._name is not None:
+            graph["name"] = self._name
         if self._vars:
             graph["initializations"] = [dict(v) for v in self._vars]
         if self._inputs:

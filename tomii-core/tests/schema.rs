@@ -78,7 +78,7 @@ fn complaints(validator: &jsonschema::Validator, json: &Json) -> Vec<String> {
 fn check_file(validator: &jsonschema::Validator, root: &Path, relative: &str) -> Option<String> {
     let text = std::fs::read_to_string(root.join(relative)).unwrap_or_else(|e| panic!("{relative}: {e}"));
     if let Ok(graph::Dialect::Tomii12) = graph::dialect_of(relative, &text) {
-        let converted = match graph::convert_str(relative, &text) {
+        let converted = match graph::convert_str(relative, &text, None) {
             Ok(converted) => converted,
             Err(error) => return Some(format!("{relative}: a Tomii 1.2 file the parser rejects ({error})")),
         };

@@ -42,7 +42,7 @@ fn load(path: &Path) -> CompiledGraph {
 fn both(path: &Path) -> (CompiledGraph, CompiledGraph) {
     let source = path.display().to_string();
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{source}: {e}"));
-    let converted = graph::convert_str(&source, &text).unwrap_or_else(|e| panic!("{e}"));
+    let converted = graph::convert_str(&source, &text, None).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(converted.dialect, Dialect::Tomii12, "{source}");
     let new = graph::parse_str(&source, &converted.text).unwrap_or_else(|e| panic!("converted {source}: {e}"));
     assert_eq!(new.dialect, Dialect::Tomii, "the conversion of {source} is in the current format");
@@ -209,4 +209,39 @@ fn tomii_run_reads_a_1_2_file_and_reports_its_dialect() {
         serde_json::from_str(&std::fs::read_to_string(&report).expect("the report")).expect("JSON");
     assert_eq!(report["graph_dialect"], "tomii-1.2");
     assert_eq!(report["frames"], 3);
+}
+
+#[test]
+fn a_factor_of_workers_is_the_runs_worker_count() {
+    let text = r#"{"initializations": [],
+                   "nodes": [{"name": "spread", "function": "checksum", "factor": "$workers",
+                              "args": [{"type": "$ref", "value": "$index"}]},
+                             {"name": "join", "function": "checksum_list",
+                              "args": [{"type": "$res", "predecessor": {"name": "spread", "indexes": "0-2"}}]}]}"#;
+    assert!(graph::parse_str("w.json", text).is_err_and(|e| e.to_string().contains("tomii convert --workers N")));
+    let graph = graph::parse_str_for_run("w.json", text, 3).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(graph.nodes[graph.node_id("spread").expect("spread")].factor, 3);
+    assert_eq!(reads(&graph, "join"), ["spread[0]", "spread[1]", "spread[2]"]);
+    assert!(graph.warnings.iter().any(|w| w.contains(r#"node "spread": factor "$workers" is this run's 3 worker(s)"#)));
+    let converted = graph::convert_str("w.json", text, Some(3)).unwrap_or_else(|e| panic!("{e}"));
+    let new = graph::parse_str("w.json", &converted.text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(structure(&new).args, graph.args);
+    // From the command line: the run's --workers.
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("w.json");
+    std::fs::write(&path, text).expect("the graph file");
+    let mut command = tomii();
+    command.arg("run").arg(&path).arg("--dylib").arg(synthetic_lib()).arg("--scheduler-plugin").arg(fifo_lib()).args([
+        "--workers",
+        "2",
+        "--frames",
+        "2",
+        "--quiet",
+    ]);
+    let done = finish(command);
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(done.stderr.contains("this run's 2 worker(s)"), "{}", done.stderr);
+    let mut convert = tomii();
+    convert.arg("convert").arg(&path);
+    assert_error(&finish(convert), &[r#"factor "$workers""#, "tomii convert --workers N"]);
 }

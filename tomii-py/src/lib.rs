@@ -151,7 +151,9 @@ fn run_json(
     timing_path: Option<PathBuf>,
     record_path: Option<PathBuf>,
 ) -> PyResult<RunReturn> {
-    let graph = Arc::new(graph::parse_str(source, graph_json).map_err(|e| GraphError::new_err(e.to_string()))?);
+    let graph = Arc::new(
+        graph::parse_str_for_run(source, graph_json, workers).map_err(|e| GraphError::new_err(e.to_string()))?,
+    );
     let on_fault = fault_policy(on_scheduler_fault)?;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut config = RunConfig {
@@ -410,11 +412,15 @@ fn knobs_table() -> String {
     tomii_core::knobs::to_table()
 }
 
-/// Parses and compiles a graph given as JSON text, as a run would, without running it; raises
-/// GraphError naming the source and the node, argument or field at fault.
+/// A graph given as JSON text of either dialect, parsed and compiled as a run would, in the
+/// current format: `(dialect, text, warnings)`; `workers` is what a Tomii 1.2 factor of
+/// `"$workers"` becomes. Raises GraphError naming the source and the node, argument or field at
+/// fault.
 #[pyfunction]
-fn validate_json(graph_json: &str, source: &str) -> PyResult<()> {
-    graph::parse_str(source, graph_json).map(drop).map_err(|e| GraphError::new_err(e.to_string()))
+#[pyo3(signature = (graph_json, source, workers=None))]
+fn convert_json(graph_json: &str, source: &str, workers: Option<u32>) -> PyResult<(&'static str, String, Vec<String>)> {
+    let converted = graph::convert_str(source, graph_json, workers).map_err(|e| GraphError::new_err(e.to_string()))?;
+    Ok((converted.dialect.name(), converted.text, converted.warnings))
 }
 
 /// The JSON schema of the graph format (`tomii schema`), as JSON text.
@@ -430,7 +436,7 @@ fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(knobs_json, m)?)?;
     m.add_function(wrap_pyfunction!(knobs_table, m)?)?;
     m.add_function(wrap_pyfunction!(schema_json, m)?)?;
-    m.add_function(wrap_pyfunction!(validate_json, m)?)?;
+    m.add_function(wrap_pyfunction!(convert_json, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(call_context, m)?)?;
     m.add_function(wrap_pyfunction!(send::send_packets, m)?)?;

@@ -61,7 +61,8 @@ impl NativeSession {
         sched_opts: Vec<(String, String)>,
         python_kernels: Vec<(String, Py<PyAny>, bool)>,
     ) -> PyResult<Self> {
-        let graph = graph::parse_str(source, graph_json).map_err(|e| GraphError::new_err(e.to_string()))?;
+        let graph =
+            graph::parse_str_for_run(source, graph_json, workers).map_err(|e| GraphError::new_err(e.to_string()))?;
         let graph = Arc::new(graph);
         let config = RunConfig {
             workers,

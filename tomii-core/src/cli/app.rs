@@ -131,7 +131,7 @@ fn joined(error: &anyhow::Error) -> String {
 
 fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     let graph_path = args.graph.as_ref().or(args.json.as_ref()).context("no graph given")?;
-    let graph = super::convert::load(graph_path)?;
+    let graph = super::convert::load(graph_path, args.workers)?;
     let mut kernels = KernelSet::load(&args.dylibs)?;
     if let Some(provider) = provider {
         let wanted: Vec<String> =

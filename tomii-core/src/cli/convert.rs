@@ -20,11 +20,15 @@ pub struct ConvertArgs {
     /// Write the current format here (default: stdout).
     #[arg(long, short, value_name = "NEW.json")]
     pub output: Option<PathBuf>,
+    /// The worker count a Tomii 1.2 factor of "$workers" becomes.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub workers: Option<u32>,
 }
 
-/// Loads and compiles the graph file at `path`, printing its warnings as `warning: ...` lines.
-pub fn load(path: &Path) -> Result<CompiledGraph> {
-    let graph = graph::load_file(path)?;
+/// Loads and compiles the graph file at `path` for a run on `workers` workers, printing its
+/// warnings as `warning: ...` lines.
+pub fn load(path: &Path, workers: u32) -> Result<CompiledGraph> {
+    let graph = graph::load_file_for_run(path, workers)?;
     warn(&graph.warnings);
     Ok(graph)
 }
@@ -38,7 +42,7 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
         bail!("{}: is the file being converted; give another path, so that the original is kept", output.display());
     }
     let source = args.graph.display().to_string();
-    let converted = graph::convert_str(&source, &graph::read_file(&args.graph)?)?;
+    let converted = graph::convert_str(&source, &graph::read_file(&args.graph)?, args.workers)?;
     warn(&converted.warnings);
     if converted.dialect == Dialect::Tomii {
         eprintln!("note: {source} is in the current format already; it is written unchanged");

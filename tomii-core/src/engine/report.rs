@@ -42,6 +42,9 @@ pub struct Report {
     pub graph: String,
     /// The dialect the graph file was written in: "tomii" or "tomii-1.2" (graph/README.md).
     pub graph_dialect: &'static str,
+    /// What the graph file's Tomii 1.2 meaning needed said (`CompiledGraph::warnings`), one line
+    /// per node; empty for the current format.
+    pub graph_warnings: Vec<String>,
     pub scheduler: SchedulerReport,
     pub workers: u32,
     pub slots: u32,

@@ -15,7 +15,7 @@ pub fn report_schema() -> Json {
             optimization_suggestions.",
         "type": "object",
         "required": [
-            "tomii_version", "graph", "graph_dialect", "scheduler", "workers", "slots", "frames",
+            "tomii_version", "graph", "graph_dialect", "graph_warnings", "scheduler", "workers", "slots", "frames",
             "frames_abandoned", "frames_excluded", "tasks", "tasks_inlined", "inline_continuation", "wall_time_s", "throughput_frames_per_s", "tasks_per_s",
             "latency_us", "source", "interrupted", "status", "error", "task_timing", "trace", "trace_records",
             "trace_lost", "trace_released", "per_node", "per_worker", "summary", "critical_path",
@@ -39,6 +39,7 @@ fn properties() -> Json {
         "frames_abandoned": {"$ref": "#/$defs/count"},
         "frames_excluded": {"$ref": "#/$defs/count"},
         "graph_dialect": {"enum": ["tomii", "tomii-1.2"]},
+        "graph_warnings": {"type": "array", "items": {"type": "string"}},
         "tasks": {"$ref": "#/$defs/count"},
         "tasks_inlined": {"$ref": "#/$defs/count"},
         "inline_continuation": {"type": "boolean"},

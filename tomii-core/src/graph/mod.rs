@@ -45,6 +45,12 @@ pub fn load_file(path: &Path) -> Result<CompiledGraph, GraphError> {
     parse_str(&path.display().to_string(), &read_file(path)?)
 }
 
+/// [`load_file`] for a run on `workers` workers, which a Tomii 1.2 factor of `"$workers"` is
+/// ([`parse_str_for_run`]).
+pub fn load_file_for_run(path: &Path, workers: u32) -> Result<CompiledGraph, GraphError> {
+    parse_str_for_run(&path.display().to_string(), &read_file(path)?, workers)
+}
+
 /// The text of the graph file at `path`, read as [`load_file`] reads it.
 pub fn read_file(path: &Path) -> Result<String, GraphError> {
     use std::io::Read;
@@ -76,7 +82,17 @@ pub fn read_file(path: &Path) -> Result<String, GraphError> {
 /// `source_name` (usually a file name) starts every error message and warning, and becomes the
 /// graph's name when the JSON has none (its file stem).
 pub fn parse_str(source_name: &str, text: &str) -> Result<CompiledGraph, GraphError> {
-    let current = in_current_format(source_name, text)?;
+    parse_str_with(source_name, text, None)
+}
+
+/// [`parse_str`] for a run on `workers` workers: a Tomii 1.2 file may give a node `"factor":
+/// "$workers"`, which is then that many instances (with a warning); [`parse_str`] refuses it.
+pub fn parse_str_for_run(source_name: &str, text: &str, workers: u32) -> Result<CompiledGraph, GraphError> {
+    parse_str_with(source_name, text, Some(workers))
+}
+
+fn parse_str_with(source_name: &str, text: &str, workers: Option<u32>) -> Result<CompiledGraph, GraphError> {
+    let current = in_current_format(source_name, text, workers)?;
     let mut graph = compile_json(source_name, &current.json)?;
     graph.dialect = current.dialect;
     graph.warnings = current.warnings;
@@ -95,9 +111,10 @@ pub struct Converted {
 }
 
 /// Rewrites a graph JSON text in the current format with exactly its meaning (`tomii convert`);
-/// the result is compiled first, so a graph that would not load is an error here too.
-pub fn convert_str(source_name: &str, text: &str) -> Result<Converted, GraphError> {
-    let current = in_current_format(source_name, text)?;
+/// the result is compiled first, so a graph that would not load is an error here too. `workers` is
+/// what a factor of `"$workers"` becomes (none: such a factor is an error).
+pub fn convert_str(source_name: &str, text: &str, workers: Option<u32>) -> Result<Converted, GraphError> {
+    let current = in_current_format(source_name, text, workers)?;
     compile_json(source_name, &current.json)?;
     let text = match current.dialect {
         Dialect::Tomii => text.to_owned(),
@@ -120,14 +137,14 @@ struct InCurrentFormat {
     warnings: Vec<String>,
 }
 
-fn in_current_format(source_name: &str, text: &str) -> Result<InCurrentFormat, GraphError> {
+fn in_current_format(source_name: &str, text: &str, workers: Option<u32>) -> Result<InCurrentFormat, GraphError> {
     let json = strict::parse(text)
         .map_err(|e| GraphError::Syntax { file: error::one_line(source_name), message: e.to_string() })?;
     let dialect = v12::detect(&json).map_err(|issue| issue.into_error(source_name))?;
     if dialect == Dialect::Tomii {
         return Ok(InCurrentFormat { json, dialect, warnings: Vec::new() });
     }
-    let translation = v12::translate(&json).map_err(|issue| issue.into_error(source_name))?;
+    let translation = v12::translate(&json, workers).map_err(|issue| issue.into_error(source_name))?;
     let file = error::one_line(source_name);
     let warnings = translation.warnings.into_iter().map(|w| format!("{file}: {w}")).collect();
     Ok(InCurrentFormat { json: translation.json, dialect, warnings })

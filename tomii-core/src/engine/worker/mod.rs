@@ -1364,6 +1364,7 @@ impl<'a> Engine<'a> {
             tomii_version: env!("CARGO_PKG_VERSION"),
             graph: self.graph.name.clone(),
             graph_dialect: self.graph.dialect.name(),
+            graph_warnings: self.graph.warnings.clone(),
             scheduler: SchedulerReport {
                 name: plugin.name.to_owned(),
                 path: plugin.path.display().to_string(),

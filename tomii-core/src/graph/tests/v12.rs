@@ -46,7 +46,7 @@ fn fields_of_nodes_and_conditions_are_named() {
     assert_mentions(&error(graph(json!({"colour": "red"}))), &[r#"unknown field "colour" in node "x""#, "Tomii 1.2"]);
     assert_mentions(
         &error(graph(json!({"factor": "$workers"}))),
-        &[r#"node "x": factor "$workers""#, "write the worker count"],
+        &[r#"node "x": factor "$workers""#, "tomii convert --workers N"],
     );
     assert_mentions(&error(graph(json!({"group_size": "nope"}))), &[r#"node "x": group_size "nope""#]);
     let condition = |fields: Json| error(graph(json!({"condition": fields})));

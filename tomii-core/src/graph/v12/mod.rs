@@ -41,8 +41,9 @@ const NETWORK_NUMBERS: &[&str] =
     &["num_sockets", "packet_length", "frame_packets", "stream_packets", "buffer_depth", "start_port"];
 const NETWORK_TEXTS: &[&str] = &["socket_type", "address", "extract_packet_func", "id_function"];
 
-/// Rewrites the 1.2 file `root` in the current format.
-pub(crate) fn translate(root: &Json) -> Result<Translation, Issue> {
+/// Rewrites the 1.2 file `root` in the current format; `workers` is the worker count a factor of
+/// `"$workers"` stands for (none: such a factor is an error saying to give it).
+pub(crate) fn translate(root: &Json, workers: Option<u32>) -> Result<Translation, Issue> {
     let Json::Object(top) = root else {
         return invalid(format!("the top level must be an object with a \"nodes\" list, got {}", show(root)));
     };
@@ -53,7 +54,7 @@ pub(crate) fn translate(root: &Json) -> Result<Translation, Issue> {
             listed(TOP_FIELDS)
         ));
     }
-    let mut front = Front::default();
+    let mut front = Front { workers, ..Front::default() };
     let mut out = Map::new();
     let inits = list(top, "initializations")?;
     let inits = inits.iter().enumerate().map(|(k, init)| front.init(init, k)).collect::<Result<Vec<_>, _>>()?;
@@ -82,6 +83,8 @@ struct Front {
     consts: HashMap<String, Literal>,
     /// Every node's factor, when known from the file alone.
     factors: HashMap<String, u32>,
+    /// The worker count of the run the file is loaded for, which a factor of `"$workers"` is.
+    workers: Option<u32>,
     warnings: Vec<String>,
 }
 
@@ -175,11 +178,14 @@ impl Front {
                 Some(v) if v > 0 => Ok((json!(v), Some(v))),
                 _ => bad(),
             },
-            Json::String(text) if text.trim() == "$workers" => invalid(format!(
-                "{at}: {field} \"$workers\" is not supported by this runtime: the number of instances is fixed when \
-                 the graph is compiled, before the workers are known; write the worker count (e.g. 4) or the name \
-                 of an initialization holding it"
-            )),
+            Json::String(text) if text.trim() == "$workers" => match self.workers {
+                Some(workers) => Ok((json!(workers), Some(workers))),
+                None => invalid(format!(
+                    "{at}: {field} \"$workers\" is the worker count of the run, and none is given here: the \
+                     instances are fixed when the graph is compiled; give the workers (tomii convert --workers N) \
+                     or write the count"
+                )),
+            },
             Json::String(text) => match text.trim().parse::<u32>() {
                 Ok(v) if v > 0 => Ok((json!(v), Some(v))),
                 Ok(_) => bad(),
@@ -210,7 +216,17 @@ impl Front {
                 continue;
             }
             let value = match key.as_str() {
-                "factor" => self.factor(value, &at, "factor")?.0,
+                "factor" => {
+                    let (factor, count) = self.factor(value, &at, "factor")?;
+                    if value.as_str().is_some_and(|text| text.trim() == "$workers") {
+                        notes.push(format!(
+                            "factor \"$workers\" is this run's {} worker(s): the current format writes the count, \
+                             so a converted file keeps it whatever the workers of a later run",
+                            count.unwrap_or_default()
+                        ));
+                    }
+                    factor
+                }
                 "group_size" => json!(self.group_size(value, &at)?),
                 "args" | "loop_args" => {
                     let args = self.args(Some(value), &at, key, factor)?;
