@@ -58,6 +58,12 @@ def _parser() -> _Parser:
     parser.add_argument(
         "--ascii", action="store_true", help="with --visualize: the terminal view (box drawing)"
     )
+    parser.add_argument(
+        "--dialect",
+        choices=("tomii", "tomii-1.2"),
+        default="tomii",
+        help="with --schema: the current format (default) or files as Tomii 1.2 wrote them",
+    )
     return parser
 
 
@@ -99,7 +105,10 @@ def _output(options: argparse.Namespace) -> str:
     if options.list_knobs_json:
         return json.dumps(json.loads(knobs_json()), indent=2, ensure_ascii=False) + "\n"
     if options.schema:
-        return json.dumps(json.loads(schema_json()), indent=2, ensure_ascii=False) + "\n"
+        return (
+            json.dumps(json.loads(schema_json(options.dialect)), indent=2, ensure_ascii=False)
+            + "\n"
+        )
     drawing = render_ascii(load_graph(options.visualize))
     if not options.ascii:
         print(

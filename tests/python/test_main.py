@@ -49,6 +49,10 @@ def test_schema_is_the_graph_json_schema() -> None:
     schema = json.loads(run.stdout)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema["required"] == ["nodes"]
+    run = tomii_cli("--schema", "--dialect", "tomii-1.2")
+    assert (run.returncode, run.stderr) == (0, "")
+    assert json.loads(run.stdout)["title"] == "Tomii 1.2 graph"
+    assert json.loads(run.stdout) == json.loads(_tomii.schema_json("tomii-1.2"))
 
 
 def test_visualize_ascii_prints_the_terminal_view() -> None:

@@ -63,6 +63,11 @@ fn json_files(root: &Path, dir: &Path, found: &mut Vec<String>) {
     found.sort();
 }
 
+fn v12_validator() -> jsonschema::Validator {
+    jsonschema::validator_for(&graph::schema_of(graph::Dialect::Tomii12))
+        .unwrap_or_else(|e| panic!("the Tomii 1.2 graph schema does not compile: {e}"))
+}
+
 fn validator() -> jsonschema::Validator {
     jsonschema::validator_for(&graph::schema()).unwrap_or_else(|e| panic!("the graph schema does not compile: {e}"))
 }
@@ -78,6 +83,10 @@ fn complaints(validator: &jsonschema::Validator, json: &Json) -> Vec<String> {
 fn check_file(validator: &jsonschema::Validator, root: &Path, relative: &str) -> Option<String> {
     let text = std::fs::read_to_string(root.join(relative)).unwrap_or_else(|e| panic!("{relative}: {e}"));
     if let Ok(graph::Dialect::Tomii12) = graph::dialect_of(relative, &text) {
+        let as_written = complaints(&v12_validator(), &serde_json::from_str(&text).expect("a 1.2 file is JSON"));
+        if !as_written.is_empty() {
+            return Some(format!("{relative}: the Tomii 1.2 schema rejects it: {}", as_written.join("; ")));
+        }
         let converted = match graph::convert_str(relative, &text, None) {
             Ok(converted) => converted,
             Err(error) => return Some(format!("{relative}: a Tomii 1.2 file the parser rejects ({error})")),
@@ -116,6 +125,41 @@ fn the_schema_is_a_valid_draft_2020_12_schema() {
     assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
     if let Err(error) = jsonschema::meta::validate(&schema) {
         panic!("the graph schema is not a valid JSON Schema: {error} at {}", error.instance_path());
+    }
+}
+
+#[test]
+fn the_tomii_1_2_schema_is_valid_and_refuses_the_current_formats_own_forms() {
+    let schema = graph::schema_of(graph::Dialect::Tomii12);
+    if let Err(error) = jsonschema::meta::validate(&schema) {
+        panic!("the Tomii 1.2 graph schema is not a valid JSON Schema: {error} at {}", error.instance_path());
+    }
+    let v12 = v12_validator();
+    let node = |arg: Json| json!({"nodes": [{"name": "a", "function": "f", "args": [arg]}]});
+    let accepted = [
+        node(json!({"type": "usize", "value": "200"})),
+        node(json!({"type": "Complex64", "value": {"re": "0.5", "im": "-1"}})),
+        node(json!({"type": "$ref", "value": "$index"})),
+        node(json!({"type": "$worker"})),
+        node(json!({"type": "$res", "predecessor": {"name": "b", "indexes": "0-3"}})),
+        node(json!({"type": "u8", "value": "1", "condition": {"operation": "Eq", "value": "1", "value_type": "u8"}})),
+        json!({"initializations": [{"name": "n", "args": [{"type": "usize", "value": "4"}]}],
+               "nodes": [{"name": "a", "function": "f", "factor": "$workers", "group_size": "n"}]}),
+    ];
+    for graph in accepted {
+        assert!(complaints(&v12, &graph).is_empty(), "{graph}: {:?}", complaints(&v12, &graph));
+    }
+    let refused = [
+        node(json!({"type": "usize", "value": 200})),
+        node(json!({"type": "$ref", "name": "n"})),
+        node(json!({"type": "$index"})),
+        node(json!({"type": "$res", "predecessor": {"name": "b", "index": "0-3"}})),
+        node(json!({"type": "$res", "predecessor": {"name": "b", "indexes": "0", "group_by": 2}})),
+        json!({"initializations": [{"name": "n", "value": 4}], "nodes": [{"name": "a", "function": "f"}]}),
+        json!({"name": "g", "nodes": [{"name": "a", "function": "f"}]}),
+    ];
+    for graph in refused {
+        assert!(!complaints(&v12, &graph).is_empty(), "the Tomii 1.2 schema accepts {graph}");
     }
 }
 
@@ -355,4 +399,16 @@ fn tomii_schema_prints_the_schema() {
     assert!(run.status.success(), "tomii schema failed:\n{}", run.stderr);
     let printed: Json = serde_json::from_str(&run.stdout).expect("tomii schema prints JSON");
     assert_eq!(printed, graph::schema());
+}
+
+#[test]
+fn tomii_schema_dialect_prints_the_tomii_1_2_schema() {
+    let run = finish({
+        let mut command = tomii();
+        command.args(["schema", "--dialect", "tomii-1.2"]);
+        command
+    });
+    assert!(run.status.success(), "tomii schema --dialect tomii-1.2 failed:\n{}", run.stderr);
+    let printed: Json = serde_json::from_str(&run.stdout).expect("tomii schema prints JSON");
+    assert_eq!(printed, graph::schema_of(graph::Dialect::Tomii12));
 }

@@ -423,10 +423,17 @@ fn convert_json(graph_json: &str, source: &str, workers: Option<u32>) -> PyResul
     Ok((converted.dialect.name(), converted.text, converted.warnings))
 }
 
-/// The JSON schema of the graph format (`tomii schema`), as JSON text.
+/// The JSON schema of graph files (`tomii schema [--dialect D]`), as JSON text: `dialect` "tomii"
+/// (the current format) or "tomii-1.2".
 #[pyfunction]
-fn schema_json() -> PyResult<String> {
-    serde_json::to_string_pretty(&graph::schema()).map_err(|e| TomiiError::new_err(e.to_string()))
+#[pyo3(signature = (dialect="tomii"))]
+fn schema_json(dialect: &str) -> PyResult<String> {
+    let dialect = match dialect {
+        "tomii" => graph::Dialect::Tomii,
+        "tomii-1.2" => graph::Dialect::Tomii12,
+        other => return Err(ConfigError::new_err(format!("dialect {other:?}: give \"tomii\" or \"tomii-1.2\""))),
+    };
+    serde_json::to_string_pretty(&graph::schema_of(dialect)).map_err(|e| TomiiError::new_err(e.to_string()))
 }
 
 #[pymodule]

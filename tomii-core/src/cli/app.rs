@@ -429,7 +429,11 @@ fn list_knobs(args: &KnobsArgs) -> Result<()> {
 
 /// `tomii schema`: the JSON Schema of the graph format, or with `--report` of the run report.
 fn print_schema(args: &SchemaArgs) -> Result<()> {
-    let schema = if args.report { engine::report_schema() } else { graph::schema() };
+    let schema = match (args.report, args.dialect.as_str()) {
+        (true, _) => engine::report_schema(),
+        (false, "tomii-1.2") => graph::schema_of(graph::Dialect::Tomii12),
+        (false, _) => graph::schema(),
+    };
     say(serde_json::to_string_pretty(&schema)?)?;
     Ok(())
 }

@@ -88,8 +88,12 @@ pub struct KnobsArgs {
 #[derive(Args)]
 pub struct SchemaArgs {
     /// Print the schema of the run report (`tomii run --report FILE`) instead of the graph's.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "dialect")]
     pub report: bool,
+    /// The graph format described: "tomii" (the current one) or "tomii-1.2" (files as Tomii 1.2
+    /// wrote them, which this runtime reads unchanged).
+    #[arg(long, value_name = "DIALECT", default_value = "tomii", value_parser = ["tomii", "tomii-1.2"])]
+    pub dialect: String,
 }
 
 #[derive(Args)]

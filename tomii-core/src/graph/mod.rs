@@ -39,6 +39,14 @@ pub use v12::Dialect;
 /// The largest graph file read: a bigger one is refused before it is read.
 pub const MAX_FILE_BYTES: u64 = 256 << 20;
 
+/// The JSON Schema of graph files written in `dialect` ([`schema`] for the current format).
+pub fn schema_of(dialect: Dialect) -> serde_json::Value {
+    match dialect {
+        Dialect::Tomii => schema(),
+        Dialect::Tomii12 => v12::schema(),
+    }
+}
+
 /// Reads and compiles the graph file at `path`; errors name the file. Only a regular file is read
 /// (a FIFO would block, a device never end), and at most [`MAX_FILE_BYTES`] of it.
 pub fn load_file(path: &Path) -> Result<CompiledGraph, GraphError> {

@@ -8,6 +8,7 @@
 
 mod detect;
 mod indexes;
+mod schema;
 mod values;
 
 use std::collections::HashMap;
@@ -16,6 +17,7 @@ use serde_json::{Map, Value as Json, json};
 
 pub use detect::Dialect;
 pub(crate) use detect::detect;
+pub use schema::schema;
 
 use super::error::{Issue, quote};
 use super::literal::Literal;
