@@ -115,6 +115,9 @@ def test_timing_file_and_record_from_python(tmp_path: Path) -> None:
     assert parsed.avg_time_per_stream_s == pytest.approx(
         report.latency_us["mean"] / 1e6, rel=1e-3, abs=1e-9
     )
+    assert parsed.std_time_per_stream_s == pytest.approx(
+        report.latency_us["stdev"] / 1e6, rel=1e-3, abs=1e-9
+    )
     counts = {node["name"]: node["count"] for node in report.per_node}
     assert {name: task.executions for name, task in parsed.tasks.items()} == counts
     with (tmp_path / "run_sched.csv").open(newline="", encoding="utf-8") as file:

@@ -44,7 +44,19 @@ class TimingFile:
 
     @property
     def avg_time_per_stream_s(self) -> float:
-        return seconds(self.summary["Avg Time Per Stream"])
+        return seconds(self._avg_time_per_stream.group(1))
+
+    @property
+    def std_time_per_stream_s(self) -> float:
+        return seconds(self._avg_time_per_stream.group(2))
+
+    @property
+    def _avg_time_per_stream(self) -> re.Match[str]:
+        """The line "Avg Time Per Stream: D (std: D)"."""
+        text = self.summary["Avg Time Per Stream"]
+        match = re.match(r"^(\S+) \(std: (\S+)\)$", text)
+        assert match, f"Avg Time Per Stream: {text!r} is not 'D (std: D)'"
+        return match
 
 
 def parse(path: Path) -> TimingFile:

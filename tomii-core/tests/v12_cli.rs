@@ -301,7 +301,13 @@ fn the_timing_file_says_what_the_report_and_the_trace_say() {
         assert_eq!(*count, in_trace, "slot {slot}");
     }
     // The scripts' own pattern: `Avg Time Per Stream:\s+([\d.]+)(ms|µs|us|s)`.
-    let average = &timing.summary["Avg Time Per Stream"];
+    let (average, std) = timing.summary["Avg Time Per Stream"].split_once(" (std: ").expect("D (std: D)");
+    let std = std.strip_suffix(')').expect("D (std: D)");
+    assert!(
+        close(duration_ns(std), report["latency_us"]["stdev"].as_f64().unwrap() * 1e3),
+        "std {std} against {}",
+        report["latency_us"]
+    );
     assert!(
         ["ms", "µs", "s"].iter().any(|unit| average.strip_suffix(unit).is_some_and(|n| n.parse::<f64>().is_ok())),
         "{average}"

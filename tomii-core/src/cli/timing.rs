@@ -201,7 +201,7 @@ impl Stats {
         let latency = &report.latency_us;
         let compute: u64 = self.nodes.iter().map(|n| n.total_ns).sum();
         let _ = writeln!(out, "  Total Runtime: {}", from_us(report.wall_time_s * 1e6));
-        let _ = writeln!(out, "  Avg Time Per Stream: {}", from_us(latency.mean));
+        let _ = writeln!(out, "  Avg Time Per Stream: {} (std: {})", from_us(latency.mean), from_us(latency.stdev));
         let _ = writeln!(out, "  Min/Max Per Stream: {} / {}", from_us(latency.min), from_us(latency.max));
         let _ = writeln!(out, "  Total Compute Time: {}", ns(compute));
         let _ = writeln!(out, "  Avg Compute Time Per Stream: {}", ns(compute / measured));

@@ -128,6 +128,8 @@ pub struct Latency {
     pub p99: f64,
     pub min: f64,
     pub max: f64,
+    /// The standard deviation.
+    pub stdev: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -172,6 +174,7 @@ pub fn latency(histogram: &Histogram<u64>) -> Latency {
         p99: us(histogram.value_at_quantile(0.99)),
         min: us(histogram.min()),
         max: us(histogram.max()),
+        stdev: histogram.stdev() / 1e3,
     }
 }
 

@@ -118,12 +118,13 @@ fn maybe_figure_def() -> Json {
 fn latency_def() -> Json {
     json!({
         "type": "object",
-        "required": ["mean", "p50", "p95", "p99", "min", "max"],
+        "required": ["mean", "p50", "p95", "p99", "min", "max", "stdev"],
         "additionalProperties": false,
         "properties": {
             "mean": {"$ref": "#/$defs/figure"}, "p50": {"$ref": "#/$defs/figure"},
             "p95": {"$ref": "#/$defs/figure"}, "p99": {"$ref": "#/$defs/figure"},
-            "min": {"$ref": "#/$defs/figure"}, "max": {"$ref": "#/$defs/figure"}
+            "min": {"$ref": "#/$defs/figure"}, "max": {"$ref": "#/$defs/figure"},
+            "stdev": {"$ref": "#/$defs/figure"}
         }
     })
 }
