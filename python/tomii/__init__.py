@@ -36,6 +36,7 @@ from ._tomii import (
     knobs_json,
     knobs_table,
     run_json,
+    write_chrome_trace,
 )
 from ._warnings import GraphWarning, user_stacklevel, warn_graph
 from .build import BuildResult, build
@@ -165,6 +166,19 @@ TRACE_DTYPE: list[tuple[str, str]] = [
 ]
 
 
+#: The columns of a trace CSV file (`trace=FILE`, `RunResult.save_trace`).
+_TRACE_CSV_COLUMNS = (
+    "node",
+    "instance",
+    "frame",
+    "slot",
+    "worker",
+    "ready_ns",
+    "start_ns",
+    "end_ns",
+)
+
+
 class Report(dict[str, Any]):
     """The run report (the JSON of `--report`), as a dict, with typed attributes for its figures."""
 
@@ -246,6 +260,34 @@ class RunResult:
         raise LookupError(
             f"no output of node {node!r} instance {instance}; sinks: {', '.join(sinks)}"
         )
+
+    def save_trace(self, path: str | Path, format: str = "csv") -> None:
+        """Writes the trace kept in memory (a run with `trace=True`) to `path`: `format="csv"` as
+        `trace=FILE` writes it (node,instance,frame,slot,worker,ready_ns,start_ns,end_ns), or
+        `"chrome"`, the trace-event JSON that Perfetto (ui.perfetto.dev) and chrome://tracing
+        open: workers as threads, frames by slot, the run's events (warm-up end, an ejected
+        scheduler, drops, the run's end) as instants."""
+        if self.trace is None:
+            raise LookupError("no trace: run with trace=True to keep it in memory")
+        if format == "chrome":
+            write_chrome_trace(
+                str(path), self.trace.tobytes(), list(self.node_names), json.dumps(self.report)
+            )
+            return
+        if format != "csv":
+            raise ConfigError(f"format {format!r}: give 'csv' or 'chrome'")
+        import csv
+
+        try:
+            with Path(path).open("w", newline="", encoding="utf-8") as file:
+                out = csv.writer(file, lineterminator="\n")
+                out.writerow(_TRACE_CSV_COLUMNS)
+                names = self.node_names
+                for r in self.trace.tolist():
+                    frame, ready, start, end, node, instance, slot, worker = r
+                    out.writerow([names[node], instance, frame, slot, worker, ready, start, end])
+        except OSError as error:
+            raise TomiiError(f"{path}: cannot write the trace: {error.strerror}") from None
 
     def trace_frame(self) -> Any:
         """The trace as a pandas DataFrame with a `node_name` column (needs pandas)."""
@@ -369,6 +411,7 @@ def run_graph(
     inline_continuation: bool = False,
     task_timing: bool = True,
     trace: bool | str | Path | None = None,
+    trace_format: str = "csv",
     report: str | Path | None = None,
     timing: str | Path | None = None,
     record: bool | str | Path | None = None,
@@ -393,7 +436,9 @@ def run_graph(
     The options are the knob catalog's (`tomii.list_knobs()`), by the same names; list knobs take
     the plural (`dylibs`, `sched_opts`). `scheduler` is a name (a scheduler shipped with the
     package, or one on `$TOMII_SCHEDULER_PATH`) or a path; `scheduler_plugin`, a path, replaces it.
-    `trace=True` keeps the trace in `RunResult.trace`; a path also writes it there as CSV.
+    `trace=True` keeps the trace in `RunResult.trace`; a path writes it there instead, as CSV or,
+    with `trace_format="chrome"`, as the trace-event JSON Perfetto opens (see
+    `RunResult.save_trace`).
     `report` is a path the report JSON is written to; `timing` and `record` paths get Tomii 1.2's
     timing file and scheduler record (`record=True`: where 1.2 put it). `warmup_frames` leaves the
     first frames out of every figure; `max_runtime_s` stops the run after that many seconds (the
@@ -479,6 +524,7 @@ def run_graph(
             max_runtime_s=max_runtime_s,
             timing_path=timing_path,
             record_path=record_path,
+            trace_format=trace_format,
         )
     except TomiiError as error:
         partial = getattr(error, "partial", None)

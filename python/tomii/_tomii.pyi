@@ -18,6 +18,7 @@ def convert_json(
     graph_json: str, source: str, workers: int | None = None
 ) -> tuple[str, str, list[str]]: ...
 def cli_main(argv: list[str]) -> int: ...
+def write_chrome_trace(path: str, data: bytes, names: list[str], report_json: str) -> None: ...
 def call_context() -> tuple[str, int, int, int, int | None] | None: ...
 def send_packets(
     *,
@@ -59,6 +60,7 @@ def run_json(
     max_runtime_s: int,
     timing_path: str | None,
     record_path: str | None,
+    trace_format: str,
 ) -> tuple[
     str,
     list[list[tuple[str, int, Any]]],

@@ -314,6 +314,17 @@ pub const CATALOG: &[Knob] = &[
         search_hint: "not a tuning knob: recording costs time per task; leave it off while searching",
     },
     Knob {
+        name: "trace_format",
+        cli: "--trace-format",
+        kind: Kind::String,
+        default: Preset::Text("csv"),
+        domain: Domain::Choice(&["csv", "chrome"]),
+        role: Role::Io,
+        description: "The trace file's format: csv (one row per task execution) or chrome (the trace-event JSON that \
+            Perfetto and chrome://tracing open)",
+        search_hint: "not a tuning knob: how the trace is written",
+    },
+    Knob {
         name: "report",
         cli: "--report",
         kind: Kind::Path,

@@ -18,7 +18,9 @@ use pyo3::prelude::*;
 use runner::{Finished, GaveUp};
 use tomii_core::cli::legacy::StopTimer;
 use tomii_core::cli::timing::{Record, Timing};
-use tomii_core::engine::{self, FaultPolicy, Output, RunConfig, RunError, RunFailure};
+use tomii_core::engine::{
+    self, ChromeLayout, ChromeTrace, ChromeTraceFile, FaultPolicy, NsRecord, Output, RunConfig, RunError, RunFailure,
+};
 use tomii_core::graph;
 use tomii_core::network::{Dispatch, NetworkOptions, WhenBusy};
 use tomii_core::plugin::{KernelSet, PluginError as LoadError, SchedulerPlugin};
@@ -122,7 +124,7 @@ type RunReturn = (String, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>, Option<Py<PyA
 #[pyo3(signature = (graph_json, *, source, dylibs, scheduler_plugin, workers, slots, frames, pop_batch,
                     inline_continuation, task_timing, trace, trace_path, collect_outputs, stall_timeout_ms, on_scheduler_fault,
                     sched_opts, python_kernels, network, scheduler_call_timeout_ms, kernel_timeout_ms,
-                    warmup_frames, max_runtime_s, timing_path, record_path))]
+                    warmup_frames, max_runtime_s, timing_path, record_path, trace_format))]
 #[allow(clippy::too_many_arguments)]
 fn run_json(
     py: Python<'_>,
@@ -150,11 +152,17 @@ fn run_json(
     max_runtime_s: u64,
     timing_path: Option<PathBuf>,
     record_path: Option<PathBuf>,
+    trace_format: &str,
 ) -> PyResult<RunReturn> {
     let graph = Arc::new(
         graph::parse_str_for_run(source, graph_json, workers).map_err(|e| GraphError::new_err(e.to_string()))?,
     );
     let on_fault = fault_policy(on_scheduler_fault)?;
+    let chrome = match trace_format {
+        "csv" => false,
+        "chrome" => true,
+        other => return Err(ConfigError::new_err(format!("trace_format {other:?}: give \"csv\" or \"chrome\""))),
+    };
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut config = RunConfig {
         workers,
@@ -163,7 +171,7 @@ fn run_json(
         pop_batch,
         inline_continuation,
         trace: trace || trace_path.is_some(),
-        trace_file: trace_path,
+        trace_file: trace_path.clone().filter(|_| !chrome),
         trace_taps: Vec::new(),
         warmup_frames,
         task_timing,
@@ -178,7 +186,8 @@ fn run_json(
         kernel_timeout: (kernel_timeout_ms > 0).then(|| Duration::from_millis(kernel_timeout_ms)),
         on_hang: None,
     };
-    let files = TraceFiles::new(timing_path, record_path, &graph, &mut config)?;
+    let chrome_path = trace_path.filter(|_| chrome);
+    let files = TraceFiles::new(timing_path, record_path, chrome_path, &graph, &mut config)?;
     // `max_runtime_s` sets the stop flag as Ctrl-C does, without raising KeyboardInterrupt.
     let timer = (max_runtime_s > 0)
         .then(|| StopTimer::start(Arc::clone(&stop), Duration::from_secs(max_runtime_s)))
@@ -242,23 +251,36 @@ fn run_json(
 struct TraceFiles {
     timing: Option<Timing>,
     record: Option<Record>,
+    /// The trace file in Chrome's format (`trace_format="chrome"`), which `config.trace_file`
+    /// then is not.
+    chrome: Option<ChromeTraceFile>,
 }
 
 impl TraceFiles {
-    /// Creates the record's file and hands `config` the taps that gather both.
+    /// Creates the record's and the Chrome trace's files and hands `config` the taps that gather
+    /// the three.
     fn new(
         timing: Option<PathBuf>,
         record: Option<PathBuf>,
+        chrome: Option<PathBuf>,
         graph: &graph::CompiledGraph,
         config: &mut RunConfig,
     ) -> PyResult<TraceFiles> {
         let timing = timing.map(|path| Timing::new(&path, graph, config));
         let record = record.map(|path| Record::create(&path)).transpose().map_err(TomiiError::new_err)?;
-        config.trace_taps = timing.iter().map(Timing::tap).chain(record.iter().map(Record::tap)).collect();
-        Ok(TraceFiles { timing, record })
+        let layout = ChromeLayout::of(graph, config);
+        let chrome =
+            chrome.map(|path| ChromeTraceFile::create(&path, layout)).transpose().map_err(TomiiError::new_err)?;
+        config.trace_taps = timing
+            .iter()
+            .map(Timing::tap)
+            .chain(record.iter().map(Record::tap))
+            .chain(chrome.iter().map(ChromeTraceFile::tap))
+            .collect();
+        Ok(TraceFiles { timing, record, chrome })
     }
 
-    /// Writes both from the run's report, whole or partial (none: the run did not start); the
+    /// Writes them from the run's report, whole or partial (none: the run did not start); the
     /// first error.
     fn write(&self, report: Option<&engine::Report>) -> PyResult<()> {
         let written = match report {
@@ -266,7 +288,8 @@ impl TraceFiles {
             None => Ok(()),
         };
         let finished = self.record.as_ref().map_or(Ok(()), Record::finish);
-        written.and(finished).map_err(TomiiError::new_err)
+        let chrome = self.chrome.as_ref().map_or(Ok(()), |chrome| chrome.finish(report));
+        written.and(finished).and(chrome).map_err(TomiiError::new_err)
     }
 }
 
@@ -423,6 +446,45 @@ fn convert_json(graph_json: &str, source: &str, workers: Option<u32>) -> PyResul
     Ok((converted.dialect.name(), converted.text, converted.warnings))
 }
 
+/// Writes a run's trace, kept in memory (`data`: records packed as `TRACE_RECORD_BYTES`
+/// describes; `names`: the graph's node names), as a Chrome trace-event JSON file at `path`,
+/// with the lanes and the run's events of its report (`report_json`), as `trace_format="chrome"`
+/// writes it during a run.
+#[pyfunction]
+fn write_chrome_trace(path: PathBuf, data: &[u8], names: Vec<String>, report_json: &str) -> PyResult<()> {
+    let report: serde_json::Value =
+        serde_json::from_str(report_json).map_err(|e| ConfigError::new_err(format!("the report is not JSON: {e}")))?;
+    if !data.len().is_multiple_of(TRACE_RECORD_BYTES) {
+        return Err(ConfigError::new_err(format!("a trace is records of {TRACE_RECORD_BYTES} bytes")));
+    }
+    let count = |key: &str| report[key].as_u64().unwrap_or_default();
+    let layout = ChromeLayout {
+        node_names: names,
+        workers: u32::try_from(count("workers")).unwrap_or(u32::MAX),
+        slots: u32::try_from(count("slots")).unwrap_or(u32::MAX),
+        tasks_per_frame: report["summary"]["total_tasks_per_stream"].as_u64().unwrap_or(u64::MAX),
+        warmup_frames: count("frames_excluded"),
+    };
+    let word = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+    let half = |bytes: &[u8]| u32::from_le_bytes(bytes.try_into().expect("4 bytes"));
+    let records = data.chunks_exact(TRACE_RECORD_BYTES).map(|r| NsRecord {
+        frame: word(&r[0..8]),
+        ready_ns: word(&r[8..16]),
+        start_ns: word(&r[16..24]),
+        end_ns: word(&r[24..32]),
+        node: half(&r[32..36]),
+        instance: half(&r[36..40]),
+        slot: half(&r[40..44]),
+        worker: half(&r[44..48]),
+    });
+    let failed =
+        |error: std::io::Error| TomiiError::new_err(format!("{}: cannot write the trace: {error}", path.display()));
+    let file = std::fs::File::create(&path).map_err(failed)?;
+    let mut trace = ChromeTrace::begin(std::io::BufWriter::new(file), layout).map_err(failed)?;
+    trace.records(records).map_err(failed)?;
+    trace.finish(Some(&report)).map(drop).map_err(failed)
+}
+
 /// The JSON schema of graph files (`tomii schema [--dialect D]`), as JSON text: `dialect` "tomii"
 /// (the current format) or "tomii-1.2".
 #[pyfunction]
@@ -444,6 +506,7 @@ fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(knobs_table, m)?)?;
     m.add_function(wrap_pyfunction!(schema_json, m)?)?;
     m.add_function(wrap_pyfunction!(convert_json, m)?)?;
+    m.add_function(wrap_pyfunction!(write_chrome_trace, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(call_context, m)?)?;
     m.add_function(wrap_pyfunction!(send::send_packets, m)?)?;

@@ -18,8 +18,12 @@ use clap::Parser;
 
 use super::legacy::{StopTimer, default_record_path};
 use super::timing::{Record, Timing};
-use super::{Cli, Command, KnobsArgs, NetworkDispatch, OnFault, OnSlotsBusy, RunArgs, SchedulersArgs, SchemaArgs};
-use crate::engine::{self, FaultPolicy, Progress, ProgressFn, Report, RunConfig, RunFailure};
+use super::{
+    Cli, Command, KnobsArgs, NetworkDispatch, OnFault, OnSlotsBusy, RunArgs, SchedulersArgs, SchemaArgs, TraceFormat,
+};
+use crate::engine::{
+    self, ChromeLayout, ChromeTraceFile, FaultPolicy, Progress, ProgressFn, Report, RunConfig, RunFailure,
+};
 use crate::graph::{self, CompiledGraph};
 use crate::knobs;
 use crate::network::{Dispatch, NetworkOptions, NetworkSource, WhenBusy};
@@ -93,9 +97,12 @@ fn usage_error(error: clap::Error) -> u8 {
         let _ = error.print();
         return 0;
     }
+    // The message and what it lists (the missing arguments, say), up to the usage.
     let text = error.to_string();
-    let first = text.lines().next().unwrap_or("invalid arguments");
-    eprintln!("error: {} (see tomii --help)", first.trim_start_matches("error: "));
+    let said: Vec<&str> =
+        text.lines().take_while(|line| !line.trim().is_empty() && !line.starts_with("Usage:")).map(str::trim).collect();
+    let said = if said.is_empty() { "invalid arguments".to_owned() } else { said.join(" ") };
+    eprintln!("error: {} (see tomii --help)", said.trim_start_matches("error: "));
     2
 }
 
@@ -165,6 +172,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         frames: args.frames,
         report: args.report.clone(),
         trace: args.trace.clone(),
+        chrome: None,
         timing: None,
         record,
         output,
@@ -178,7 +186,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         pop_batch: args.pop_batch,
         inline_continuation: args.inline_continuation,
         trace: false,
-        trace_file: args.trace.clone(),
+        trace_file: args.trace.clone().filter(|_| args.trace_format == TraceFormat::Csv),
         trace_taps: Vec::new(),
         warmup_frames: args.warmup_frames,
         task_timing: !args.no_task_timing,
@@ -212,7 +220,17 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     if let Some(path) = &args.timing {
         ending.timing = Some(Timing::new(path, &graph, &config));
     }
-    config.trace_taps = ending.timing.iter().map(Timing::tap).chain(ending.record.iter().map(|r| r.tap())).collect();
+    if let (Some(path), TraceFormat::Chrome) = (&args.trace, args.trace_format) {
+        let chrome = ChromeTraceFile::create(path, ChromeLayout::of(&graph, &config)).map_err(anyhow::Error::msg)?;
+        ending.chrome = Some(Arc::new(chrome));
+    }
+    config.trace_taps = ending
+        .timing
+        .iter()
+        .map(Timing::tap)
+        .chain(ending.record.iter().map(|r| r.tap()))
+        .chain(ending.chrome.iter().map(|c| c.tap()))
+        .collect();
     let stop = config.stop.clone().context("the run has a stop flag")?;
     let timer = (args.max_runtime_s > 0)
         .then(|| StopTimer::start(stop, Duration::from_secs(args.max_runtime_s)))
@@ -246,6 +264,8 @@ struct Ending {
     frames: u64,
     report: Option<PathBuf>,
     trace: Option<PathBuf>,
+    /// The trace in Chrome's format (`--trace-format chrome`), ended with the report.
+    chrome: Option<Arc<ChromeTraceFile>>,
     timing: Option<Timing>,
     record: Option<Arc<Record>>,
     /// Where stdout's lines go instead (`--output`).
@@ -259,7 +279,13 @@ impl Ending {
     fn finish(&self, result: Result<engine::RunOutcome, RunFailure>) -> Result<()> {
         let outcome = match result {
             Ok(outcome) => outcome,
-            Err(failure) if failure.partial.is_none() => return Err(failure.error.into()),
+            Err(failure) if failure.partial.is_none() => {
+                // Nothing ran: the trace file is ended all the same, so that it stays readable.
+                if let Some(chrome) = &self.chrome {
+                    let _ = chrome.finish(None);
+                }
+                return Err(failure.error.into());
+            }
             Err(failure) => {
                 self.report_failure(&failure);
                 return Err(Reported.into());
@@ -308,6 +334,9 @@ impl Ending {
     fn write_trace_files(&self, report: &Report) -> Result<(), String> {
         if let Some(timing) = &self.timing {
             timing.write(report)?;
+        }
+        if let Some(chrome) = &self.chrome {
+            chrome.finish(Some(report))?;
         }
         self.record.as_ref().map_or(Ok(()), |record| record.finish())
     }

@@ -138,6 +138,11 @@ pub struct RunArgs {
     /// CSV file.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// The trace file's format: csv (one row per task execution) or chrome (the trace-event JSON
+    /// that Perfetto and chrome://tracing open: workers as threads, frames by slot, the run's
+    /// events as instants).
+    #[arg(long, value_enum, default_value_t = TraceFormat::Csv, value_name = "FORMAT", requires = "trace")]
+    pub trace_format: TraceFormat,
     /// Write the report (throughput, latency percentiles, per-node and per-worker figures) as JSON.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -201,6 +206,12 @@ pub struct RunArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub legacy: legacy::LegacyArgs,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TraceFormat {
+    Csv,
+    Chrome,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

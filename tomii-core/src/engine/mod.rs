@@ -9,6 +9,7 @@
 
 mod advice;
 mod analysis;
+mod chrome_trace;
 mod clock;
 mod door;
 mod durations;
@@ -25,6 +26,7 @@ mod worker;
 
 pub use advice::Suggestion;
 pub use analysis::{CriticalPathReport, NodeTimes, OverheadDiagnostic, ResourceUtilization, Summary};
+pub use chrome_trace::{ChromeLayout, ChromeTrace, ChromeTraceFile, NsRecord};
 pub use door::{Door, Opened, Refused};
 pub(crate) use report::latency as latency_summary;
 pub use report::{Latency, NodeReport, Report, SchedulerReport, WorkerReport};
