@@ -7,7 +7,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-ALL_STEPS=(setup build fmt clippy deps headers python test pytest memcheck)
+ALL_STEPS=(setup build fmt clippy deps headers python test pytest memcheck instructions)
 
 run() {
     echo "+ $*"
@@ -66,18 +66,33 @@ step_pytest() {
 }
 step_test() { run cargo test --workspace; }
 
+need_valgrind() {
+    command -v valgrind >/dev/null && return
+    command -v apt-get >/dev/null || { echo "error: valgrind is missing and apt-get is not available" >&2; return 1; }
+    run apt-get install -y -q valgrind
+}
+
 # Schedulers create and destroy their state once per run: a run under valgrind with definite leaks
 # as errors catches a scheduler (Rust or C) that leaks it, and any invalid access on the way.
 step_memcheck() {
-    if ! command -v valgrind >/dev/null; then
-        command -v apt-get >/dev/null || { echo "error: valgrind is missing and apt-get is not available" >&2; return 1; }
-        run apt-get install -y -q valgrind
-    fi
+    need_valgrind
     local scheduler
     for scheduler in fifo c-fifo; do
         run valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=scripts/valgrind.supp \
             target/debug/tomii run tomii-core/tests/graphs/diamond.json --dylib target/debug/libtomii_synthetic.so \
             --workers 2 --slots 3 --frames 50 --scheduler "$scheduler" --quiet
+    done
+}
+
+# The instructions-per-task command (bench/README.md, "Instructions per task") still runs and
+# prints a figure for fifo and c-fifo. Debug build and small sizes: the figures are not checked.
+step_instructions() {
+    need_valgrind
+    local table=target/instructions-quick.md scheduler
+    run target/debug/instructions --quick --schedulers fifo,c-fifo | tee "$table"
+    for scheduler in fifo c-fifo; do
+        grep -Eq "^\| $scheduler \| [0-9][0-9,.]* \| [0-9][0-9,.]* \|\$" "$table" ||
+            { echo "error: no W1 and W4 figures for $scheduler in the table above" >&2; return 1; }
     done
 }
 

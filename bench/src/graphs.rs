@@ -2,8 +2,9 @@
 //! `spin` nodes.
 //!
 //! Each generator writes graph JSON text and compiles it with `graph::parse_str`, the path a user's
-//! file takes, so a benchmark runs exactly what the format produces. A generator that produces a
-//! graph the compiler rejects is a bug here, so it panics.
+//! file takes, so a benchmark runs exactly what the format produces; `chain_text` and
+//! `pipeline_text` give that text itself, for a benchmark that hands a file to the `tomii` CLI. A
+//! generator that produces a graph the compiler rejects is a bug here, so it panics.
 
 use serde_json::{Value, json};
 use tomii_core::graph::{self, CompiledGraph};
@@ -41,14 +42,22 @@ pub fn chain(n: u32) -> CompiledGraph {
 
 /// `n` nodes `n0 … n{n-1}` of factor 1; node i has a `$dep` on node i − 1. n tasks, n − 1 edges.
 pub fn chain_with(n: u32, kernel: Kernel) -> CompiledGraph {
+    compile(&format!("chain_{n}"), chain_nodes(n, kernel))
+}
+
+/// The JSON text of [`chain_with`]`(n, kernel)`.
+pub fn chain_text(n: u32, kernel: Kernel) -> String {
+    graph_text(&format!("chain_{n}"), chain_nodes(n, kernel))
+}
+
+fn chain_nodes(n: u32, kernel: Kernel) -> Vec<Value> {
     assert!(n > 0, "a chain needs at least one node");
-    let nodes = (0..n)
+    (0..n)
         .map(|i| {
             let edges = if i == 0 { Vec::new() } else { vec![edge("$dep", &format!("n{}", i - 1), None)] };
             node(&format!("n{i}"), kernel, 1, edges)
         })
-        .collect();
-    compile(&format!("chain_{n}"), nodes)
+        .collect()
 }
 
 /// `a(1) → b(n) → c(1)`, `noop`: see [`fan_out_with`].
@@ -105,14 +114,22 @@ pub fn pipeline(stages: u32, width: u32) -> CompiledGraph {
 /// `stages` nodes `s0 … s{stages-1}` of factor `width`; instance i of stage s takes the result of
 /// instance i of stage s − 1 (`$res`, offset 0). stages × width tasks, (stages − 1) × width edges.
 pub fn pipeline_with(stages: u32, width: u32, kernel: Kernel) -> CompiledGraph {
+    compile(&format!("pipeline_{stages}x{width}"), pipeline_nodes(stages, width, kernel))
+}
+
+/// The JSON text of [`pipeline_with`]`(stages, width, kernel)`.
+pub fn pipeline_text(stages: u32, width: u32, kernel: Kernel) -> String {
+    graph_text(&format!("pipeline_{stages}x{width}"), pipeline_nodes(stages, width, kernel))
+}
+
+fn pipeline_nodes(stages: u32, width: u32, kernel: Kernel) -> Vec<Value> {
     assert!(stages > 0 && width > 0, "a pipeline needs at least one stage of width 1");
-    let nodes = (0..stages)
+    (0..stages)
         .map(|s| {
             let edges = if s == 0 { Vec::new() } else { vec![edge("$res", &format!("s{}", s - 1), Some(json!(0)))] };
             node(&format!("s{s}"), kernel, width, edges)
         })
-        .collect();
-    compile(&format!("pipeline_{stages}x{width}"), nodes)
+        .collect()
 }
 
 fn node(name: &str, kernel: Kernel, factor: u32, edges: Vec<Value>) -> Value {
@@ -130,8 +147,12 @@ fn edge(kind: &str, predecessor: &str, index: Option<Value>) -> Value {
     json!({"type": kind, "predecessor": from})
 }
 
+fn graph_text(name: &str, nodes: Vec<Value>) -> String {
+    json!({"name": name, "nodes": nodes}).to_string()
+}
+
 fn compile(name: &str, nodes: Vec<Value>) -> CompiledGraph {
-    let text = json!({"name": name, "nodes": nodes}).to_string();
+    let text = graph_text(name, nodes);
     graph::parse_str(&format!("{name}.json"), &text)
         .unwrap_or_else(|e| panic!("the generated graph {name} does not compile (a bug in tomii-bench): {e}"))
 }
@@ -229,6 +250,15 @@ mod tests {
         }
         let g = pipeline_with(2, 3, spin);
         assert_eq!(g.args_of(4)[1], ArgSource::Result(1));
+    }
+
+    #[test]
+    fn texts_compile_to_the_generated_graphs() {
+        let compiled = |text: &str| graph::parse_str("text.json", text).unwrap();
+        assert_eq!(compiled(&chain_text(7, Kernel::Noop)).dep_count, chain(7).dep_count);
+        let (text, graph) = (compiled(&pipeline_text(4, 16, Kernel::Noop)), pipeline(4, 16));
+        assert_eq!((text.name.as_str(), text.instance_count()), (graph.name.as_str(), graph.instance_count()));
+        assert_eq!(text.dep_count, graph.dep_count);
     }
 
     #[test]

@@ -1,21 +1,24 @@
 //! Benchmarks of the Tomii engine and its schedulers: graph generators (`graphs`), run-time plugin
 //! loading (`plugins`), the direct push/pop drive of a scheduler (`push_pop`), direct kernel calls
-//! through the kernel ABI (`kernel_call`), and the workloads that `benches/*.rs` (criterion) and
-//! the `*_figures` binaries share. What each benchmark measures is in README.md.
+//! through the kernel ABI (`kernel_call`), callgrind's per-thread counts (`callgrind`, for the
+//! `instructions` binary), and the workloads that `benches/*.rs` (criterion) and the binaries
+//! share. What each benchmark measures is in README.md.
 //!
 //! A leaf crate (ARCHITECTURE.md §2): it depends on tomii-core (and tomii-types, for the task
 //! descriptor) only and must never link a scheduler or kernel plugin crate; it loads their dylibs
 //! at run time.
 
+pub mod callgrind;
 mod graphs;
 pub mod kernel_call;
 mod plugins;
 mod push_pop;
 
 pub use graphs::{
-    Kernel, chain, chain_with, fan_out, fan_out_with, gather, independent, pipeline, pipeline_with, scatter,
+    Kernel, chain, chain_text, chain_with, fan_out, fan_out_with, gather, independent, pipeline, pipeline_text,
+    pipeline_with, scatter,
 };
-pub use plugins::{Plugins, SHIPPED_SCHEDULERS, plugin_dir, plugins, schedulers};
+pub use plugins::{Plugins, SHIPPED_SCHEDULERS, plugin_dir, plugins, schedulers, synthetic_file};
 pub use push_pop::{FIFO_TARGET_NS, PREFILL, PushPop, SLOTS, TwoThreads, setup, task};
 
 use tomii_core::engine::RunConfig;
@@ -82,6 +85,22 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
+/// `x` as a whole number with thousands separators, or to one decimal below 100.
+pub fn thousands(x: f64) -> String {
+    if x < 100.0 {
+        return format!("{x:.1}");
+    }
+    let digits = format!("{:.0}", x);
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +110,14 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
         assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn thousands_separators() {
+        assert_eq!(thousands(74.44), "74.4");
+        assert_eq!(thousands(1234.4), "1,234");
+        assert_eq!(thousands(400_000.0), "400,000");
+        assert_eq!(thousands(123.0), "123");
     }
 
     #[test]

@@ -96,8 +96,8 @@ fn find_plugin_dir(exe: &Path) -> Option<PathBuf> {
     exe.ancestors().skip(1).find(|dir| dir.join(synthetic_file()).is_file()).map(Path::to_path_buf)
 }
 
-/// `libtomii_synthetic.so` on Linux.
-fn synthetic_file() -> String {
+/// `libtomii_synthetic.so` on Linux: the kernels every benchmark runs.
+pub fn synthetic_file() -> String {
     format!("{}tomii_synthetic{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX)
 }
 

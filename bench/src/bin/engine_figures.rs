@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use tomii_bench::{
     CHAIN_LEN, FAN_WIDTH, PIPELINE, PIPELINE_FRAMES, PIPELINE_SLOTS, Plugins, TRACE_COST_SLOTS, TRACE_COST_VARIANTS,
-    WORKERS, chain, config, fan_out, median, pipeline, plugins,
+    WORKERS, chain, config, fan_out, median, pipeline, plugins, thousands,
 };
 use tomii_core::engine::RunConfig;
 use tomii_core::graph::CompiledGraph;
@@ -87,22 +87,6 @@ impl Case<'_> {
 
 fn ratio(value: f64, met: bool) -> String {
     format!("{value:.2} {}", if met { "✓" } else { "✗" })
-}
-
-/// `x` as a whole number with thousands separators, or to one decimal below 100.
-fn thousands(x: f64) -> String {
-    if x < 100.0 {
-        return format!("{x:.1}");
-    }
-    let digits = format!("{:.0}", x);
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The configurations of `benches/engine.rs`, with the targets.
@@ -245,13 +229,5 @@ mod tests {
         assert!(parse_repeats(args("--repeats 0")).is_err());
         assert!(parse_repeats(args("--repeats x")).is_err());
         assert!(parse_repeats(args("--frames 3")).is_err());
-    }
-
-    #[test]
-    fn thousands_separators() {
-        assert_eq!(thousands(74.44), "74.4");
-        assert_eq!(thousands(1234.4), "1,234");
-        assert_eq!(thousands(400_000.0), "400,000");
-        assert_eq!(thousands(123.0), "123");
     }
 }
