@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Union
 
-from ._tomii import GraphError, knobs_json
+from ._tomii import GraphError, convert_json, knobs_json
 from .graph import Graph
 
 __all__ = ["GraphInput", "enumerate_domain", "knob_space", "load_graph"]
@@ -32,13 +32,14 @@ GraphInput = Union[Graph, dict[str, Any], str, Path]
 
 
 def load_graph(graph: GraphInput) -> dict[str, Any]:
-    """The graph-format dict of `graph`; a file that cannot be read or parsed raises `GraphError`
+    """The graph-format dict of `graph`, in the current format (a Tomii 1.2 file or dict is
+    rewritten as `tomii convert` does); a file that cannot be read or parsed raises `GraphError`
     naming the file, and anything but an object with a list of named nodes raises one naming the
     field. Only the shape is checked here: the runtime's parser is the final word on validity."""
     if isinstance(graph, Graph):
         return _checked_graph(json.loads(graph.to_json()), "the Graph")
     if isinstance(graph, dict):
-        return _checked_graph(graph, "the graph dict")
+        return _checked_graph(_current_format(graph, "the graph dict"), "the graph dict")
     if isinstance(graph, (str, Path)):
         path = Path(graph)
         try:
@@ -51,10 +52,23 @@ def load_graph(graph: GraphInput) -> dict[str, Any]:
             parsed = json.loads(text)
         except json.JSONDecodeError as error:
             raise GraphError(f"{path}: not valid JSON: {error}") from None
-        return _checked_graph(parsed, str(path))
+        return _checked_graph(_current_format(parsed, str(path)), str(path))
     raise TypeError(
         f"graph must be a tomii.Graph, a dict or a path to a JSON file, got {type(graph).__name__}"
     )
+
+
+def _current_format(graph: Any, source: str) -> Any:
+    """`graph` in the current format: a Tomii 1.2 graph rewritten with its meaning (its warnings
+    are the runtime's to raise when it runs), anything else as it is (a graph the parser rejects
+    is left for the shape checks and the run to report)."""
+    if not isinstance(graph, dict):
+        return graph
+    try:
+        dialect, current, _warnings = convert_json(json.dumps(graph), source, None)
+    except GraphError:
+        return graph
+    return json.loads(current) if dialect == "tomii-1.2" else graph
 
 
 def _checked_graph(graph: Any, source: str) -> dict[str, Any]:
