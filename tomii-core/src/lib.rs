@@ -10,3 +10,4 @@ pub mod graph;
 pub mod knobs;
 pub mod network;
 pub mod plugin;
+pub mod sim;

@@ -52,6 +52,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>, provider: Option<&dyn Kern
         Command::Schema(args) => print_schema(&args),
         Command::Convert(args) => super::convert::convert(&args),
         Command::Send(args) => super::send::send(args),
+        Command::Simulate(args) => super::simulate::simulate(&args),
         Command::Sweep(_) => Err(anyhow::anyhow!(
             "`tomii sweep` is part of the Python package: `pip install .` from the repository, then run the \
              `tomii` command it installs (or `python -m tomii.experiments CONFIG`)"
@@ -521,7 +522,7 @@ fn exit_when_stuck(ending: Ending) -> engine::HangFn {
     }))
 }
 
-fn write_report(path: &Path, report: &Report) -> Result<()> {
+pub(super) fn write_report(path: &Path, report: &Report) -> Result<()> {
     let text = serde_json::to_string_pretty(report)?;
     std::fs::write(path, text + "\n").with_context(|| format!("{}: cannot write the report", path.display()))
 }
@@ -587,7 +588,7 @@ fn network_summary(network: &serde_json::Value) -> String {
     )
 }
 
-fn summary(report: &Report) -> String {
+pub(super) fn summary(report: &Report) -> String {
     let l = &report.latency_us;
     format!(
         "{} on {}: {} frames ({} tasks) in {:.3} s: {:.0} frames/s, {:.0} tasks/s; frame latency p50 {:.1} µs, p95 {:.1} µs, p99 {:.1} µs",

@@ -12,6 +12,7 @@ pub mod convert;
 pub mod crash;
 pub mod legacy;
 pub mod send;
+pub mod simulate;
 pub mod timing;
 
 use std::path::PathBuf;
@@ -53,6 +54,9 @@ pub enum Command {
     /// Send packets to a graph's network source (UDP or TCP) at a given rate: generated frames with
     /// frame-id/index headers, or packets from a file.
     Send(send::SendArgs),
+    /// Run a graph on N virtual workers: the same scheduler dylib, no kernels, task durations from
+    /// a cost model; the same report and trace as `tomii run`.
+    Simulate(Box<simulate::SimulateArgs>),
 }
 
 /// The arguments of a command the Python package's `tomii` runs, left to it.

@@ -222,12 +222,17 @@ fn us(ns: u64) -> f64 {
 impl ChromeLayout {
     /// The lanes and frames of a run of `graph` with `config`.
     pub fn of(graph: &CompiledGraph, config: &RunConfig) -> Self {
+        ChromeLayout::new(graph, (config.workers, config.slots), config.warmup_frames)
+    }
+
+    /// The lanes and frames of a run of `graph` on `workers` workers and `slots` slots.
+    pub fn new(graph: &CompiledGraph, (workers, slots): (u32, u32), warmup_frames: u64) -> Self {
         ChromeLayout {
             node_names: graph.nodes.iter().map(|node| node.name.clone()).collect(),
-            workers: config.workers,
-            slots: config.slots,
+            workers,
+            slots,
             tasks_per_frame: (graph.instance_count() - graph.inputs.len()) as u64,
-            warmup_frames: config.warmup_frames,
+            warmup_frames,
         }
     }
 }

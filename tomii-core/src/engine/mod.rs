@@ -27,14 +27,18 @@ mod worker;
 pub use advice::Suggestion;
 pub use analysis::{CriticalPathReport, NodeTimes, OverheadDiagnostic, ResourceUtilization, Summary};
 pub use chrome_trace::{ChromeLayout, ChromeTrace, ChromeTraceFile, NsRecord};
+pub(crate) use clock::Clock;
 pub use door::{Door, Opened, Refused};
+pub(crate) use durations::Durations;
 pub(crate) use report::latency as latency_summary;
 pub use report::{Latency, NodeReport, Report, SchedulerReport, WorkerReport};
+pub(crate) use report::{NodeCounters, Parts as ReportParts, WorkerCounters, assemble as assemble_report};
 pub use report_schema::report_schema;
 pub use session::{FrameResult, Session, SubmitError, Ticket};
 pub use source::{Counted, FrameDone, FrameSource, NextFrame};
+pub(crate) use trace::TraceSink;
 pub use trace::{TraceChunk, TraceRecord, TraceTap};
-pub(crate) use worker::call_outside_run;
+pub(crate) use worker::{call_outside_run, latency_histogram, scheduler_setup, templates};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -296,6 +300,11 @@ impl std::fmt::Debug for RunOutcome {
 }
 
 impl RunOutcome {
+    /// The outcome of a run the engine did not make (a simulated one, `sim/`), timed by `clock`.
+    pub(crate) fn made(report: Report, trace: Vec<TraceRecord>, clock: Clock) -> Self {
+        RunOutcome { report, trace, outputs: Vec::new(), post_outputs: Vec::new(), clock }
+    }
+
     /// Nanoseconds since the run started, for a trace time.
     pub fn ns(&self, ticks: u64) -> u64 {
         self.clock.ns_since_start(ticks)

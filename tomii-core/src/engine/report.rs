@@ -12,6 +12,9 @@ use super::advice::Suggestion;
 use super::analysis::{CriticalPathReport, NodeTimes, ResourceUtilization, Summary};
 use super::clock::{Clock, Ticks};
 use super::durations::Durations;
+use super::{RunError, analysis};
+use crate::graph::CompiledGraph;
+use crate::plugin::SchedulerPlugin;
 
 /// Per-node counters kept by one worker.
 #[derive(Clone, Copy, Debug, Default)]
@@ -232,6 +235,112 @@ pub fn per_worker(workers: &[WorkerCounters], clock: &Clock, wall_s: f64, timing
             }
         })
         .collect()
+}
+
+/// What a run's report is made of: the counters and figures a real run's host gathered, or a
+/// simulated run's (`sim/`).
+pub(crate) struct Parts<'a> {
+    pub graph: &'a CompiledGraph,
+    pub plugin: &'a SchedulerPlugin,
+    /// What the scheduler's `stats` hook said (none once it was ejected).
+    pub stats: Option<String>,
+    pub ejected: Option<super::Ejection>,
+    pub workers: u32,
+    pub slots: u32,
+    pub inline_continuation: bool,
+    pub counters: &'a [WorkerCounters],
+    pub clock: &'a Clock,
+    pub timing: bool,
+    pub latency: &'a Histogram<u64>,
+    /// Frames completed after the warm-up.
+    pub frames: u64,
+    pub frames_excluded: u64,
+    pub frames_abandoned: u64,
+    pub wall_s: f64,
+    pub interrupted: bool,
+    pub failure: Option<&'a RunError>,
+    pub workers_unreported: Vec<u32>,
+    pub source: &'static str,
+    pub trace: bool,
+    pub trace_records: u64,
+    pub trace_lost: u64,
+    pub trace_released: u64,
+}
+
+/// The report of a run from its parts.
+pub(crate) fn assemble(parts: Parts<'_>) -> Report {
+    let Parts { graph, counters, clock, timing, frames, wall_s, failure, interrupted, .. } = parts;
+    let tasks: u64 = counters.iter().map(|c| c.tasks).sum();
+    let names: Vec<(String, String)> = graph.nodes.iter().map(|n| (n.name.clone(), n.function.clone())).collect();
+    let stats = parts.stats.filter(|s| !s.trim().is_empty() && s.trim() != "{}");
+    let latency = latency(parts.latency);
+    let analysis = analysis::analyse(&analysis::Measured {
+        graph,
+        counters,
+        clock,
+        timing,
+        frames,
+        wall_s,
+        latency,
+        workers: parts.workers,
+        slots: parts.slots,
+        inline_continuation: parts.inline_continuation,
+    });
+    Report {
+        tomii_version: env!("CARGO_PKG_VERSION"),
+        graph: graph.name.clone(),
+        graph_dialect: graph.dialect.name(),
+        graph_warnings: graph.warnings.clone(),
+        scheduler: SchedulerReport {
+            name: parts.plugin.name.to_owned(),
+            path: parts.plugin.path.display().to_string(),
+            layout_checked: parts.plugin.layout_checked,
+            stats: stats.map(|text| serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))),
+            ejected: parts.ejected,
+        },
+        workers: parts.workers,
+        slots: parts.slots,
+        frames,
+        frames_abandoned: parts.frames_abandoned,
+        frames_excluded: parts.frames_excluded,
+        tasks,
+        tasks_inlined: counters.iter().map(|c| c.inlined).sum(),
+        inline_continuation: parts.inline_continuation,
+        wall_time_s: wall_s,
+        throughput_frames_per_s: if wall_s > 0.0 { frames as f64 / wall_s } else { 0.0 },
+        tasks_per_s: if wall_s > 0.0 { tasks as f64 / wall_s } else { 0.0 },
+        latency_us: latency,
+        source: parts.source,
+        interrupted,
+        status: match (failure, interrupted) {
+            (Some(_), _) => "failed",
+            (None, true) => "interrupted",
+            (None, false) => "completed",
+        },
+        error: failure.map(RunError::to_string),
+        workers_unreported: parts.workers_unreported,
+        task_timing: timing,
+        trace: parts.trace,
+        trace_records: parts.trace_records,
+        trace_lost: parts.trace_lost,
+        trace_released: parts.trace_released,
+        per_node: by_total_time(
+            per_node(&names, counters, clock, timing)
+                .into_iter()
+                .zip(analysis.nodes)
+                .zip(&graph.nodes)
+                .filter(|(_, node)| !node.input)
+                .map(|((figures, times), _)| NodeReport { times, ..figures })
+                .collect(),
+        ),
+        per_worker: per_worker(counters, clock, wall_s, timing),
+        summary: analysis.summary,
+        critical_path: analysis.critical_path,
+        resource_utilization: analysis.resource_utilization,
+        bottleneck_hints: analysis.bottleneck_hints,
+        optimization_suggestions: analysis.optimization_suggestions,
+        source_section: Default::default(),
+    }
 }
 
 #[cfg(test)]

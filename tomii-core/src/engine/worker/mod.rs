@@ -23,21 +23,21 @@ mod fault;
 mod setup;
 
 use body::{BoundCondition, NodeRun};
-use setup::{bind_conditions, check_config, scheduler_setup, templates};
+use setup::{bind_conditions, check_config};
+pub(crate) use setup::{scheduler_setup, templates};
 
 use fault::Containment;
 
-use super::analysis;
 use super::clock::{Clock, Ticks};
 use super::door::{Door, Opened, Request};
 use super::durations::Durations;
-use super::report::{self, NodeCounters, NodeReport, WorkerCounters};
+use super::report::{self, NodeCounters, WorkerCounters};
 use super::sleep::{Sleep, Wake};
 use super::slots::{SlotTable, decode_handle, encode_handle};
 use super::source::{FrameDone, FrameSource, NextFrame};
 use super::trace::{TracePool, TraceRecord, TraceSink, WorkerTrace};
 use super::watchdog::{Call, Watchdog};
-use super::{FaultPolicy, FrameOutputs, Output, Report, RunConfig, RunError, RunFailure, RunOutcome, SchedulerReport};
+use super::{FaultPolicy, FrameOutputs, Output, Report, RunConfig, RunError, RunFailure, RunOutcome};
 use crate::graph::{ArgSource, CompiledGraph, quote_name};
 use crate::plugin::{Kernel, KernelSet, PopBuffer, SchedulerInstance, SchedulerPlugin};
 
@@ -202,7 +202,7 @@ struct Local {
 type WorkerResult = (WorkerCounters, Vec<TraceRecord>, Histogram<u64>);
 
 /// A histogram of frame latencies in nanoseconds, 3 significant digits, up to an hour.
-fn latency_histogram() -> Histogram<u64> {
+pub(crate) fn latency_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_LATENCY_NS, 3).expect("valid histogram bounds")
 }
 
@@ -258,8 +258,15 @@ impl<'a> Engine<'a> {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|_| RunError::Config(format!("{}: a node name contains a NUL character", graph.source)))?;
         let instances = graph.instance_count();
-        let scheduler =
-            SchedulerInstance::create(plugin, &scheduler_setup(graph, config, source.planned().unwrap_or(0)))?;
+        let scheduler = SchedulerInstance::create(
+            plugin,
+            &scheduler_setup(
+                graph,
+                (config.workers, config.slots),
+                &config.scheduler_options,
+                source.planned().unwrap_or(0),
+            ),
+        )?;
         let tracing = config.trace || config.trace_file.is_some() || !config.trace_taps.is_empty();
         let timing = config.task_timing || tracing || plugin.needs_timing();
         let cells = if tracing { config.slots as usize * instances } else { 0 };
@@ -1338,82 +1345,32 @@ impl<'a> Engine<'a> {
         failure: Option<&RunError>,
         workers_unreported: Vec<u32>,
     ) -> Report {
-        let interrupted = self.interrupted.load(Ordering::Relaxed);
-        let frames_excluded = self.frames_excluded.load(Ordering::Relaxed);
-        let frames = self.frames_done.load(Ordering::Acquire).saturating_sub(frames_excluded);
-        let tasks: u64 = counters.iter().map(|c| c.tasks).sum();
-        let names: Vec<(String, String)> =
-            self.graph.nodes.iter().map(|n| (n.name.clone(), n.function.clone())).collect();
-        let plugin = self.scheduler.plugin();
         let stats = if self.containment.is_ejected() { None } else { self.scheduler.stats() };
-        let stats = stats.filter(|s| !s.trim().is_empty() && s.trim() != "{}");
-        let latency = report::latency(latency);
-        let analysis = analysis::analyse(&analysis::Measured {
+        let frames_excluded = self.frames_excluded.load(Ordering::Relaxed);
+        report::assemble(report::Parts {
             graph: self.graph,
+            plugin: self.scheduler.plugin(),
+            stats,
+            ejected: self.containment.ejection(),
+            workers: self.config.workers,
+            slots: self.config.slots,
+            inline_continuation: self.config.inline_continuation,
             counters,
             clock: &self.clock,
             timing: self.timing,
-            frames,
-            wall_s,
             latency,
-            workers: self.config.workers,
-            slots: self.config.slots,
-            inline_continuation: self.config.inline_continuation,
-        });
-        Report {
-            tomii_version: env!("CARGO_PKG_VERSION"),
-            graph: self.graph.name.clone(),
-            graph_dialect: self.graph.dialect.name(),
-            graph_warnings: self.graph.warnings.clone(),
-            scheduler: SchedulerReport {
-                name: plugin.name.to_owned(),
-                path: plugin.path.display().to_string(),
-                layout_checked: plugin.layout_checked,
-                stats: stats.map(|text| serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text))),
-                ejected: self.containment.ejection(),
-            },
-            workers: self.config.workers,
-            slots: self.config.slots,
-            frames,
-            frames_abandoned: self.frames_abandoned.load(Ordering::Relaxed),
+            frames: self.frames_done.load(Ordering::Acquire).saturating_sub(frames_excluded),
             frames_excluded,
-            tasks,
-            tasks_inlined: counters.iter().map(|c| c.inlined).sum(),
-            inline_continuation: self.config.inline_continuation,
-            wall_time_s: wall_s,
-            throughput_frames_per_s: if wall_s > 0.0 { frames as f64 / wall_s } else { 0.0 },
-            tasks_per_s: if wall_s > 0.0 { tasks as f64 / wall_s } else { 0.0 },
-            latency_us: latency,
-            source: self.source.kind(),
-            interrupted,
-            status: match (failure, interrupted) {
-                (Some(_), _) => "failed",
-                (None, true) => "interrupted",
-                (None, false) => "completed",
-            },
-            error: failure.map(RunError::to_string),
+            frames_abandoned: self.frames_abandoned.load(Ordering::Relaxed),
+            wall_s,
+            interrupted: self.interrupted.load(Ordering::Relaxed),
+            failure,
             workers_unreported,
-            task_timing: self.timing,
+            source: self.source.kind(),
             trace: self.trace_pool.is_some(),
             trace_records: trace.records,
             trace_lost: self.trace_pool.as_ref().map_or(0, TracePool::lost),
             trace_released: trace.released,
-            per_node: report::by_total_time(
-                report::per_node(&names, counters, &self.clock, self.timing)
-                    .into_iter()
-                    .zip(analysis.nodes)
-                    .zip(&self.graph.nodes)
-                    .filter(|(_, node)| !node.input)
-                    .map(|((figures, times), _)| NodeReport { times, ..figures })
-                    .collect(),
-            ),
-            per_worker: report::per_worker(counters, &self.clock, wall_s, self.timing),
-            summary: analysis.summary,
-            critical_path: analysis.critical_path,
-            resource_utilization: analysis.resource_utilization,
-            bottleneck_hints: analysis.bottleneck_hints,
-            optimization_suggestions: analysis.optimization_suggestions,
-            source_section: Default::default(),
-        }
+        })
     }
 }

@@ -87,27 +87,33 @@ pub(super) fn bind_conditions(
         .collect()
 }
 
-/// What the scheduler's `create` is told; `frames` is 0 when the source does not know how many.
-pub(super) fn scheduler_setup<'g>(graph: &'g CompiledGraph, config: &'g RunConfig, frames: u64) -> SchedulerSetup<'g> {
+/// What the scheduler's `create` is told on `workers` workers and `slots` slots with its options
+/// `knobs`; `frames` is 0 when the source does not know how many.
+pub(crate) fn scheduler_setup<'g>(
+    graph: &'g CompiledGraph,
+    (workers, slots): (u32, u32),
+    knobs: &'g [(String, String)],
+    frames: u64,
+) -> SchedulerSetup<'g> {
     SchedulerSetup {
-        workers: config.workers,
-        slots: config.slots,
+        workers,
+        slots,
         frames,
         tasks_per_frame: (graph.instance_count() - graph.inputs.len()) as u64,
         nodes: graph
             .nodes
             .iter()
             .map(|n| {
-                let (lo, hi) = n.use_workers.unwrap_or((0, config.workers));
+                let (lo, hi) = n.use_workers.unwrap_or((0, workers));
                 (n.name.as_str(), n.factor, n.priority, lo, hi)
             })
             .collect(),
-        knobs: &config.scheduler_options,
+        knobs,
     }
 }
 
 /// The per-instance descriptors with the fields that never change between frames.
-pub(super) fn templates(graph: &CompiledGraph, workers: u32) -> Vec<TomiiTask> {
+pub(crate) fn templates(graph: &CompiledGraph, workers: u32) -> Vec<TomiiTask> {
     (0..graph.instance_count())
         .map(|instance| {
             let node_id = graph.inst_node[instance];
