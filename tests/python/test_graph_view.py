@@ -6,6 +6,7 @@ only what the runtime's parser accepts. The page in a real browser: test_graph_p
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -116,6 +117,47 @@ def test_a_bad_graph_or_option_is_one_error_line(args: list[str | Path], message
     assert len(run.stderr.splitlines()) == 1, run.stderr
     assert run.stderr.startswith("error: ")
     assert message in run.stderr
+
+
+def test_visualize_opens_the_page_in_the_browser(tmp_path: Path) -> None:
+    # `BROWSER` is what webbrowser starts: here a command that records the page it is given.
+    record = tmp_path / "opened"
+    env = {**os.environ, "BROWSER": f"sh -c 'echo $0 > {record}' %s"}
+    run = subprocess.run(
+        [sys.executable, "-m", "tomii", "--visualize", str(FANOUT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr
+    (page,) = re.findall(r"^opened the graph view (\S+)$", run.stderr, re.MULTILINE)
+    assert record.read_text().strip() == Path(page).as_uri()
+    assert graph_page(load_graph_file(FANOUT)[0], title="fanout.json") == Path(page).read_text()
+    Path(page).unlink()
+
+
+def test_edit_serves_the_editor_until_done_and_saves_the_graph(tmp_path: Path) -> None:
+    saved = tmp_path / "edited.json"
+    env = {**os.environ, "BROWSER": "true"}
+    command = [sys.executable, "-m", "tomii", "--visualize", str(FANOUT), "--edit"]
+    with subprocess.Popen(
+        [*command, "--save-path", str(saved)], stderr=subprocess.PIPE, text=True, env=env
+    ) as served:
+        assert served.stderr is not None
+        line = served.stderr.readline()
+        (url,) = re.findall(r"editing the graph at (\S+) ", line)
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            page = answer.read().decode()
+        token = json.loads(re.findall(r'id="tomii-payload">(.*?)</script>', page)[0])["token"]
+        for path, body in (("save", {"graph": load_graph_file(FANOUT)[0]}), ("quit", {})):
+            call = urllib.request.Request(
+                url + path, data=json.dumps(body).encode(), headers={"X-Tomii-Token": token}
+            )
+            urllib.request.urlopen(call, timeout=30).close()
+        assert served.wait(timeout=30) == 0
+    assert tomii.Graph.from_json(saved).to_dict() == load_graph_file(FANOUT)[0]
 
 
 # Graph.visualize.
