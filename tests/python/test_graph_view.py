@@ -20,6 +20,7 @@ import pytest
 from reference import GRAPHS, ROOT
 
 import tomii
+from tomii.export_python import builder_script
 from tomii.graph_editor import GraphEditor
 from tomii.graph_view import graph_page, load_graph_file
 from tomii.webpage import assemble, library_script
@@ -251,7 +252,7 @@ def test_the_editor_writes_the_builder_script(editor: GraphEditor) -> None:
     graph = load_graph_file(FANOUT)[0]
     status, answer = request(editor, "/export-python", {"graph": graph})
     assert status == 200
-    assert answer["script"] == tomii.export_python.builder_script(graph)
+    assert answer["script"] == builder_script(graph)
 
 
 def test_the_editor_answers_its_own_page_only(editor: GraphEditor) -> None:
