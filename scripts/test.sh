@@ -58,24 +58,34 @@ step_python() {
     run "$PY_VENV/bin/mypy" --strict scripts python tests/python bench plugins
 }
 
-# The Python package, built with maturin into the test virtualenv, and its tests.
+# Installs Debian PACKAGES with apt-get unless COMMAND is on PATH (the package lists are updated
+# once when they do not know a package yet); fails, saying what WHAT needs, if it cannot.
+need_apt() {
+    local command=$1 what=$2
+    shift 2
+    command -v "$command" >/dev/null && return
+    command -v apt-get >/dev/null || { echo "error: $what needs $*, and apt-get is not available to install them" >&2; return 1; }
+    run apt-get install -y -q "$@" || { run apt-get update -q && run apt-get install -y -q "$@"; } || {
+        echo "error: $what needs $*, and apt-get could not install them" >&2
+        return 1
+    }
+}
+
+# The Python package, built with maturin into the test virtualenv, and its tests; the browser
+# tests (tests/python/browser.py) drive Debian's chromium through chromium-driver.
 step_pytest() {
+    need_apt chromium "the browser tests" chromium chromium-driver
+    need_apt chromedriver "the browser tests" chromium-driver
     step_python_venv
     VIRTUAL_ENV="$PWD/$PY_VENV" run "$PY_VENV/bin/maturin" develop --quiet
     run "$PY_VENV/bin/pytest" -q tests/python
 }
 step_test() { run cargo test --workspace; }
 
-need_valgrind() {
-    command -v valgrind >/dev/null && return
-    command -v apt-get >/dev/null || { echo "error: valgrind is missing and apt-get is not available" >&2; return 1; }
-    run apt-get install -y -q valgrind
-}
-
 # Schedulers create and destroy their state once per run: a run under valgrind with definite leaks
 # as errors catches a scheduler (Rust or C) that leaks it, and any invalid access on the way.
 step_memcheck() {
-    need_valgrind
+    need_apt valgrind "the memcheck step" valgrind
     local scheduler
     for scheduler in fifo c-fifo; do
         run valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=scripts/valgrind.supp \
@@ -87,7 +97,7 @@ step_memcheck() {
 # The instructions-per-task command (bench/README.md, "Instructions per task") still runs and
 # prints a figure for fifo and c-fifo. Debug build and small sizes: the figures are not checked.
 step_instructions() {
-    need_valgrind
+    need_apt valgrind "the instructions step" valgrind
     local table=target/instructions-quick.md scheduler
     run target/debug/instructions --quick --schedulers fifo,c-fifo | tee "$table"
     for scheduler in fifo c-fifo; do

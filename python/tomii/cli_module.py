@@ -1,5 +1,6 @@
 """`python -m tomii`: the package's discovery and inspection commands (the knob catalog, the graph
-schema, the terminal view of a graph), for people and agents without a Python session.
+schema, the browser and terminal views of a graph, the graph editor), for people and agents
+without a Python session.
 
 Every failure is one `error:` line on stderr and a non-zero exit status, never a traceback. It
 never runs a graph: `tomii run` and `tomii.run_graph` do that.
@@ -11,9 +12,12 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 from ._tomii import TomiiError, knobs_json, knobs_table, schema_json
+from .graph_editor import edit
+from .graph_view import load_graph_file, open_page, write_graph_page
 from .knobs import load_graph
 from .visualize import render_ascii
 
@@ -52,11 +56,34 @@ def _parser() -> _Parser:
     command.add_argument(
         "--visualize",
         metavar="GRAPH",
-        help="draw the graph file GRAPH: nodes in topological layers with their incoming edges; "
-        "the browser view is not built yet, so this is the terminal view for now",
+        help="open the graph file GRAPH (either dialect) in the browser: a self-contained page "
+        "that needs no network, the graph in layers, node and edge kinds styled apart, a node's "
+        "details on click, 'Export Python'",
     )
-    parser.add_argument(
-        "--ascii", action="store_true", help="with --visualize: the terminal view (box drawing)"
+    view = parser.add_argument_group("with --visualize")
+    view.add_argument(
+        "--ascii", action="store_true", help="print the terminal view (box drawing) instead"
+    )
+    view.add_argument(
+        "--save", metavar="PAGE", help="write the page to the file PAGE, opening no browser"
+    )
+    view.add_argument(
+        "--edit",
+        action="store_true",
+        help="edit the graph in the browser (add, remove, rewire nodes and edges), served from "
+        "127.0.0.1 until Done in the page or Ctrl-C; Save writes it once the runtime's parser "
+        "accepts it",
+    )
+    view.add_argument(
+        "--save-path",
+        metavar="FILE",
+        help="with --edit: where Save writes the graph (default: GRAPH itself)",
+    )
+    view.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        help="with --edit: the port of 127.0.0.1 to serve on (default 0: any free port)",
     )
     parser.add_argument(
         "--dialect",
@@ -93,8 +120,15 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
     listing = options.list_knobs or options.list_knobs_json or options.schema
     if not listing and options.visualize is None:
         parser.error("give a command: --list-knobs, --list-knobs-json, --schema or --visualize")
-    if options.ascii and options.visualize is None:
-        parser.error("--ascii goes with --visualize GRAPH")
+    for flag in ("ascii", "save", "edit", "save_path"):
+        if getattr(options, flag) not in (None, False) and options.visualize is None:
+            parser.error(f"--{flag.replace('_', '-')} goes with --visualize GRAPH")
+    if sum(map(bool, (options.ascii, options.save, options.edit))) > 1:
+        parser.error("give one of --ascii, --save and --edit")
+    if (options.save_path is not None or options.port != 0) and not options.edit:
+        parser.error("--save-path and --port go with --edit")
+    if not 0 <= options.port <= 65535:
+        parser.error(f"--port {options.port}: a port is 0..65535 (0: any free port)")
     return options
 
 
@@ -109,10 +143,30 @@ def _output(options: argparse.Namespace) -> str:
             json.dumps(json.loads(schema_json(options.dialect)), indent=2, ensure_ascii=False)
             + "\n"
         )
-    drawing = render_ascii(load_graph(options.visualize))
-    if not options.ascii:
-        print(
-            "note: the browser view is not available yet; showing the terminal view",
-            file=sys.stderr,
-        )
-    return drawing
+    if options.ascii:
+        return render_ascii(load_graph(options.visualize))
+    return _browser_view(options)
+
+
+def _browser_view(options: argparse.Namespace) -> str:
+    """Writes, opens or serves the graph's page; what it prints is a note on stderr."""
+    graph, notes = load_graph_file(options.visualize)
+    title = Path(options.visualize).name
+    for note in notes:
+        print(f"warning: {note}", file=sys.stderr)
+    if options.save is not None:
+        try:
+            path = write_graph_page(graph, options.save, title=title)
+        except OSError as error:
+            raise TomiiError(f"{options.save}: cannot write the page: {error.strerror}") from None
+        print(f"wrote the graph view to {path}", file=sys.stderr)
+    elif options.edit:
+        try:
+            edit(graph, options.save_path or options.visualize, port=options.port, title=title)
+        except OSError as error:
+            raise TomiiError(str(error)) from None
+    else:
+        path, opened = open_page(graph, title=title)
+        shown = "opened the graph view" if opened else "no browser could be started; the page is"
+        print(f"{shown} {path}", file=sys.stderr)
+    return ""

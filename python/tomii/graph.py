@@ -89,8 +89,13 @@ class _Edge:
     start: Start | None = None
     end: End | None = None
     group_by: int | None = None
+    wrap: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.wrap, bool):
+            raise TypeError(f"wrap must be a bool, got {type(self.wrap).__name__}")
+        if self.wrap and self.group_by is not None:
+            raise ValueError("wrap does not apply to group_by, which is absolute")
         if self.group_by is not None:
             if isinstance(self.group_by, bool) or not isinstance(self.group_by, int):
                 raise TypeError(f"group_by must be an int, got {type(self.group_by).__name__}")
@@ -133,6 +138,8 @@ class _Edge:
             index = self._index()
             if index is not None:
                 predecessor["index"] = index
+        if self.wrap:
+            predecessor["wrap"] = True
         return {"type": self.KIND, "predecessor": predecessor}
 
 
@@ -161,17 +168,28 @@ class Node:
     name: str
 
     def out(
-        self, start: Start | None = 0, end: End | None = None, *, group_by: int | None = None
+        self,
+        start: Start | None = 0,
+        end: End | None = None,
+        *,
+        group_by: int | None = None,
+        wrap: bool = False,
     ) -> NodeOutput:
         """Data dependency (`$res`). `out()` reads the same instance, `out(k)` offset k,
-        `out(a, b)` offsets a..b-1 (bounds may be vars), `out([k, ...])` those offsets."""
-        return NodeOutput(self.name, _start(start, end, group_by), end, group_by)
+        `out(a, b)` offsets a..b-1 (bounds may be vars), `out([k, ...])` those offsets;
+        `wrap=True` takes offsets modulo the predecessor's factor (a ring)."""
+        return NodeOutput(self.name, _start(start, end, group_by), end, group_by, wrap)
 
     def dep(
-        self, start: Start | None = 0, end: End | None = None, *, group_by: int | None = None
+        self,
+        start: Start | None = 0,
+        end: End | None = None,
+        *,
+        group_by: int | None = None,
+        wrap: bool = False,
     ) -> NodeDep:
         """Ordering-only dependency (`$dep`), with the same selections as `out`."""
-        return NodeDep(self.name, _start(start, end, group_by), end, group_by)
+        return NodeDep(self.name, _start(start, end, group_by), end, group_by, wrap)
 
     def wait(
         self,
@@ -179,9 +197,10 @@ class Node:
         end: End | None = None,
         *,
         group_by: int | None = None,
+        wrap: bool = False,
     ) -> NodeBarrier:
         """Barrier (`$barrier`): `wait()` waits for every instance; a selection narrows it."""
-        return NodeBarrier(self.name, start, end, group_by)
+        return NodeBarrier(self.name, start, end, group_by, wrap)
 
 
 def _start(start: Start | None, end: End | None, group_by: int | None) -> Start | None:
@@ -290,8 +309,11 @@ def _arg(value: Any) -> dict[str, Any]:
 class Graph:
     """Top-level graph container: initialization vars, nodes and post-nodes."""
 
-    def __init__(self) -> None:
-        self._name: str | None = None
+    def __init__(self, *, name: str | None = None) -> None:
+        """An empty graph; `name` is the graph's (default: a file's stem, or "graph")."""
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name must be a str, got {type(name).__name__}")
+        self._name: str | None = name
         self._vars: list[dict[str, Any]] = []
         self._var_names: set[str] = set()
         self._nodes: list[dict[str, Any]] = []
@@ -406,8 +428,8 @@ class Graph:
         func: str,
         args: list[Any] | None = None,
         factor: int | Var | None = None,
-        priority: str | None = None,
-        use_workers: str | None = None,
+        priority: str | int | None = None,
+        use_workers: str | int | None = None,
         group_size: int | None = None,
         loop: Loop | None = None,
         loop_args: list[Any] | None = None,
@@ -427,8 +449,8 @@ class Graph:
         func: str,
         args: list[Any] | None = None,
         factor: int | Var | None = None,
-        priority: str | None = None,
-        use_workers: str | None = None,
+        priority: str | int | None = None,
+        use_workers: str | int | None = None,
         group_size: int | None = None,
         loop: Loop | None = None,
         loop_args: list[Any] | None = None,
@@ -448,8 +470,8 @@ class Graph:
         fn: Callable[..., Any] | str,
         args: list[Any] | None = None,
         factor: int | Var | None = None,
-        priority: str | None = None,
-        use_workers: str | None = None,
+        priority: str | int | None = None,
+        use_workers: str | int | None = None,
         group_size: int | None = None,
     ) -> Node:
         """A node whose body is a Python function decorated with `@tomii.export`.
@@ -502,8 +524,8 @@ class Graph:
         func: str,
         args: list[Any] | None,
         factor: int | Var | None,
-        priority: str | None,
-        use_workers: str | None,
+        priority: str | int | None,
+        use_workers: str | int | None,
         group_size: int | None,
         loop: Loop | None,
         loop_args: list[Any] | None,
@@ -520,15 +542,12 @@ class Graph:
         if args is not None:
             spec["args"] = [_arg(a) for a in args]
         if priority is not None:
-            if priority not in _PRIORITIES:
-                raise ValueError(
-                    f"node {name!r}: priority must be one of {', '.join(_PRIORITIES)}, "
-                    f"got {priority!r}"
-                )
-            spec["priority"] = priority
+            spec["priority"] = _priority(name, priority)
         if use_workers is not None:
-            if not isinstance(use_workers, str):
-                raise TypeError(f"node {name!r}: use_workers must be a string like '0-3'")
+            if isinstance(use_workers, bool) or not isinstance(use_workers, (str, int)):
+                raise TypeError(
+                    f"node {name!r}: use_workers must be a string like '0-3' or a worker number"
+                )
             spec["use_workers"] = use_workers
         if group_size is not None:
             if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
@@ -705,19 +724,70 @@ class Graph:
         editable: bool = False,
         save_path: str | Path | None = None,
         port: int | None = None,
-    ) -> None:
-        """Prints the graph as terminal box-drawing art (`mode="ascii"`).
+        html_path: str | Path | None = None,
+    ) -> Path | None:
+        """Shows the graph. `mode="ascii"` prints it as terminal box-drawing art and returns None.
 
-        The browser view (`mode="web"`, `editable`, `save_path`, `port`) is not available yet:
-        asking for it raises NotImplementedError rather than doing something else.
+        `mode="web"` opens the browser view: one self-contained page (its scripts inlined, no
+        network needed) drawing the graph in layers, node kinds (nodes, conditional nodes,
+        post-nodes, inputs, `$network`) and edge kinds (`$res`, `$dep`, `$barrier`) styled apart,
+        factors and priorities on the nodes, a node's details on click, and "Export Python" (a
+        builder script that rebuilds the graph). It is written to a temporary file, whose path is
+        returned; with `html_path`, the page is written there instead, no browser is opened, and
+        `html_path` is returned.
+
+        `editable=True` (with `mode="web"`) serves the page from 127.0.0.1:`port` (default 0: any
+        free port) until its Done button or Ctrl-C: the page adds, removes and rewires nodes and
+        edges, and its Save writes the graph to `save_path` (required) once the runtime's parser
+        accepts it, else shows the parser's message. Returns `save_path` if the graph was saved,
+        else None; `Graph.from_json(save_path)` loads the edit.
         """
-        if mode != "ascii" or editable or save_path is not None or port is not None:
-            raise NotImplementedError(
-                "visualize(): only mode='ascii' exists for now; the browser view comes later"
-            )
-        from .visualize import render_ascii
+        _check_visualize(mode, editable, save_path, port, html_path)
+        if mode == "ascii":
+            from .visualize import render_ascii
 
-        print(render_ascii(self.to_dict()))
+            print(render_ascii(self.to_dict()))
+            return None
+        if html_path is not None:
+            from .graph_view import write_graph_page
+
+            return write_graph_page(self.to_dict(), html_path)
+        if editable:
+            from .graph_editor import edit
+
+            assert save_path is not None  # Checked above.
+            saved = edit(self.to_dict(), save_path, port=port or 0)
+            return Path(save_path) if saved else None
+        from .graph_view import open_page
+
+        path, opened = open_page(self.to_dict())
+        if not opened:
+            print(f"note: no browser could be started; the page is {path}", file=sys.stderr)
+        return path
+
+
+def _check_visualize(
+    mode: str,
+    editable: bool,
+    save_path: str | Path | None,
+    port: int | None,
+    html_path: str | Path | None,
+) -> None:
+    """Refuses a combination of `visualize` options that would not do what it says."""
+    if mode not in ("ascii", "web"):
+        raise ValueError(f"visualize(): mode must be 'ascii' or 'web', got {mode!r}")
+    if mode == "ascii" and (editable or save_path is not None or port is not None or html_path):
+        raise ValueError("visualize(): editable, save_path, port and html_path need mode='web'")
+    if editable and save_path is None:
+        raise ValueError("visualize(editable=True) needs save_path, the file the edit is saved to")
+    if not editable and (save_path is not None or port is not None):
+        raise ValueError("visualize(): save_path and port go with editable=True")
+    if editable and html_path is not None:
+        raise ValueError(
+            "visualize(): html_path writes a read-only page; an editable one is served (port)"
+        )
+    if port is not None and (isinstance(port, bool) or not isinstance(port, int)):
+        raise TypeError(f"visualize(): port must be an int, got {type(port).__name__}")
 
 
 @contextlib.contextmanager
@@ -736,6 +806,20 @@ def _environment(env: dict[str, str] | None) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def _priority(node: str, priority: str | int) -> str | int:
+    """A node's priority as the format writes it: a name or any i32."""
+    if isinstance(priority, int) and not isinstance(priority, bool):
+        if not -(2**31) <= priority < 2**31:
+            raise ValueError(f"node {node!r}: priority {priority} does not fit in an i32")
+        return priority
+    if priority not in _PRIORITIES:
+        raise ValueError(
+            f"node {node!r}: priority must be one of {', '.join(_PRIORITIES)} or an int, "
+            f"got {priority!r}"
+        )
+    return priority
 
 
 def _check_name(name: str, what: str) -> None:

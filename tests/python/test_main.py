@@ -61,12 +61,11 @@ def test_visualize_ascii_prints_the_terminal_view() -> None:
     assert run.stdout == render_ascii(json.loads(FANOUT.read_text()))
 
 
-def test_visualize_without_ascii_notes_that_the_browser_view_is_missing() -> None:
-    run = tomii_cli("--visualize", FANOUT)
-    assert run.returncode == 0
-    assert run.stdout == render_ascii(json.loads(FANOUT.read_text()))
-    assert run.stderr.startswith("note: the browser view is not available yet")
-    assert len(run.stderr.splitlines()) == 1
+def test_visualize_saves_the_browser_view(tmp_path: Path) -> None:
+    run = tomii_cli("--visualize", FANOUT, "--save", tmp_path / "fanout.html")
+    assert (run.returncode, run.stdout) == (0, "")
+    assert run.stderr == f"wrote the graph view to {tmp_path / 'fanout.html'}\n"
+    assert (tmp_path / "fanout.html").read_text().startswith("<!DOCTYPE html>")
 
 
 @pytest.mark.parametrize(
@@ -75,7 +74,8 @@ def test_visualize_without_ascii_notes_that_the_browser_view_is_missing() -> Non
         (["--visualize", "no/such/graph.json"], "no/such/graph.json: cannot read the graph"),
         (["--visualize", GRAPHS / "malformed.json", "--ascii"], "malformed.json: not valid JSON"),
         (["--visualize", ROOT / "pyproject.toml"], "pyproject.toml: not valid JSON"),
-        (["--visualize", GRAPHS], "cannot read the graph"),
+        (["--visualize", GRAPHS, "--ascii"], "cannot read the graph"),
+        (["--visualize", GRAPHS], "is not a regular file"),
         (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
         ([], "give a command"),
         (["--ascii"], "give a command"),
