@@ -55,6 +55,7 @@ from .network import SendStats, send
 from .plugins import find_plugin, find_scheduler, installed_schedulers
 from .scaffold import new_scheduler
 from .session import Frame, FrameResult, Session, SessionBusy, SessionClosed
+from .trace_view import view_trace
 from .types import (
     Complex32,
     Complex64,
@@ -150,6 +151,7 @@ __all__ = [
     "u128",
     "usize",
     "validate",
+    "view_trace",
 ]
 
 #: The fields of a trace record (one task execution), as `RunResult.trace` holds them: times in
@@ -288,6 +290,15 @@ class RunResult:
                     out.writerow([names[node], instance, frame, slot, worker, ready, start, end])
         except OSError as error:
             raise TomiiError(f"{path}: cannot write the trace: {error.strerror}") from None
+
+    def view_trace(self, html_path: str | Path | None = None) -> Path:
+        """Opens the trace kept in memory (a run with `trace=True`) in the browser as a timeline:
+        a self-contained page, each worker a lane of task bars coloured by frame, each slot a
+        lane of frames, zoom and pan, a bar's details on click. With `html_path`, writes the
+        page there instead of opening it. Returns the page's path."""
+        from .trace_view import view_trace
+
+        return view_trace(self, html_path=html_path)
 
     def trace_frame(self) -> Any:
         """The trace as a pandas DataFrame with a `node_name` column (needs pandas)."""

@@ -19,6 +19,7 @@ from ._tomii import TomiiError, knobs_json, knobs_table, schema_json
 from .graph_editor import edit
 from .graph_view import load_graph_file, open_page, write_graph_page
 from .knobs import load_graph
+from .trace_view import view_trace
 from .visualize import render_ascii
 
 __all__ = ["main"]
@@ -60,12 +61,20 @@ def _parser() -> _Parser:
         "that needs no network, the graph in layers, node and edge kinds styled apart, a node's "
         "details on click, 'Export Python'",
     )
+    command.add_argument(
+        "--view-trace",
+        metavar="TRACE",
+        help="open the trace file TRACE (a trace CSV, or a Chrome trace) in the browser: a "
+        "self-contained page, each worker a lane of task bars coloured by frame, zoom and pan",
+    )
     view = parser.add_argument_group("with --visualize")
     view.add_argument(
         "--ascii", action="store_true", help="print the terminal view (box drawing) instead"
     )
     view.add_argument(
-        "--save", metavar="PAGE", help="write the page to the file PAGE, opening no browser"
+        "--save",
+        metavar="PAGE",
+        help="write the page to the file PAGE, opening no browser (also with --view-trace)",
     )
     view.add_argument(
         "--edit",
@@ -118,9 +127,13 @@ def _options(argv: list[str] | None) -> argparse.Namespace:
     parser = _parser()
     options = parser.parse_args(argv)
     listing = options.list_knobs or options.list_knobs_json or options.schema
-    if not listing and options.visualize is None:
-        parser.error("give a command: --list-knobs, --list-knobs-json, --schema or --visualize")
+    if not listing and options.visualize is None and options.view_trace is None:
+        parser.error(
+            "give a command: --list-knobs, --list-knobs-json, --schema, --visualize or --view-trace"
+        )
     for flag in ("ascii", "save", "edit", "save_path"):
+        if flag == "save" and options.view_trace is not None:
+            continue
         if getattr(options, flag) not in (None, False) and options.visualize is None:
             parser.error(f"--{flag.replace('_', '-')} goes with --visualize GRAPH")
     if sum(map(bool, (options.ascii, options.save, options.edit))) > 1:
@@ -143,9 +156,22 @@ def _output(options: argparse.Namespace) -> str:
             json.dumps(json.loads(schema_json(options.dialect)), indent=2, ensure_ascii=False)
             + "\n"
         )
+    if options.view_trace is not None:
+        return _trace_view(options)
     if options.ascii:
         return render_ascii(load_graph(options.visualize))
     return _browser_view(options)
+
+
+def _trace_view(options: argparse.Namespace) -> str:
+    """Writes or opens the trace's page; what it prints is a note on stderr."""
+    try:
+        path = view_trace(options.view_trace, html_path=options.save)
+    except OSError as error:
+        raise TomiiError(f"{options.save}: cannot write the page: {error.strerror}") from None
+    shown = "wrote the trace view to" if options.save is not None else "opened the trace view"
+    print(f"{shown} {path}", file=sys.stderr)
+    return ""
 
 
 def _browser_view(options: argparse.Namespace) -> str:
