@@ -73,7 +73,7 @@ pub struct Report {
     pub tasks_per_s: f64,
     /// Frame latency: from a frame's start (its roots pushed) to its last task's completion.
     pub latency_us: Latency,
-    /// Where the frames came from: `counted`, `session`.
+    /// Where the frames came from: `counted`, `session`, `network`, `simulated`.
     pub source: &'static str,
     /// Whether a stop was requested (Ctrl-C, `RunConfig::stop`) before the source ended: the frames
     /// in flight then completed, and no other started.

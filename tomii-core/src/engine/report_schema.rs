@@ -47,7 +47,7 @@ fn properties() -> Json {
         "throughput_frames_per_s": {"$ref": "#/$defs/figure", "description": "Frames over wall time."},
         "tasks_per_s": {"$ref": "#/$defs/figure"},
         "latency_us": {"$ref": "#/$defs/latency"},
-        "source": {"type": "string", "description": "Where frames came from: counted, session, network."},
+        "source": {"type": "string", "description": "Where frames came from: counted, session, network, simulated."},
         "interrupted": {"type": "boolean"},
         "status": {"enum": ["completed", "interrupted", "failed"]},
         "error": {"type": ["string", "null"], "description": "Why the run failed (status failed)."},
@@ -83,6 +83,22 @@ fn properties() -> Json {
             "description": "The network source's section (sockets, packets, drops by cause).",
             "type": "object",
             "required": ["socket_type", "ports", "packets_received", "packets_accepted", "packets_dropped"]
+        },
+        "simulation": {
+            "description": "A simulated run's section (tomii simulate, sim/README.md): its virtual workers, seed, \
+                arrivals, overheads and the cost model of each node.",
+            "type": "object",
+            "required": ["virtual_workers", "seed", "cost_model", "virtual_time_s"],
+            "properties": {
+                "virtual_workers": {"$ref": "#/$defs/count"},
+                "seed": {"$ref": "#/$defs/count"},
+                "arrival_interval_ns": {"type": ["integer", "null"], "minimum": 0},
+                "overhead_pop_ns": {"$ref": "#/$defs/count"},
+                "overhead_task_ns": {"$ref": "#/$defs/count"},
+                "cost_model": {"type": "object", "additionalProperties": {"type": "string"}},
+                "virtual_time_s": {"$ref": "#/$defs/figure"},
+                "trace_error": {"type": ["string", "null"]}
+            }
         }
     })
 }

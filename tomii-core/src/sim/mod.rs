@@ -9,7 +9,7 @@
 mod cost;
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 use std::path::PathBuf;
 
 use hdrhistogram::Histogram;
@@ -130,15 +130,15 @@ fn check(graph: &CompiledGraph, config: &SimConfig) -> Result<(), RunError> {
     if config.warmup_frames >= config.frames {
         return refuse(format!("warmup_frames {} must be below frames {}", config.warmup_frames, config.frames));
     }
-    if !graph.inputs.is_empty() {
-        return refuse(format!(
-            "graph {}: its inputs are given by a program (a session), which a simulation does not model",
-            quote_name(&graph.name)
-        ));
-    }
     if graph.network.is_some() {
         return refuse(format!(
             "graph {}: has a network source; simulate its pacing with an arrival interval instead",
+            quote_name(&graph.name)
+        ));
+    }
+    if !graph.inputs.is_empty() {
+        return refuse(format!(
+            "graph {}: its inputs are given by a program (a session), which a simulation does not model",
             quote_name(&graph.name)
         ));
     }
@@ -225,6 +225,9 @@ struct Sim<'a> {
     waiting: VecDeque<u64>,
     arrived: u64,
     staged: Vec<TomiiTask>,
+    /// Workers with nothing to run, and those a push woke, to ask for work after the event.
+    idle: BTreeSet<u32>,
+    woken: Vec<u32>,
     pop: PopBuffer,
     latency: Histogram<u64>,
     /// When the first measured frame started, and the last frame ended.
@@ -275,6 +278,8 @@ impl<'a> Sim<'a> {
             waiting: VecDeque::new(),
             arrived: 0,
             staged: Vec::new(),
+            idle: (0..config.workers).collect(),
+            woken: Vec::new(),
             pop: PopBuffer::new(config.pop_batch as usize),
             latency: engine::latency_histogram(),
             measured_from: None,
@@ -299,20 +304,28 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-        self.poll_idle()?;
+        self.wake()?;
         while self.done < self.config.frames {
             let Some(Reverse((at, _, event))) = self.events.pop() else {
-                let incomplete = self.slots.iter().filter(|s| s.remaining > 0).count();
-                return Err(self.violation(format!(
-                    "every virtual worker is idle with {incomplete} frame(s) incomplete and nothing handed out \
-                     (was a pushed task lost?)"
-                )));
+                // As a real run's parked workers look again when their stall timeout passes,
+                // every idle worker asks once more before the run is declared stalled.
+                self.woken.extend(std::mem::take(&mut self.idle));
+                self.wake()?;
+                if self.events.is_empty() {
+                    let incomplete = self.slots.iter().filter(|s| s.remaining > 0).count();
+                    return Err(self.violation(format!(
+                        "every virtual worker is idle with {incomplete} frame(s) incomplete and nothing handed out \
+                         (was a pushed task lost?)"
+                    )));
+                }
+                continue;
             };
             self.now = at;
             match event {
                 Event::Arrive => self.arrive()?,
                 Event::Done(worker) => self.complete(worker)?,
             }
+            self.wake()?;
         }
         Ok(())
     }
@@ -324,10 +337,7 @@ impl<'a> Sim<'a> {
             self.schedule(self.arrived.saturating_mul(interval), Event::Arrive);
         }
         match self.slots.iter().position(|s| s.remaining == 0) {
-            Some(slot) => {
-                self.start_frame(slot as u32)?;
-                self.poll_idle()
-            }
+            Some(slot) => self.start_frame(slot as u32),
             None => {
                 self.waiting.push_back(self.arrived - 1);
                 Ok(())
@@ -386,14 +396,29 @@ impl<'a> Sim<'a> {
             return Ok(());
         }
         let pushed = self.scheduler.push(worker, &self.staged);
+        // As a real run wakes a parked worker for each pushed task no awake worker will take:
+        // the pusher takes one in its range itself (it asks next), and for each other the lowest
+        // idle worker inside the task's range is woken.
+        let mut pusher_takes = worker != TOMII_NO_WORKER;
+        for task in &self.staged {
+            if pusher_takes && (task.worker_lo..task.worker_hi).contains(&worker) {
+                pusher_takes = false;
+                continue;
+            }
+            let found = self.idle.range(task.worker_lo..task.worker_hi).find(|&&w| w != worker).copied();
+            if let Some(found) = found {
+                self.idle.remove(&found);
+                self.woken.push(found);
+            }
+        }
         self.staged.clear();
         pushed.map_err(|violation| self.violation(violation))
     }
 
-    /// Every idle worker, in worker order, asks for work.
-    fn poll_idle(&mut self) -> Result<(), RunError> {
-        for worker in 0..self.config.workers {
-            if self.workers[worker as usize].running.is_none() {
+    /// The workers a push woke ask for work, in the order they were woken.
+    fn wake(&mut self) -> Result<(), RunError> {
+        while !self.woken.is_empty() {
+            for worker in std::mem::take(&mut self.woken) {
                 self.next_task(worker)?;
             }
         }
@@ -406,8 +431,10 @@ impl<'a> Sim<'a> {
         if self.workers[worker as usize].batch.is_empty() {
             let count = self.scheduler.pop_guarded(worker, &mut self.pop).map_err(|v| self.violation(v))?;
             if count == 0 {
+                self.idle.insert(worker);
                 return Ok(());
             }
+            self.idle.remove(&worker);
             for k in 0..count {
                 let task = self.pop[k];
                 self.claim(worker, &task)?;
@@ -484,15 +511,14 @@ impl<'a> Sim<'a> {
                 self.make_ready(slot, successor, worker);
             }
         }
-        let pushed = !self.staged.is_empty();
         self.push(worker)?;
         let state = &mut self.slots[slot as usize];
         state.remaining -= 1;
         if state.remaining == 0 {
             self.finish_frame(slot)?;
         }
-        self.next_task(worker)?;
-        if pushed || self.workers[worker as usize].running.is_none() { self.poll_idle() } else { Ok(()) }
+        // The completing worker asks first, as a real one pops right after its push.
+        self.next_task(worker)
     }
 
     /// Counters and trace records of the task's members, one after another within its time.

@@ -1,0 +1,203 @@
+//! Simulation (`sim/`, `tomii simulate`): every shipped scheduler, C included, driven through its
+//! dylib on virtual workers; the makespan and latency of graphs whose answer is known by hand;
+//! the trace's invariants; one seed, one run; a contract violation caught with the real run's
+//! message; cost models from files and traces; the command line.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::cli::{assert_error, finish, tomii};
+use common::{broken_lib, graph_path, plugin};
+use tomii_core::engine::{RunConfig, RunOutcome};
+use tomii_core::graph::{self, CompiledGraph};
+use tomii_core::plugin::SchedulerPlugin;
+use tomii_core::sim::{self, CostSpec, Dist, SimConfig};
+
+const SHIPPED: [&str; 8] =
+    ["fifo", "c-fifo", "random", "priority", "critical-path", "locality", "work-stealing", "multi-slot-batch"];
+
+fn scheduler(name: &str) -> SchedulerPlugin {
+    SchedulerPlugin::load(&plugin(&format!("libtomii_sched_{}.so", name.replace('-', "_"))))
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn parse(text: &str) -> CompiledGraph {
+    graph::parse_str("sim.json", text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A node of `factor` instances lasting `us` µs each (a `spin` node), reading `args`.
+fn spin(name: &str, factor: u32, us: u64, args: &str) -> String {
+    format!(r#"{{"name": "{name}", "function": "spin", "factor": {factor}, "args": [{us}{args}]}}"#)
+}
+
+fn simulate(graph: &CompiledGraph, name: &str, config: &SimConfig) -> RunOutcome {
+    sim::simulate(graph, &scheduler(name), config).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Whether `figure` is `want` to the latency histogram's 3 significant digits.
+fn near(figure: f64, want: f64) -> bool {
+    (figure - want).abs() <= want * 1e-3
+}
+
+fn traced(workers: u32, slots: u32, frames: u64) -> SimConfig {
+    SimConfig { workers, slots, frames, trace: true, ..SimConfig::default() }
+}
+
+#[test]
+fn known_makespans_and_latencies() {
+    // A chain of three 10 µs tasks: 30 µs a frame, whatever the workers.
+    let chain = parse(&format!(
+        r#"{{"nodes": [{}, {}, {}]}}"#,
+        spin("a", 1, 10, ""),
+        spin("b", 1, 10, r#", {"type": "$dep", "predecessor": {"name": "a"}}"#),
+        spin("c", 1, 10, r#", {"type": "$dep", "predecessor": {"name": "b"}}"#)
+    ));
+    let outcome = simulate(&chain, "fifo", &traced(2, 1, 10));
+    assert!(near(outcome.report.latency_us.p50, 30.0), "{}", outcome.report.latency_us.p50);
+    assert_eq!(outcome.report.wall_time_s, 300e-6);
+    assert_eq!(outcome.report.source, "simulated");
+    // Eight 10 µs tasks then a join of 5 µs on 2 workers: 4 × 10 + 5 = 45 µs a frame; with 2
+    // slots the next frame's tasks fill the join's idle worker.
+    let fan = parse(&format!(
+        r#"{{"nodes": [{}, {}]}}"#,
+        spin("work", 8, 10, ""),
+        spin("join", 1, 5, r#", {"type": "$dep", "predecessor": {"name": "work", "index": "all"}}"#)
+    ));
+    let one = simulate(&fan, "fifo", &traced(2, 1, 4));
+    assert!(near(one.report.latency_us.p50, 45.0), "{}", one.report.latency_us.p50);
+    assert_eq!(one.report.wall_time_s, 4.0 * 45e-6);
+    assert_eq!(one.report.tasks, 36);
+    let busy: Vec<f64> = one.report.per_worker.iter().map(|w| w.busy_s.expect("timed")).collect();
+    assert!((busy.iter().sum::<f64>() - 4.0 * 85e-6).abs() < 1e-12, "{busy:?}");
+    let two = simulate(&fan, "fifo", &traced(2, 2, 4));
+    assert!(two.report.wall_time_s < one.report.wall_time_s, "two slots overlap frames");
+}
+
+#[test]
+fn every_shipped_scheduler_runs_every_task_once_in_order() {
+    let graph = graph::load_file(&graph_path("diamond.json")).expect("diamond");
+    let spec = CostSpec { default: Some(Dist::Uniform { lo_ns: 1_000, hi_ns: 5_000 }), ..CostSpec::default() };
+    for name in SHIPPED {
+        let config =
+            SimConfig { workers: 3, slots: 2, frames: 20, cost: spec.clone(), trace: true, ..SimConfig::default() };
+        let outcome = simulate(&graph, name, &config);
+        assert_eq!(outcome.report.frames, 20, "{name}");
+        assert_eq!(outcome.report.tasks, 60, "{name}");
+        assert_eq!(outcome.report.scheduler.name, name);
+        let run = RunConfig { workers: 3, slots: 2, frames: 20, ..RunConfig::default() };
+        common::trace::check(&graph, &run, &outcome.trace);
+        common::report_schema::check(name, &outcome.report);
+    }
+}
+
+#[test]
+fn one_seed_one_run() {
+    let graph = parse(&format!(r#"{{"nodes": [{}]}}"#, spin("n", 16, 0, "")));
+    let spec = CostSpec { default: Some(Dist::Lognormal { median_ns: 10_000.0, sigma: 0.8 }), ..CostSpec::default() };
+    let config = |seed| SimConfig {
+        workers: 4,
+        slots: 2,
+        frames: 30,
+        seed,
+        cost: spec.clone(),
+        trace: true,
+        ..SimConfig::default()
+    };
+    let first = simulate(&graph, "work-stealing", &config(7));
+    let again = simulate(&graph, "work-stealing", &config(7));
+    let other = simulate(&graph, "work-stealing", &config(8));
+    assert_eq!(first.trace, again.trace);
+    assert_ne!(first.trace, other.trace);
+    assert_eq!(first.report.latency_us.p99, again.report.latency_us.p99);
+}
+
+#[test]
+fn a_broken_scheduler_is_caught_as_a_real_run_catches_it() {
+    let graph = graph::load_file(&graph_path("diamond.json")).expect("diamond");
+    let broken = SchedulerPlugin::load(&broken_lib()).expect("the broken scheduler");
+    let cost = CostSpec { default: Some(Dist::Fixed { ns: 1_000 }), ..CostSpec::default() };
+    for (fault, needle) in [
+        ("duplicate", "returned the same task twice"),
+        ("garbage", "which the host never issued"),
+        ("drop", "was a pushed task lost?"),
+        ("error", "injected error"),
+    ] {
+        let config = SimConfig {
+            workers: 2,
+            frames: 5,
+            scheduler_options: vec![("fault".to_owned(), fault.to_owned())],
+            cost: cost.clone(),
+            ..SimConfig::default()
+        };
+        let failure = sim::simulate(&graph, &broken, &config).expect_err(fault);
+        let message = failure.error.to_string();
+        assert!(message.contains("broke its contract") && message.contains(needle), "{fault}: {message}");
+        let partial = failure.partial.expect("what ran is kept");
+        assert_eq!(partial.report.status, "failed");
+    }
+}
+
+#[test]
+fn cost_models_from_files_and_traces() {
+    let graph = parse(&format!(
+        r#"{{"nodes": [{}, {}]}}"#,
+        r#"{"name": "a", "function": "checksum", "factor": 2}"#,
+        r#"{"name": "b", "function": "checksum", "args": [{"type": "$res", "predecessor": {"name": "a", "index": "all"}}]}"#
+    ));
+    let refused = sim::simulate(&graph, &scheduler("fifo"), &SimConfig::default()).expect_err("no cost for checksum");
+    assert!(refused.error.to_string().contains(r#"node "a": its kernel "checksum" has no cost"#), "{}", refused.error);
+    let trace = "node,instance,frame,slot,worker,ready_ns,start_ns,end_ns\na,0,0,0,0,0,0,4000\na,1,0,0,0,0,0,4000\nb,0,0,0,0,0,4000,5000\n";
+    let spec = CostSpec::from_trace(trace).expect("a trace");
+    let outcome = simulate(&graph, "fifo", &SimConfig { workers: 2, frames: 3, cost: spec, ..SimConfig::default() });
+    assert!(near(outcome.report.latency_us.p50, 5.0), "{}", outcome.report.latency_us.p50);
+    let unknown = CostSpec { nodes: [("zz".to_owned(), Dist::Fixed { ns: 1 })].into(), ..CostSpec::default() };
+    let error = sim::simulate(&graph, &scheduler("fifo"), &SimConfig { cost: unknown, ..SimConfig::default() })
+        .expect_err("an unknown node");
+    assert!(error.error.to_string().contains(r#"names node "zz""#), "{}", error.error);
+}
+
+#[test]
+fn many_virtual_workers() {
+    let graph = parse(&format!(r#"{{"nodes": [{}]}}"#, spin("wide", 1024, 100, "")));
+    let outcome = simulate(&graph, "fifo", &SimConfig { workers: 256, frames: 4, ..SimConfig::default() });
+    // 1,024 tasks of 100 µs on 256 workers: four rounds, 400 µs a frame.
+    assert!(near(outcome.report.latency_us.p50, 400.0), "{}", outcome.report.latency_us.p50);
+    assert_eq!(outcome.report.per_worker.len(), 256);
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("a file");
+    path
+}
+
+#[test]
+fn tomii_simulate_writes_the_report_and_the_trace() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let graph = write(dir.path(), "g.json", &format!(r#"{{"nodes": [{}]}}"#, spin("n", 4, 20, "")));
+    let (report, trace) = (dir.path().join("r.json"), dir.path().join("t.json"));
+    let mut command = tomii();
+    command.arg("simulate").arg(&graph).args(["--workers", "64", "--frames", "5", "--scheduler-plugin"]);
+    command.arg(plugin("libtomii_sched_c_fifo.so")).arg("--report").arg(&report);
+    command.arg("--trace").arg(&trace).args(["--trace-format", "chrome"]);
+    let done = finish(command);
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(done.stdout.starts_with("simulated: c-fifo on g: 5 frames (20 tasks)"), "{}", done.stdout);
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).expect("r")).expect("JSON");
+    assert_eq!(report["source"], "simulated");
+    assert_eq!(report["simulation"]["virtual_workers"], 64);
+    assert!(near(report["latency_us"]["p50"].as_f64().expect("p50"), 20.0), "{}", report["latency_us"]);
+    let chrome: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).expect("t")).expect("JSON");
+    let tasks = chrome["traceEvents"].as_array().expect("events").iter().filter(|e| e["cat"] == "task").count();
+    assert_eq!(tasks, 20);
+    // Errors are one line naming what to change.
+    let network = graph_path("../../../examples/graphs/packets.json");
+    let mut refused = tomii();
+    refused.arg("simulate").arg(network);
+    assert_error(&finish(refused), &["has a network source"]);
+    let model = write(dir.path(), "m.json", r#"{"nodes": {"n": {"fixed": {"ns": "ten"}}}}"#);
+    let mut bad = tomii();
+    bad.arg("simulate").arg(&graph).arg("--cost-model").arg(&model);
+    assert_error(&finish(bad), &["m.json: not a cost model"]);
+}
