@@ -185,7 +185,6 @@ struct Claimed {
 /// A worker's own buffers and counters.
 struct Local {
     pusher: Pusher,
-    popped: PopBuffer,
     args: Vec<TomiiValue>,
     /// The elements of a variadic kernel's LIST argument.
     list: Vec<TomiiValue>,
@@ -510,7 +509,6 @@ impl<'a> Engine<'a> {
         self.sleep.register(worker);
         let mut local = Local {
             pusher: Pusher { worker, ready: Vec::with_capacity(PUSH_CHUNK), self_take: true },
-            popped: PopBuffer::new(self.config.pop_batch as usize),
             args: Vec::with_capacity(self.graph.max_args() + 1),
             list: Vec::with_capacity(self.graph.max_args()),
             error: vec![0; ERROR_CAPACITY],
@@ -530,10 +528,11 @@ impl<'a> Engine<'a> {
         while !self.start_line.go.load(Ordering::Acquire) {
             std::thread::yield_now();
         }
-        while let Some(count) = self.next_tasks(&mut local) {
-            for i in 0..count {
-                let task = local.popped[i];
-                if let Err(error) = self.execute(&mut local, &task) {
+        // The buffer the scheduler pops into, apart from `local`: its descriptors are read in place.
+        let mut popped = PopBuffer::new(self.config.pop_batch as usize);
+        while let Some(count) = self.next_tasks(&mut local, &mut popped) {
+            for task in popped.get(..count).unwrap_or_default() {
+                if let Err(error) = self.execute(&mut local, task) {
                     self.fail(error);
                     break;
                 }
@@ -544,21 +543,21 @@ impl<'a> Engine<'a> {
 
     /// Pops the worker's next tasks, spinning and then parking while there are none. `None` when
     /// the run is over (finished or failed).
-    fn next_tasks(&self, local: &mut Local) -> Option<usize> {
+    fn next_tasks(&self, local: &mut Local, popped: &mut PopBuffer) -> Option<usize> {
         let worker = local.pusher.worker;
         loop {
-            if let found @ (None | Some(1..)) = self.pop(local) {
+            if let found @ (None | Some(1..)) = self.pop(local, popped) {
                 return found;
             }
             self.sleep.start_spinning();
-            let found = self.spin(local);
+            let found = self.spin(local, popped);
             self.sleep.stop_spinning();
             if let found @ (None | Some(1..)) = found {
                 return found;
             }
             // Idle workers, step 1: announce, then re-check (README.md, "Idle workers").
             self.sleep.prepare(worker);
-            match self.pop(local) {
+            match self.pop(local, popped) {
                 Some(0) => {}
                 found => {
                     self.sleep.cancel(worker);
@@ -569,18 +568,18 @@ impl<'a> Engine<'a> {
             let everyone_idle = wake == Wake::TimedOut && self.sleep.all_asleep();
             self.sleep.finish(worker);
             if everyone_idle {
-                return self.check_stall(local);
+                return self.check_stall(local, popped);
             }
         }
     }
 
     /// Tries the scheduler a few times with growing pauses. `Some(0)` if it had nothing.
-    fn spin(&self, local: &mut Local) -> Option<usize> {
+    fn spin(&self, local: &mut Local, popped: &mut PopBuffer) -> Option<usize> {
         for round in 0..SPIN_ROUNDS {
             for _ in 0..(1u32 << round.min(6)) {
                 std::hint::spin_loop();
             }
-            if let found @ (None | Some(1..)) = self.pop(local) {
+            if let found @ (None | Some(1..)) = self.pop(local, popped) {
                 return found;
             }
         }
@@ -589,7 +588,7 @@ impl<'a> Engine<'a> {
 
     /// One pop. `None` when the run is over or the scheduler failed (the failure is recorded).
     #[inline]
-    fn pop(&self, local: &mut Local) -> Option<usize> {
+    fn pop(&self, local: &mut Local, popped: &mut PopBuffer) -> Option<usize> {
         if self.stop.load(Ordering::Acquire) {
             return None;
         }
@@ -600,10 +599,10 @@ impl<'a> Engine<'a> {
             return None;
         }
         if self.containment.is_ejected() {
-            return Some(self.containment.fifo().pop(local.pusher.worker, &mut local.popped));
+            return Some(self.containment.fifo().pop(local.pusher.worker, popped));
         }
         let worker = local.pusher.worker;
-        match self.watchdog.watch(worker, Call::Pop, || self.scheduler.pop_guarded(worker, &mut local.popped)) {
+        match self.watchdog.watch(worker, Call::Pop, || self.scheduler.pop_guarded(worker, popped)) {
             Ok(count) => Some(count),
             Err(violation) => match self.contract_violation(violation) {
                 Ok(()) => Some(0),
@@ -618,8 +617,8 @@ impl<'a> Engine<'a> {
     /// Every worker was parked for the stall timeout: unless the scheduler now hands something
     /// out, the run cannot progress.
     #[cold]
-    fn check_stall(&self, local: &mut Local) -> Option<usize> {
-        match self.pop(local) {
+    fn check_stall(&self, local: &mut Local, popped: &mut PopBuffer) -> Option<usize> {
+        match self.pop(local, popped) {
             Some(0) if !self.holds_ready_task() => Some(0),
             Some(0) => {
                 let incomplete = self.door.in_flight();
