@@ -25,22 +25,36 @@ impl Scheduler for Fifo {
         Ok(Fifo { classes, queues })
     }
 
+    #[inline]
     fn push(&self, _worker: Option<u32>, tasks: &[Task]) -> Result<(), String> {
+        if let ([queue], true) = (&*self.queues, self.classes.is_single()) {
+            for task in tasks {
+                queue.push(*task).map_err(|_| full())?;
+            }
+            return Ok(());
+        }
         for task in tasks {
-            self.queues[self.classes.class_of(task)?]
-                .push(*task)
-                .map_err(|_| "fifo queue is full: more tasks were pushed than can be ready".to_owned())?;
+            self.queues[self.classes.class_of(task)?].push(*task).map_err(|_| full())?;
         }
         Ok(())
     }
 
+    #[inline]
     fn pop(&self, worker: u32, out: &mut [Task]) -> Result<usize, String> {
+        if let ([queue], true) = (&*self.queues, self.classes.is_single()) {
+            return Ok(fill(out, || queue.pop()));
+        }
         let mut count = 0;
         for &class in self.classes.classes_of(worker) {
             count += fill(&mut out[count..], || self.queues[class].pop());
         }
         Ok(count)
     }
+}
+
+#[cold]
+fn full() -> String {
+    "fifo queue is full: more tasks were pushed than can be ready".to_owned()
 }
 
 tomii_types::export_scheduler!(Fifo);

@@ -1,13 +1,14 @@
 //! Per-slot state: dependency counters, claim counters, results and frame bookkeeping, for every
 //! (slot, instance) pair, in flat arrays indexed `slot * instances + instance`. A task's two
-//! counters share 16 bytes, so making a task ready and claiming it touch one cache line.
+//! counters share one 64-bit word, so one compare-and-swap both checks that a task is ready and
+//! claims it (README.md, "Slots and generations").
 //!
 //! Nothing here is ever reset: every counter grows monotonically and is compared against a target
 //! derived from the slot's generation, which makes recycling a slot O(1). See README.md, "Slots and
 //! generations", for the argument.
 //!
 //! # Memory ordering
-//! Arrival counters use `AcqRel` read-modify-writes, so the increment that makes an instance ready
+//! Arrivals (the word's high half) use SeqCst read-modify-writes, so the increment that makes an instance ready
 //! acquires every predecessor's result write (each predecessor stores its result, then increments
 //! with release; all increments form one release sequence). The `done` counter orders a slot's
 //! completion after every sink of the frame, hence after every task (every task precedes a sink). Generations are published with release before a
@@ -55,12 +56,30 @@ pub fn decode_handle(handle: u64) -> TaskRef {
     }
 }
 
-/// The counters of one task in one slot.
+/// The counters of one task in one slot, in one word: arrivals from predecessors in the high 32
+/// bits, claims by workers in the low 32, both over all generations and modulo 2^32. An arrival
+/// adds `1 << 32` (its carry leaves the word), a claim moves the low half from `g` to `g + 1`.
 struct Counters {
-    /// Arrivals from predecessors, over all generations.
-    arrivals: AtomicU64,
-    /// Claims by workers, over all generations.
-    claims: AtomicU32,
+    word: AtomicU64,
+}
+
+/// One arrival, as added to a counter word.
+const ARRIVAL: u64 = 1 << 32;
+
+/// The arrivals that make an instance with `deps` predecessors ready in `generation`: `(g + 1) ·
+/// deps` modulo 2^32. Exact because each generation adds exactly `deps` (< 2^32) arrivals.
+#[inline(always)]
+fn ready_at(generation: u32, deps: u32) -> u32 {
+    generation.wrapping_add(1).wrapping_mul(deps)
+}
+
+/// Why a claim failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimError {
+    /// The task was claimed already in this generation.
+    Twice,
+    /// The task is not ready in this generation (never pushed, or of another frame).
+    NotReady,
 }
 
 /// One task's result. Written only by the task itself, read only by its successors in the same
@@ -126,7 +145,7 @@ impl SlotTable {
                     })
                 })
                 .collect(),
-            counters: (0..cells).map(|_| Counters { arrivals: AtomicU64::new(0), claims: AtomicU32::new(0) }).collect(),
+            counters: (0..cells).map(|_| Counters { word: AtomicU64::new(0) }).collect(),
             results: (0..cells).map(|_| ResultCell(UnsafeCell::new(TomiiValue::NONE))).collect(),
         }
     }
@@ -171,39 +190,39 @@ impl SlotTable {
     pub fn arrive(&self, slot: u32, instance: u32, generation: u32, deps: u32) -> bool {
         // SeqCst (the same instruction as AcqRel on x86): fault containment orders arrivals against
         // the scheduler's ejection (worker/fault.rs).
-        let before = self.cell(slot, instance).arrivals.fetch_add(1, Ordering::SeqCst);
-        before + 1 == (u64::from(generation) + 1) * u64::from(deps)
+        let before = self.cell(slot, instance).word.fetch_add(ARRIVAL, Ordering::SeqCst);
+        ((before >> 32) as u32).wrapping_add(1) == ready_at(generation, deps)
     }
 
     /// Whether `instance` has all its `deps` arrivals in `generation`.
     #[inline]
     pub fn is_ready(&self, slot: u32, instance: u32, generation: u32, deps: u32) -> bool {
-        self.cell(slot, instance).arrivals.load(Ordering::SeqCst) == (u64::from(generation) + 1) * u64::from(deps)
+        (self.cell(slot, instance).word.load(Ordering::SeqCst) >> 32) as u32 == ready_at(generation, deps)
     }
 
-    /// Claims the task for execution in `generation`. `Err(claims)` when it was already claimed in
-    /// this generation (claims == generation + 1) or the counter is otherwise off.
+    /// Claims the task for execution in `generation` if it is ready (all its `deps` arrivals are
+    /// in) and not yet claimed: one compare-and-swap of its word, which checks both.
     #[inline]
-    pub fn claim(&self, slot: u32, instance: u32, generation: u32) -> Result<(), u32> {
-        self.cell(slot, instance)
-            .claims
-            .compare_exchange(generation, generation.wrapping_add(1), Ordering::AcqRel, Ordering::Acquire)
-            .map(|_| ())
+    pub fn claim(&self, slot: u32, instance: u32, generation: u32, deps: u32) -> Result<(), ClaimError> {
+        let ready = u64::from(ready_at(generation, deps)) << 32;
+        let cell = &self.cell(slot, instance).word;
+        match cell.compare_exchange(
+            ready | u64::from(generation),
+            ready | u64::from(generation.wrapping_add(1)),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => Ok(()),
+            Err(found) if found as u32 == generation.wrapping_add(1) && found & !0xFFFF_FFFF == ready => {
+                Err(ClaimError::Twice)
+            }
+            Err(_) => Err(ClaimError::NotReady),
+        }
     }
 
     /// Whether the task has not been claimed in `generation`.
     pub fn is_unclaimed(&self, slot: u32, instance: u32, generation: u32) -> bool {
-        self.cell(slot, instance).claims.load(Ordering::SeqCst) == generation
-    }
-
-    /// Takes back a claim made in `generation` on a task that turned out not to be ready.
-    pub fn unclaim(&self, slot: u32, instance: u32, generation: u32) {
-        let _ = self.cell(slot, instance).claims.compare_exchange(
-            generation.wrapping_add(1),
-            generation,
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        );
+        self.cell(slot, instance).word.load(Ordering::SeqCst) as u32 == generation
     }
 
     /// Records a completed sink task; true when it completed the slot's frame.
@@ -279,11 +298,40 @@ mod tests {
             // instance 1 waits for two arrivals; instance 0 for none.
             assert!(!table.arrive(0, 1, generation, 2));
             assert!(table.arrive(0, 1, generation, 2));
-            assert!(table.claim(0, 1, generation).is_ok());
-            assert_eq!(table.claim(0, 1, generation), Err(generation + 1), "second claim must fail");
-            assert!(table.claim(0, 0, generation).is_ok());
+            assert!(table.claim(0, 1, generation, 2).is_ok());
+            assert_eq!(table.claim(0, 1, generation, 2), Err(ClaimError::Twice), "second claim must fail");
+            assert!(table.claim(0, 0, generation, 0).is_ok());
             assert!(!table.complete_sink(0, generation));
             assert!(table.complete_sink(0, generation));
         }
+    }
+
+    #[test]
+    fn a_claim_checks_readiness_in_the_same_step() {
+        let table = SlotTable::new(1, 1, 1);
+        let generation = table.begin_frame(0, 0, 0, 0, 0);
+        assert_eq!(table.claim(0, 0, generation, 2), Err(ClaimError::NotReady));
+        assert!(!table.arrive(0, 0, generation, 2));
+        assert_eq!(table.claim(0, 0, generation, 2), Err(ClaimError::NotReady), "one arrival of two");
+        assert!(table.is_unclaimed(0, 0, generation), "a refused claim leaves no trace");
+        assert!(table.arrive(0, 0, generation, 2));
+        assert_eq!(table.claim(0, 0, generation, 2), Ok(()));
+        assert_eq!(table.claim(0, 0, generation, 2), Err(ClaimError::Twice));
+        assert_eq!(table.claim(0, 0, generation.wrapping_add(1), 2), Err(ClaimError::NotReady), "a later generation");
+    }
+
+    #[test]
+    fn counters_wrap_modulo_2_to_the_32() {
+        // A slot at its last generation before the counter words wrap: the targets still hold.
+        let table = SlotTable::new(1, 1, 1);
+        let generation = u32::MAX;
+        let base = u64::from(ready_at(generation.wrapping_sub(1), 3)) << 32 | u64::from(generation);
+        table.counters[0].word.store(base, Ordering::Relaxed);
+        assert!(!table.arrive(0, 0, generation, 3));
+        assert!(!table.arrive(0, 0, generation, 3));
+        assert!(table.arrive(0, 0, generation, 3));
+        assert_eq!(table.claim(0, 0, generation, 3), Ok(()));
+        // The next generation, 0, starts where a fresh slot starts.
+        assert_eq!(table.counters[0].word.load(Ordering::Relaxed), 0);
     }
 }

@@ -253,7 +253,19 @@ fn guarded_marked(body: impl FnOnce() -> Result<(), String>) -> i32 {
     status(catch_panic_marked(body))
 }
 
+/// The status of a call's outcome: `TOMII_OK` inline, anything else out of line.
+#[inline]
 fn status(outcome: Result<Result<(), String>, String>) -> i32 {
+    match outcome {
+        Ok(Ok(())) => TOMII_OK,
+        failed => failure_status(failed),
+    }
+}
+
+/// The status of a call that failed or panicked; its message is remembered for `last_error`.
+#[cold]
+#[inline(never)]
+fn failure_status(outcome: Result<Result<(), String>, String>) -> i32 {
     match outcome {
         Ok(Ok(())) => TOMII_OK,
         Ok(Err(message)) => {
@@ -356,17 +368,22 @@ unsafe extern "C" fn pop<S: Scheduler>(
     // SAFETY: the host passes the state from `create` and room for `max` descriptors.
     let scheduler = unsafe { state_ref::<S>(state) };
     let out = if max == 0 { &mut [][..] } else { unsafe { std::slice::from_raw_parts_mut(out, max) } };
-    let mut count = 0;
-    let status = guarded(|| {
-        count = scheduler.pop(worker, out)?;
-        if count > max {
-            return Err(format!("pop returned {count} tasks for a buffer of {max}"));
-        }
-        Ok(())
-    });
+    let (status, count) = match catch_panic(|| scheduler.pop(worker, out)) {
+        Ok(Ok(count)) if count <= max => (TOMII_OK, count),
+        failed => (pop_failure(failed, max), 0),
+    };
     // SAFETY: `n_out` was checked non-NULL above.
-    unsafe { *n_out = if status == TOMII_OK { count } else { 0 } };
+    unsafe { *n_out = count };
     status
+}
+
+/// The status of a pop that failed, panicked or claimed more than `max` tasks.
+#[cold]
+#[inline(never)]
+fn pop_failure(outcome: Result<Result<usize, String>, String>, max: usize) -> i32 {
+    failure_status(
+        outcome.map(|popped| popped.and_then(|count| Err(format!("pop returned {count} tasks for a buffer of {max}")))),
+    )
 }
 
 unsafe extern "C" fn task_started<S: Scheduler>(state: *mut c_void, worker: u32, task: *const TomiiTask) {

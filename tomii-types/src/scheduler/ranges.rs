@@ -22,6 +22,8 @@ pub struct RangeClasses {
     capacities: Vec<usize>,
     /// Per worker of the run: the classes whose range contains it, in increasing order.
     of_worker: Vec<Vec<usize>>,
+    /// Whether there is one class and every worker of the run belongs to it (the usual case).
+    single: bool,
 }
 
 impl RangeClasses {
@@ -44,8 +46,17 @@ impl RangeClasses {
         let contains = |&(lo, hi): &(u32, u32), worker: u32| (lo..hi).contains(&worker);
         let of_worker = (0..init.workers)
             .map(|worker| (0..ranges.len()).filter(|&class| contains(&ranges[class], worker)).collect())
-            .collect();
-        RangeClasses { ranges, capacities, of_worker }
+            .collect::<Vec<Vec<usize>>>();
+        let single = ranges.len() == 1 && of_worker.iter().all(|classes| classes.as_slice() == [0]);
+        RangeClasses { ranges, capacities, of_worker, single }
+    }
+
+    /// Whether there is one class and every worker belongs to it: then every task is of class 0
+    /// and every worker serves it, so a scheduler may skip [`class_of`](Self::class_of) and
+    /// [`classes_of`](Self::classes_of) on its hot path.
+    #[inline]
+    pub fn is_single(&self) -> bool {
+        self.single
     }
 
     /// How many classes there are.
@@ -150,6 +161,14 @@ mod tests {
         assert_eq!(classes.classes_of(3), [0, 2, 3]);
         assert!(classes.classes_of(4).is_empty(), "outside the run's workers");
         assert!(RangeClasses::new(&init(2, &[(1, 2)], &[])).classes_of(0).is_empty(), "outside every range");
+    }
+
+    #[test]
+    fn a_single_class_is_one_range_that_every_worker_serves() {
+        assert!(RangeClasses::new(&init(2, &[(0, 2), (0, 2)], &[])).is_single());
+        assert!(!RangeClasses::new(&init(2, &[(0, 2), (1, 2)], &[])).is_single(), "two classes");
+        assert!(!RangeClasses::new(&init(2, &[(1, 2)], &[])).is_single(), "worker 0 serves no class");
+        assert!(!RangeClasses::new(&init(2, &[], &[])).is_single(), "no class");
     }
 
     #[test]

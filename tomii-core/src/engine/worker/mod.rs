@@ -20,6 +20,7 @@ mod body;
 
 pub(crate) use body::call_outside_run;
 mod fault;
+mod records;
 mod setup;
 
 use body::{BoundCondition, NodeRun};
@@ -27,13 +28,14 @@ use setup::{bind_conditions, check_config};
 pub(crate) use setup::{scheduler_setup, templates};
 
 use fault::Containment;
+use records::{Inst, KEEPS_RESULT, Records, SINK};
 
 use super::clock::{Clock, Ticks};
 use super::door::{Door, Opened, Request};
 use super::durations::Durations;
 use super::report::{self, NodeCounters, WorkerCounters};
 use super::sleep::{Sleep, Wake};
-use super::slots::{SlotTable, decode_handle, encode_handle};
+use super::slots::{ClaimError, SlotTable, decode_handle, encode_handle};
 use super::source::{FrameDone, FrameSource, NextFrame};
 use super::trace::{TracePool, TraceRecord, TraceSink, WorkerTrace};
 use super::watchdog::{Call, Watchdog};
@@ -97,8 +99,8 @@ pub(super) struct Engine<'a> {
     /// Instances without successors: their results are a frame's outputs, and a frame is complete
     /// when they all are.
     sinks: Vec<u32>,
-    /// Per instance: whether its result is kept (a successor reads it, or it is a sink).
-    keeps_result: Vec<bool>,
+    /// Per instance: what the hot path reads about it (README.md, "The per-task record").
+    records: Records,
     table: SlotTable,
     sleep: Arc<Sleep>,
     clock: Clock,
@@ -177,7 +179,7 @@ impl Drop for GoOnDrop<'_, '_> {
 #[derive(Clone, Copy)]
 struct Claimed {
     slot: u32,
-    instance: u32,
+    inst: Inst,
     generation: u32,
     frame: u64,
 }
@@ -185,7 +187,6 @@ struct Claimed {
 /// A worker's own buffers and counters.
 struct Local {
     pusher: Pusher,
-    popped: PopBuffer,
     args: Vec<TomiiValue>,
     /// The elements of a variadic kernel's LIST argument.
     list: Vec<TomiiValue>,
@@ -283,6 +284,11 @@ impl<'a> Engine<'a> {
                 keeps_result[pred as usize] = true;
             }
         }
+        let mut is_sink = vec![false; instances];
+        for &sink in &sinks {
+            is_sink[sink as usize] = true;
+        }
+        let records = Records::new(graph, config.workers, &keeps_result, &is_sink);
         let task_hooks = scheduler.has_task_hooks();
         Ok(Engine {
             graph,
@@ -309,7 +315,7 @@ impl<'a> Engine<'a> {
             templates: templates(graph, config.workers),
             table: SlotTable::new(config.slots, instances, sinks.len()),
             sinks,
-            keeps_result,
+            records,
             sleep,
             clock: Clock::new(),
             timing,
@@ -517,7 +523,6 @@ impl<'a> Engine<'a> {
         self.sleep.register(worker);
         let mut local = Local {
             pusher: Pusher { worker, ready: Vec::with_capacity(PUSH_CHUNK), self_take: true },
-            popped: PopBuffer::new(self.config.pop_batch as usize),
             args: Vec::with_capacity(self.graph.max_args() + 1),
             list: Vec::with_capacity(self.graph.max_args()),
             error: vec![0; ERROR_CAPACITY],
@@ -537,10 +542,11 @@ impl<'a> Engine<'a> {
         while !self.start_line.go.load(Ordering::Acquire) {
             std::thread::yield_now();
         }
-        while let Some(count) = self.next_tasks(&mut local) {
-            for i in 0..count {
-                let task = local.popped[i];
-                if let Err(error) = self.execute(&mut local, &task) {
+        // The buffer the scheduler pops into, apart from `local`: its descriptors are read in place.
+        let mut popped = PopBuffer::new(self.config.pop_batch as usize);
+        while let Some(count) = self.next_tasks(&mut local, &mut popped) {
+            for task in popped.get(..count).unwrap_or_default() {
+                if let Err(error) = self.execute(&mut local, task) {
                     self.fail(error);
                     break;
                 }
@@ -551,21 +557,21 @@ impl<'a> Engine<'a> {
 
     /// Pops the worker's next tasks, spinning and then parking while there are none. `None` when
     /// the run is over (finished or failed).
-    fn next_tasks(&self, local: &mut Local) -> Option<usize> {
+    fn next_tasks(&self, local: &mut Local, popped: &mut PopBuffer) -> Option<usize> {
         let worker = local.pusher.worker;
         loop {
-            if let found @ (None | Some(1..)) = self.pop(local) {
+            if let found @ (None | Some(1..)) = self.pop(local, popped) {
                 return found;
             }
             self.sleep.start_spinning();
-            let found = self.spin(local);
+            let found = self.spin(local, popped);
             self.sleep.stop_spinning();
             if let found @ (None | Some(1..)) = found {
                 return found;
             }
             // Idle workers, step 1: announce, then re-check (README.md, "Idle workers").
             self.sleep.prepare(worker);
-            match self.pop(local) {
+            match self.pop(local, popped) {
                 Some(0) => {}
                 found => {
                     self.sleep.cancel(worker);
@@ -576,18 +582,18 @@ impl<'a> Engine<'a> {
             let everyone_idle = wake == Wake::TimedOut && self.sleep.all_asleep();
             self.sleep.finish(worker);
             if everyone_idle {
-                return self.check_stall(local);
+                return self.check_stall(local, popped);
             }
         }
     }
 
     /// Tries the scheduler a few times with growing pauses. `Some(0)` if it had nothing.
-    fn spin(&self, local: &mut Local) -> Option<usize> {
+    fn spin(&self, local: &mut Local, popped: &mut PopBuffer) -> Option<usize> {
         for round in 0..SPIN_ROUNDS {
             for _ in 0..(1u32 << round.min(6)) {
                 std::hint::spin_loop();
             }
-            if let found @ (None | Some(1..)) = self.pop(local) {
+            if let found @ (None | Some(1..)) = self.pop(local, popped) {
                 return found;
             }
         }
@@ -596,7 +602,7 @@ impl<'a> Engine<'a> {
 
     /// One pop. `None` when the run is over or the scheduler failed (the failure is recorded).
     #[inline]
-    fn pop(&self, local: &mut Local) -> Option<usize> {
+    fn pop(&self, local: &mut Local, popped: &mut PopBuffer) -> Option<usize> {
         if self.stop.load(Ordering::Acquire) {
             return None;
         }
@@ -607,10 +613,10 @@ impl<'a> Engine<'a> {
             return None;
         }
         if self.containment.is_ejected() {
-            return Some(self.containment.fifo().pop(local.pusher.worker, &mut local.popped));
+            return Some(self.containment.fifo().pop(local.pusher.worker, popped));
         }
         let worker = local.pusher.worker;
-        match self.watchdog.watch(worker, Call::Pop, || self.scheduler.pop_guarded(worker, &mut local.popped)) {
+        match self.watchdog.watch(worker, Call::Pop, || self.scheduler.pop_guarded(worker, popped)) {
             Ok(count) => Some(count),
             Err(violation) => match self.contract_violation(violation) {
                 Ok(()) => Some(0),
@@ -625,8 +631,8 @@ impl<'a> Engine<'a> {
     /// Every worker was parked for the stall timeout: unless the scheduler now hands something
     /// out, the run cannot progress.
     #[cold]
-    fn check_stall(&self, local: &mut Local) -> Option<usize> {
-        match self.pop(local) {
+    fn check_stall(&self, local: &mut Local, popped: &mut PopBuffer) -> Option<usize> {
+        match self.pop(local, popped) {
             Some(0) if !self.holds_ready_task() => Some(0),
             Some(0) => {
                 let incomplete = self.door.in_flight();
@@ -666,36 +672,34 @@ impl<'a> Engine<'a> {
     #[inline]
     fn claim(&self, worker: u32, task: &TomiiTask) -> Result<Option<Claimed>, RunError> {
         let found = decode_handle(task.handle);
-        if !self.table.contains(found) {
-            let violation = format!("pop returned handle {:#x}, which the host never issued", task.handle);
-            return self.rejected(violation);
-        }
+        let inst = match self.records.check(found.instance) {
+            Some(inst) if self.table.contains(found) => inst,
+            _ => return self.rejected(format!("pop returned handle {:#x}, which the host never issued", task.handle)),
+        };
         let (slot, instance) = (found.slot, found.instance);
+        let record = self.records.get(inst);
         let state = self.table.slot(slot);
         let generation = state.generation.load(Ordering::Acquire);
-        let frame = state.frame.load(Ordering::Relaxed);
+        let frame = || state.frame.load(Ordering::Relaxed);
         let never_pushed = "returned a task that was never pushed (or belongs to an earlier frame)";
         if found.tag != generation & 0xFF {
-            return self.rejected(self.task_violation(never_pushed, instance, frame));
+            return self.rejected(self.task_violation(never_pushed, instance, frame()));
         }
-        if !self.may_run(worker, instance) {
-            let template = &self.templates[instance as usize];
+        if !Records::may_run(record, worker) {
             let what = format!(
                 "handed a task to worker {worker}, outside its allowed workers {}..{}",
-                template.worker_lo, template.worker_hi
+                record.worker_lo, record.worker_hi
             );
-            return self.rejected(self.task_violation(&what, instance, frame));
+            return self.rejected(self.task_violation(&what, instance, frame()));
         }
-        // Claim before the readiness load: the compare-exchange takes the counters' cache line
-        // exclusively at once, and the load that follows hits it.
-        if self.table.claim(slot, instance, generation).is_err() {
-            return self.rejected(self.task_violation("returned the same task twice", instance, frame));
+        // One compare-and-swap checks that the task is ready and unclaimed, and claims it.
+        match self.table.claim(slot, instance, generation, record.deps) {
+            Ok(()) => Ok(Some(Claimed { slot, inst, generation, frame: frame() })),
+            Err(ClaimError::Twice) => {
+                self.rejected(self.task_violation("returned the same task twice", instance, frame()))
+            }
+            Err(ClaimError::NotReady) => self.rejected(self.task_violation(never_pushed, instance, frame())),
         }
-        if !self.table.is_ready(slot, instance, generation, self.graph.dep_count[instance as usize]) {
-            self.table.unclaim(slot, instance, generation);
-            return self.rejected(self.task_violation(never_pushed, instance, frame));
-        }
-        Ok(Some(Claimed { slot, instance, generation, frame }))
     }
 
     /// A popped task the host will not run: a violation, unless the scheduler is already ejected
@@ -737,8 +741,10 @@ impl<'a> Engine<'a> {
         claimed: Claimed,
     ) -> Result<Option<Claimed>, RunError> {
         let worker = local.pusher.worker;
-        let Claimed { slot, instance, generation, frame } = claimed;
-        let node = self.graph.inst_node[instance as usize];
+        let Claimed { slot, inst, generation, frame } = claimed;
+        let instance = inst.get();
+        let record = self.records.get(inst);
+        let node = record.node;
         if self.task_hooks
             && let Some(task) = popped
         {
@@ -752,7 +758,13 @@ impl<'a> Engine<'a> {
         for member in members {
             let result = self.run_body(local, node, slot, member, frame);
             end = if self.timing { self.clock.now() } else { 0 };
-            self.store(local, node, slot, member, frame, result?);
+            // A member's own record says whether its result is kept (the leader's is at hand).
+            let keeps = if member == instance {
+                record.flags & KEEPS_RESULT != 0
+            } else {
+                self.records.check(member).is_some_and(|m| self.records.get(m).flags & KEEPS_RESULT != 0)
+            };
+            self.store(local, node, slot, member, frame, keeps, result?);
             self.account(local, node, slot, member, instance, frame, start, end);
             self.counters(local, frame).inlined += u64::from(popped.is_none());
             start = end;
@@ -764,8 +776,7 @@ impl<'a> Engine<'a> {
             self.watchdog.watch(worker, Call::TaskCompleted, || self.scheduler.task_completed(worker, task, ns));
         }
         let continuation = self.release_successors(&mut local.pusher, claimed, end, self.config.inline_continuation)?;
-        let is_sink = self.graph.successors(instance).is_empty();
-        if is_sink && self.table.complete_sink(slot, generation) {
+        if record.flags & SINK != 0 && self.table.complete_sink(slot, generation) {
             self.finish_frame(&mut local.pusher, slot, frame, &mut local.latency)?;
         }
         Ok(continuation)
@@ -781,12 +792,22 @@ impl<'a> Engine<'a> {
     /// Keeps or releases one instance's result; a skipped instance (its condition did not hold)
     /// leaves NONE as its result.
     #[inline]
-    fn store(&self, local: &mut Local, node: u32, slot: u32, instance: u32, frame: u64, result: Option<TomiiValue>) {
+    #[allow(clippy::too_many_arguments)]
+    fn store(
+        &self,
+        local: &mut Local,
+        node: u32,
+        slot: u32,
+        instance: u32,
+        frame: u64,
+        keeps: bool,
+        result: Option<TomiiValue>,
+    ) {
         if result.is_none() {
             self.counters(local, frame).per_node[node as usize].skipped += 1;
         }
         let result = result.unwrap_or(TomiiValue::NONE);
-        if self.keeps_result[instance as usize] {
+        if keeps {
             // SAFETY: this task owns its cell in this generation; the value is owned.
             unsafe { self.table.store_result(slot, instance, result) };
         } else {
@@ -852,25 +873,26 @@ impl<'a> Engine<'a> {
         now: Ticks,
         inline: bool,
     ) -> Result<Option<Claimed>, RunError> {
-        let Claimed { slot, instance, generation, frame } = claimed;
+        let Claimed { slot, inst, generation, frame } = claimed;
         let worker = pusher.worker;
         let mut continuation = None;
         pusher.self_take = true;
-        for &next in self.graph.successors(instance) {
-            if !self.table.arrive(slot, next, generation, self.graph.dep_count[next as usize]) {
+        for &next_inst in self.records.successors(self.records.get(inst)) {
+            let (next, record) = (next_inst.get(), self.records.get(next_inst));
+            if !self.table.arrive(slot, next, generation, record.deps) {
                 continue;
             }
             // Only this worker saw `next` become ready, so the claim succeeds, unless a faulty
-            // scheduler handed `next` out early and a worker holds a claim it is about to take
-            // back (or, after an ejection, the scan queued it and another worker took it): then
-            // `next` is pushed like any other, and a second claim of it is caught or skipped.
+            // scheduler handed `next` out early and a worker claimed it already (or, after an
+            // ejection, the scan queued it and another worker took it): then `next` is pushed
+            // like any other, and a second claim of it is caught or skipped.
             if inline
                 && continuation.is_none()
-                && self.may_run(worker, next)
-                && self.table.claim(slot, next, generation).is_ok()
+                && Records::may_run(record, worker)
+                && self.table.claim(slot, next, generation, record.deps).is_ok()
             {
                 self.mark_ready(next, slot, now);
-                continuation = Some(Claimed { slot, instance: next, generation, frame });
+                continuation = Some(Claimed { slot, inst: next_inst, generation, frame });
                 // The worker runs its continuation next: it takes none of the pushed tasks itself.
                 pusher.self_take = false;
                 continue;
@@ -879,13 +901,6 @@ impl<'a> Engine<'a> {
         }
         self.flush(pusher)?;
         Ok(continuation)
-    }
-
-    /// Whether `worker` is inside the allowed workers of `instance`'s node.
-    #[inline]
-    fn may_run(&self, worker: u32, instance: u32) -> bool {
-        let template = &self.templates[instance as usize];
-        (template.worker_lo..template.worker_hi).contains(&worker)
     }
 
     /// Adds a ready task to the pusher's batch, pushing the batch when it is full.
@@ -983,7 +998,7 @@ impl<'a> Engine<'a> {
         }
         let mut completed = false;
         for (&instance, value) in self.graph.inputs.iter().zip(inputs.into_iter().flatten()) {
-            let claimed = Claimed { slot, instance, generation, frame };
+            let claimed = Claimed { slot, inst: self.inst(instance), generation, frame };
             completed |= self.give_input(pusher, claimed, value, now)?;
         }
         self.flush(pusher)?;
@@ -998,13 +1013,14 @@ impl<'a> Engine<'a> {
     /// that completed the frame (the input is a sink). An input that already has its value (its
     /// frame was abandoned first) keeps it, and `value` is dropped.
     fn give_input(&self, pusher: &mut Pusher, claimed: Claimed, value: Value, now: Ticks) -> Result<bool, RunError> {
-        let Claimed { slot, instance, generation, .. } = claimed;
+        let Claimed { slot, inst, generation, .. } = claimed;
+        let (instance, record) = (inst.get(), self.records.get(inst));
         // The input's own claim: it is never run, and an ejection's scan must not queue it.
-        if self.table.claim(slot, instance, generation).is_err() {
+        if self.table.claim(slot, instance, generation, record.deps).is_err() {
             return Ok(false);
         }
         let raw = value.into_raw();
-        if self.keeps_result[instance as usize] {
+        if record.flags & KEEPS_RESULT != 0 {
             // SAFETY: the claim gives this call the input's cell in this generation.
             unsafe { self.table.store_result(slot, instance, raw) };
         } else {
@@ -1012,8 +1028,7 @@ impl<'a> Engine<'a> {
             drop(unsafe { Value::from_raw(raw) });
         }
         self.release_successors(pusher, claimed, now, false)?;
-        let is_sink = self.graph.successors(instance).is_empty();
-        Ok(is_sink && self.table.complete_sink(slot, generation))
+        Ok(record.flags & SINK != 0 && self.table.complete_sink(slot, generation))
     }
 
     /// Serves the door's requests in order, unless another worker is serving them (README.md,
@@ -1072,7 +1087,7 @@ impl<'a> Engine<'a> {
         let generation = state.generation.load(Ordering::Acquire);
         (state.busy.load(Ordering::Relaxed) && state.serial.load(Ordering::Relaxed) == frame.serial).then(|| Claimed {
             slot: frame.slot,
-            instance,
+            inst: self.inst(instance),
             generation,
             frame: state.frame.load(Ordering::Relaxed),
         })
@@ -1223,6 +1238,11 @@ impl<'a> Engine<'a> {
         if let Some(call) = self.kernel_calls.get(worker as usize) {
             call.store(u64::from(slot) << 32 | u64::from(instance), Ordering::Relaxed);
         }
+    }
+
+    /// `instance`, an id the engine took from the graph (an input, a root), as a checked id.
+    fn inst(&self, instance: u32) -> Inst {
+        self.records.check(instance).expect("an instance id of the graph")
     }
 
     /// Records the first failure and stops the run.
