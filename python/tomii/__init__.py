@@ -55,6 +55,7 @@ from .network import SendStats, send
 from .plugins import find_plugin, find_scheduler, installed_schedulers
 from .scaffold import new_scheduler
 from .session import Frame, FrameResult, Session, SessionBusy, SessionClosed
+from .simulation import simulate
 from .trace_view import view_trace
 from .types import (
     Complex32,
@@ -144,6 +145,7 @@ __all__ = [
     "procs",
     "run_graph",
     "send",
+    "simulate",
     "u8",
     "u16",
     "u32",

@@ -102,3 +102,30 @@ class NativeSession:
     def is_open(self) -> bool: ...
     def set_scheduler_option(self, key: str, value: str) -> None: ...
     def close(self) -> str: ...
+
+def simulate_json(
+    graph_json: str,
+    *,
+    source: str,
+    scheduler_plugin: str,
+    workers: int,
+    slots: int,
+    frames: int,
+    warmup_frames: int,
+    pop_batch: int,
+    seed: int,
+    cost_json: str | None,
+    arrival_interval_ns: int | None,
+    overhead_pop_ns: int,
+    overhead_task_ns: int,
+    sched_opts: list[tuple[str, str]],
+    trace: bool,
+    trace_path: str | None,
+    trace_format: str,
+) -> tuple[
+    str,
+    list[list[tuple[str, int, Any]]],
+    list[tuple[str, int, Any]],
+    tuple[bytes, list[str]] | None,
+    BaseException | None,
+]: ...

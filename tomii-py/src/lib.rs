@@ -11,6 +11,7 @@ mod python_kernels;
 mod runner;
 mod send;
 mod session;
+mod simulate;
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -507,6 +508,7 @@ fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema_json, m)?)?;
     m.add_function(wrap_pyfunction!(convert_json, m)?)?;
     m.add_function(wrap_pyfunction!(write_chrome_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate::simulate_json, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(call_context, m)?)?;
     m.add_function(wrap_pyfunction!(send::send_packets, m)?)?;
