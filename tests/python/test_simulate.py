@@ -1,0 +1,107 @@
+"""`tomii.simulate`: every shipped scheduler on virtual workers passes the trace invariants the
+sweeps check on real runs; one seed, one run; cost models as files (JSON and a real run's trace),
+dicts, `tomii.graphs` distributions and a traced RunResult; a broken scheduler caught with a
+partial result; the same trace files and report a real run writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from reference import GRAPHS, SYNTHETIC, TARGET
+
+import tomii
+from tomii.experiments.sweep import trace_problems
+from tomii.graphs import Fixed, LogNormal, Uniform, fork_join, streaming_pipeline
+
+SHIPPED = [
+    "fifo",
+    "c-fifo",
+    "random",
+    "priority",
+    "critical-path",
+    "locality",
+    "work-stealing",
+    "multi-slot-batch",
+]
+
+
+@pytest.mark.parametrize("scheduler", SHIPPED)
+def test_every_shipped_scheduler_keeps_the_invariants(scheduler: str) -> None:
+    graph = fork_join(width=8, depth=2, cost=Uniform(5, 50), seed=1)
+    knobs: dict[str, Any] = {"workers": 16, "slots": 3, "frames": 12}
+    result = tomii.simulate(graph, scheduler=scheduler, trace=True, **knobs)
+    assert result.report["source"] == "simulated"
+    assert result.report["simulation"]["virtual_workers"] == 16
+    assert result.report.frames == 12
+    assert result.trace is not None
+    problems = trace_problems(graph, result.trace, result.node_names, result.report, **knobs)
+    assert problems == [], problems
+
+
+def test_one_seed_one_run() -> None:
+    graph = streaming_pipeline(width=8, cost=Fixed(1), seed=0)
+    model = {"default": LogNormal(20, 0.7)}
+    runs = [
+        tomii.simulate(
+            graph, workers=4, slots=2, frames=20, seed=seed, cost_model=model, trace=True
+        )
+        for seed in (3, 3, 4)
+    ]
+    assert runs[0].trace is not None and runs[1].trace is not None and runs[2].trace is not None
+    assert (runs[0].trace == runs[1].trace).all()
+    assert not (runs[0].trace["end_ns"] == runs[2].trace["end_ns"]).all()
+
+
+def test_cost_models_in_every_form(tmp_path: Path) -> None:
+    graph = json.loads(
+        (GRAPHS / "diamond.json").read_text()
+    )  # checksum kernels: no cost of its own
+    with pytest.raises(tomii.ConfigError, match='node "src": its kernel "checksum" has no cost'):
+        tomii.simulate(graph, frames=2)
+    fixed = tomii.simulate(graph, frames=3, cost_model={"src": Fixed(10), "sink": Fixed(5)})
+    assert fixed.report.latency_us["p50"] == pytest.approx(25, rel=1e-3)
+    spec = {"default": {"fixed": {"ns": 2000}}}
+    (tmp_path / "model.json").write_text(json.dumps(spec))
+    from_file = tomii.simulate(graph, frames=3, cost_model=tmp_path / "model.json")
+    # One worker: both src tasks, then the sink, 2 µs each.
+    assert from_file.report.latency_us["p50"] == pytest.approx(6, rel=1e-3)
+    in_memory = tomii.simulate(graph, frames=3, cost_model=spec)
+    assert in_memory.report.latency_us["p50"] == pytest.approx(6, rel=1e-3)
+    real = tomii.run_graph(graph, dylibs=[SYNTHETIC], frames=5, trace=tmp_path / "trace.csv")
+    assert real.report.frames == 5
+    sampled = tomii.simulate(graph, frames=5, cost_model=tmp_path / "trace.csv")
+    assert "samples" in sampled.report["simulation"]["cost_model"]["src"]
+    traced = tomii.run_graph(graph, dylibs=[SYNTHETIC], frames=5, trace=True)
+    from_result = tomii.simulate(graph, frames=5, cost_model=traced)
+    assert "samples" in from_result.report["simulation"]["cost_model"]["sink"]
+    with pytest.raises(tomii.ConfigError, match=r"cost_model\['src'\]: give tomii.graphs.Fixed"):
+        tomii.simulate(graph, cost_model={"src": 3})
+    with pytest.raises(tomii.ConfigError, match="not a cost model"):
+        tomii.simulate(graph, cost_model={"default": {"fixed": {"ns": "ten"}}})
+
+
+def test_a_broken_scheduler_is_caught_with_what_ran() -> None:
+    broken = TARGET / "libtomii_test_broken_scheduler.so"
+    graph = fork_join(width=4, depth=1, cost=Fixed(3), seed=0)
+    with pytest.raises(tomii.SchedulerFault, match="returned the same task twice") as caught:
+        tomii.simulate(
+            graph, scheduler_plugin=broken, workers=2, frames=4, sched_opts={"fault": "duplicate"}
+        )
+    result = caught.value.result  # type: ignore[attr-defined]
+    assert result.report["status"] == "failed"
+
+
+def test_the_trace_files_and_the_report(tmp_path: Path) -> None:
+    graph = streaming_pipeline(width=4, cost=Fixed(7), seed=0)
+    report, chrome = tmp_path / "r.json", tmp_path / "t.json"
+    tomii.simulate(graph, workers=3, frames=4, report=report, trace=chrome, trace_format="chrome")
+    written = json.loads(report.read_text())
+    assert written["source"] == "simulated"
+    events = json.loads(chrome.read_text())["traceEvents"]
+    tasks = [e for e in events if e.get("cat") == "task"]
+    assert len(tasks) == written["tasks"]
+    page = tomii.view_trace(chrome, html_path=tmp_path / "page.html")
+    assert page.exists()
