@@ -55,6 +55,7 @@ from .network import SendStats, send
 from .plugins import find_plugin, find_scheduler, installed_schedulers
 from .scaffold import new_scheduler
 from .session import Frame, FrameResult, Session, SessionBusy, SessionClosed
+from .tune import tune
 from .types import (
     Complex32,
     Complex64,
@@ -143,6 +144,7 @@ __all__ = [
     "procs",
     "run_graph",
     "send",
+    "tune",
     "u8",
     "u16",
     "u32",

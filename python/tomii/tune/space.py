@@ -313,12 +313,14 @@ def _narrowed(dimension: Dimension, values: Sequence[Any]) -> Dimension:
         if problem:
             raise ConfigError(f"tune: knob {dimension.name!r}: {problem}")
     default = dimension.default if dimension.default in listed else listed[0]
+    # The run's domain is what it searches: a candidate outside the list is rejected too.
+    domain = {"kind": "choice", "values": list(listed), "narrowed_from": dimension.domain}
     return Dimension(
         dimension.name,
         dimension.kind,
         default,
         listed,
-        dimension.domain,
+        domain,
         dimension.description,
         dimension.search_hint,
         dimension.scheduler,

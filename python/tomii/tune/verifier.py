@@ -62,9 +62,15 @@ class Verdict:
 
 def domain_problem(dimension: Dimension, value: Any, *, workers: int | None) -> str:
     """Why `value` is outside the knob's domain ("" when it is inside); a worker range is also
-    checked against `workers` when given."""
+    checked against `workers` when given. A domain narrowed by the run (a choice of values
+    "narrowed_from" the catalog's) holds only those values."""
     domain = dimension.domain
     kind = domain.get("kind")
+    wider = domain.get("narrowed_from")
+    if isinstance(wider, dict) and wider.get("kind") == "worker_range":
+        problem = _range_problem(value, workers)
+        if problem:
+            return problem
     if kind == "bool":
         return "" if isinstance(value, bool) else f"{value!r} is not true or false"
     if kind == "int":
@@ -291,8 +297,6 @@ class Verifier:
         knobs = self.space.complete(candidate.knobs)
         workers = int(self.space.value(knobs, "workers")) if self._has("workers") else 1
         for dimension in self.space.active(knobs):
-            if dimension.kind == "graph":
-                continue
             problem = domain_problem(dimension, knobs[dimension.name], workers=workers)
             if problem:
                 return Verdict(
