@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+from .._tomii import TomiiError
 from ..knobs import GraphInput, load_graph
 from .agent import Agent, AgentError
 from .space import Candidate, TuneSpace, build_space
@@ -307,7 +308,10 @@ class _Search:
         )
         measures: dict[str, Any] = {}
         if verdict.valid:
-            measures = self.measure(self.space, knobs, verdict.graph)
+            try:
+                measures = self.measure(self.space, knobs, verdict.graph)
+            except TomiiError as error:  # the sweep refused the trial's inputs
+                measures = {"problem": f"trial: {type(error).__name__}: {error}"}
         invariant, reason = verdict.invariant, verdict.reason
         if measures.get("problem"):
             invariant, reason = "trial", measures["problem"]
