@@ -241,6 +241,15 @@ def test_the_verifier_accepts_legal_priority_and_group_size_changes() -> None:
     assert verifier(run=True).check(Candidate(graph=proposed)).valid
 
 
+def test_worker_ranges_are_searched_within_the_most_workers_a_candidate_can_have() -> None:
+    def ranges(knobs: dict[str, Any]) -> tuple[Any, ...]:
+        return build_space(GRAPH, None, knobs).by_name["work.use_workers"].values
+
+    assert ranges({"work.use_workers": None}) == (None, "0-0")
+    assert ranges({"work.use_workers": None, "workers": 2}) == (None, "0-0", "0-1", "1-1")
+    assert ranges({"work.use_workers": None, "workers": [1, 3]})[-1] == "2-2"
+
+
 def test_the_verification_run_compares_the_real_outputs_with_the_reference() -> None:
     twin = checksum_twin(GRAPH)
     assert verify_run(twin, "fifo", {}, {"workers": 2, "slots": 2}, 3, [str(SYNTHETIC)]) == []

@@ -4,7 +4,7 @@ what the graph computes is ever accepted.
     import tomii
 
     result = tomii.tune(graph, strategy="bayes", budget=30, frames=100)
-    print(result.best["changed"], result.valid_trials)
+    print(result.valid_trials, result.best and result.best["changed"])
     result.to_csv("trials.csv")
 
 The candidates (`space`), the verifier (`verifier`), the strategies (`strategies`), the external

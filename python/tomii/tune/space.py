@@ -327,6 +327,19 @@ def _narrowed(dimension: Dimension, values: Sequence[Any]) -> Dimension:
     )
 
 
+def _most_workers(space: Mapping[str, Any], knobs: Mapping[str, Any] | None) -> int:
+    """The most workers a candidate can have: what worker ranges are enumerated for."""
+    knob = next((k for k in space["knobs"] if k["name"] == "workers"), None)
+    if knob is None:
+        return 1
+    wanted = None if knobs is None else knobs.get("workers", knob["default"])
+    if isinstance(wanted, (list, tuple)) and wanted:
+        return int(max(wanted))
+    if isinstance(wanted, int) and not isinstance(wanted, bool):
+        return wanted
+    return int(max(_machine_values("workers", knob["domain"]) or (1,)))
+
+
 def build_space(
     graph: dict[str, Any] | None,
     space: Mapping[str, Any] | None,
@@ -347,13 +360,7 @@ def build_space(
         for pattern in knobs
         for name in (SCHEDULER, f"{SCHED_OPTS}.x.y")
     )
-    workers_dim = next((k for k in chosen["knobs"] if k["name"] == "workers"), None)
-    max_workers = (
-        max(_machine_values("workers", workers_dim["domain"]) or (1,)) if workers_dim else 1
-    )
-    if knobs is not None and isinstance(knobs.get("workers"), list):
-        max_workers = max(knobs["workers"])
-    every = [_knob_dimension(k, max_workers) for k in chosen["knobs"]]
+    every = [_knob_dimension(k, _most_workers(chosen, knobs)) for k in chosen["knobs"]]
     if wants_schedulers:
         every += _scheduler_dimensions()
     names = [d.name for d in every]
