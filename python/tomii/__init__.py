@@ -57,6 +57,7 @@ from .scaffold import new_scheduler
 from .session import Frame, FrameResult, Session, SessionBusy, SessionClosed
 from .simulation import simulate
 from .trace_view import view_trace
+from .tune import tune
 from .types import (
     Complex32,
     Complex64,
@@ -146,6 +147,7 @@ __all__ = [
     "run_graph",
     "send",
     "simulate",
+    "tune",
     "u8",
     "u16",
     "u32",

@@ -1,7 +1,8 @@
 """The `tomii` console command: the runtime's command line (`tomii run`, `tomii schedulers`,
 `tomii knobs`, `tomii schema`), run inside Python so that a graph JSON can name Python kernels
-("module.function", imported by name) next to those of `--dylib` libraries. Three commands are
-Python's own: `tomii sweep` (tomii.experiments), `tomii new` and `tomii sdk` (tomii.scaffold).
+("module.function", imported by name) next to those of `--dylib` libraries. Four commands are
+Python's own: `tomii sweep` (tomii.experiments), `tomii tune` (tomii.tune), `tomii new` and
+`tomii sdk` (tomii.scaffold).
 
 The schedulers and kernel plugins shipped inside the package are found by name, after those of
 `$TOMII_SCHEDULER_PATH`.
@@ -25,6 +26,11 @@ def main(argv: list[str] | None = None) -> int:
         from .experiments.config import main as sweep_main
 
         return sweep_main(arguments[2:])
+    if arguments[1:2] == ["tune"]:
+        # Tuning strategies compared on the same budget and verifier (tomii.tune).
+        from .tune.config import main as tune_main
+
+        return tune_main(arguments[2:])
     if arguments[1:2] == ["new"]:
         # A new scheduler project, outside any repository (tomii.scaffold).
         from .scaffold import main as new_main
