@@ -78,7 +78,10 @@ def bundle_plugins() -> list[Path]:
         command += ["-p", crate]
     subprocess.run(command, cwd=ROOT, check=True)
     release = ROOT / "target" / "release"
-    libraries = sorted(release.glob("libtomii_sched_*.so")) + [release / "libtomii_synthetic.so"]
+    libraries = sorted(release.glob("libtomii_sched_*.so")) + [
+        release / "libtomii_synthetic.so",
+        release / "libtomii_replay.so",  # tomii replay's scheduler
+    ]
     if DESTINATION.exists():
         shutil.rmtree(DESTINATION)
     DESTINATION.mkdir(parents=True)

@@ -427,6 +427,7 @@ def run_graph(
     task_timing: bool = True,
     trace: bool | str | Path | None = None,
     trace_format: str = "csv",
+    record_decisions: str | Path | None = None,
     report: str | Path | None = None,
     timing: str | Path | None = None,
     record: bool | str | Path | None = None,
@@ -453,7 +454,9 @@ def run_graph(
     package, or one on `$TOMII_SCHEDULER_PATH`) or a path; `scheduler_plugin`, a path, replaces it.
     `trace=True` keeps the trace in `RunResult.trace`; a path writes it there instead, as CSV or,
     with `trace_format="chrome"`, as the trace-event JSON Perfetto opens (see
-    `RunResult.save_trace`).
+    `RunResult.save_trace`). `record_decisions` is a file that records every scheduling decision
+    (which task each worker ran, in order) with the graph, knobs and scheduler, for `tomii replay
+    FILE`.
     `report` is a path the report JSON is written to; `timing` and `record` paths get Tomii 1.2's
     timing file and scheduler record (`record=True`: where 1.2 put it). `warmup_frames` leaves the
     first frames out of every figure; `max_runtime_s` stops the run after that many seconds (the
@@ -504,7 +507,8 @@ def run_graph(
     trace_path = None if isinstance(trace, bool) or trace is None else str(trace)
     timing_path = None if timing is None else str(timing)
     record_path = _record_path(record, timing)
-    for output in (report, trace_path, timing_path, record_path):
+    decisions_path = None if record_decisions is None else str(record_decisions)
+    for output in (report, trace_path, timing_path, record_path, decisions_path):
         _check_output(output, graph)
     try:
         returned = run_json(
@@ -540,6 +544,7 @@ def run_graph(
             timing_path=timing_path,
             record_path=record_path,
             trace_format=trace_format,
+            decisions_path=decisions_path,
         )
     except TomiiError as error:
         partial = getattr(error, "partial", None)

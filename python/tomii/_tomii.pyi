@@ -61,6 +61,7 @@ def run_json(
     timing_path: str | None,
     record_path: str | None,
     trace_format: str,
+    decisions_path: str | None,
 ) -> tuple[
     str,
     list[list[tuple[str, int, Any]]],

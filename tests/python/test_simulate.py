@@ -16,6 +16,8 @@ import tomii
 from tomii.experiments.sweep import trace_problems
 from tomii.graphs import Fixed, LogNormal, Uniform, fork_join, streaming_pipeline
 
+#: The package's `tomii` command, run by `python -c`.
+CLI = "import sys; from tomii.cli import main; sys.exit(main(sys.argv[1:]))"
 SHIPPED = [
     "fifo",
     "c-fifo",
@@ -105,3 +107,36 @@ def test_the_trace_files_and_the_report(tmp_path: Path) -> None:
     assert len(tasks) == written["tasks"]
     page = tomii.view_trace(chrome, html_path=tmp_path / "page.html")
     assert page.exists()
+
+
+def test_a_recorded_run_replays_from_the_command(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    decisions = tmp_path / "run.decisions"
+    graph = GRAPHS / "diamond.json"
+    result = tomii.run_graph(
+        graph,
+        dylibs=[SYNTHETIC],
+        workers=2,
+        slots=2,
+        frames=8,
+        scheduler="work-stealing",
+        record_decisions=decisions,
+    )
+    lines = decisions.read_text().splitlines()
+    assert json.loads(lines[0])["scheduler"]["name"] == "work-stealing"
+    assert len(lines) == 1 + result.report.tasks
+    env = {**os.environ, "TOMII_SCHEDULER_PATH": str(TARGET)}
+    for extra in ([], ["--simulate"]):
+        done = subprocess.run(
+            # The package's `tomii` command, as its console script runs it.
+            [sys.executable, "-c", CLI, "replay", str(decisions), *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "every worker ran the recorded tasks in the recorded order" in done.stdout

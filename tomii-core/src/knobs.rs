@@ -358,6 +358,17 @@ pub const CATALOG: &[Knob] = &[
         search_hint: "not a tuning knob: it records the trace, which costs time per task; for Tomii 1.2's scripts",
     },
     Knob {
+        name: "record_decisions",
+        cli: "--record-decisions",
+        kind: Kind::Path,
+        default: Preset::Unset,
+        domain: Domain::Path,
+        role: Role::Io,
+        description: "Record every scheduling decision (which task each worker ran, in order) with the graph, knobs \
+            and scheduler, for tomii replay FILE",
+        search_hint: "not a tuning knob: it records the trace, which costs time per task; for reproducing a run",
+    },
+    Knob {
         name: "pop_batch",
         cli: "--pop-batch",
         kind: Kind::Int,

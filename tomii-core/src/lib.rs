@@ -10,4 +10,5 @@ pub mod graph;
 pub mod knobs;
 pub mod network;
 pub mod plugin;
+pub mod replay;
 pub mod sim;

@@ -189,7 +189,8 @@ fn run_config_defaults_are_the_catalog_defaults() {
         network,
         scheduler_call_timeout,
         kernel_timeout,
-        on_hang: _, // library-only: the CLI's exits after reporting a stuck call
+        on_hang: _,          // library-only: the CLI's exits after reporting a stuck call
+        wake_all_on_push: _, // library-only: `tomii replay` sets it for the replay scheduler
     } = RunConfig::default();
     let default = |name: &str| knobs::find(name).unwrap_or_else(|| panic!("no knob {name}")).default;
     let NetworkOptions {

@@ -18,6 +18,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use runner::{Finished, GaveUp};
 use tomii_core::cli::legacy::StopTimer;
+use tomii_core::cli::replay as replay_cli;
 use tomii_core::cli::timing::{Record, Timing};
 use tomii_core::engine::{
     self, ChromeLayout, ChromeTrace, ChromeTraceFile, FaultPolicy, NsRecord, Output, RunConfig, RunError, RunFailure,
@@ -125,7 +126,7 @@ type RunReturn = (String, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>, Option<Py<PyA
 #[pyo3(signature = (graph_json, *, source, dylibs, scheduler_plugin, workers, slots, frames, pop_batch,
                     inline_continuation, task_timing, trace, trace_path, collect_outputs, stall_timeout_ms, on_scheduler_fault,
                     sched_opts, python_kernels, network, scheduler_call_timeout_ms, kernel_timeout_ms,
-                    warmup_frames, max_runtime_s, timing_path, record_path, trace_format))]
+                    warmup_frames, max_runtime_s, timing_path, record_path, trace_format, decisions_path))]
 #[allow(clippy::too_many_arguments)]
 fn run_json(
     py: Python<'_>,
@@ -154,6 +155,7 @@ fn run_json(
     timing_path: Option<PathBuf>,
     record_path: Option<PathBuf>,
     trace_format: &str,
+    decisions_path: Option<PathBuf>,
 ) -> PyResult<RunReturn> {
     let graph = Arc::new(
         graph::parse_str_for_run(source, graph_json, workers).map_err(|e| GraphError::new_err(e.to_string()))?,
@@ -186,9 +188,26 @@ fn run_json(
         scheduler_call_timeout: Duration::from_millis(scheduler_call_timeout_ms),
         kernel_timeout: (kernel_timeout_ms > 0).then(|| Duration::from_millis(kernel_timeout_ms)),
         on_hang: None,
+        wake_all_on_push: false,
     };
     let chrome_path = trace_path.filter(|_| chrome);
-    let files = TraceFiles::new(timing_path, record_path, chrome_path, &graph, &mut config)?;
+    let mut files = TraceFiles::new(timing_path, record_path, chrome_path, &graph, &mut config)?;
+    if let Some(path) = &decisions_path {
+        let plugin = SchedulerPlugin::load(&scheduler_plugin).map_err(plugin_error)?;
+        let knobs = replay_cli::Knobs {
+            workers,
+            slots,
+            frames,
+            warmup_frames,
+            pop_batch,
+            scheduler_options: &config.scheduler_options,
+        };
+        let recording = replay_cli::Recording { source, text: graph_json };
+        let file = replay_cli::start(path, "run", recording, &plugin, &knobs, &dylibs, None)
+            .map_err(|e| TomiiError::new_err(format!("{e:#}")))?;
+        config.trace_taps.push(file.tap());
+        files.decisions = Some(file);
+    }
     // `max_runtime_s` sets the stop flag as Ctrl-C does, without raising KeyboardInterrupt.
     let timer = (max_runtime_s > 0)
         .then(|| StopTimer::start(Arc::clone(&stop), Duration::from_secs(max_runtime_s)))
@@ -255,6 +274,8 @@ struct TraceFiles {
     /// The trace file in Chrome's format (`trace_format="chrome"`), which `config.trace_file`
     /// then is not.
     chrome: Option<ChromeTraceFile>,
+    /// The decisions file (`record_decisions=`).
+    decisions: Option<tomii_core::replay::DecisionsFile>,
 }
 
 impl TraceFiles {
@@ -278,7 +299,7 @@ impl TraceFiles {
             .chain(record.iter().map(Record::tap))
             .chain(chrome.iter().map(ChromeTraceFile::tap))
             .collect();
-        Ok(TraceFiles { timing, record, chrome })
+        Ok(TraceFiles { timing, record, chrome, decisions: None })
     }
 
     /// Writes them from the run's report, whole or partial (none: the run did not start); the
@@ -290,7 +311,8 @@ impl TraceFiles {
         };
         let finished = self.record.as_ref().map_or(Ok(()), Record::finish);
         let chrome = self.chrome.as_ref().map_or(Ok(()), |chrome| chrome.finish(report));
-        written.and(finished).and(chrome).map_err(TomiiError::new_err)
+        let decisions = self.decisions.as_ref().map_or(Ok(()), tomii_core::replay::DecisionsFile::finish);
+        written.and(finished).and(chrome).and(decisions).map_err(TomiiError::new_err)
     }
 }
 

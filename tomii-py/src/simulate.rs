@@ -70,6 +70,7 @@ pub fn simulate_json(
         trace,
         trace_file: trace_path.filter(|_| chrome.is_none()),
         trace_taps: chrome.iter().map(ChromeTraceFile::tap).collect(),
+        wake_all_on_push: false,
     };
     let scheduler = SchedulerPlugin::load(&scheduler_plugin).map_err(plugin_error)?;
     let result = py.detach(|| sim::simulate(&graph, &scheduler, &config));

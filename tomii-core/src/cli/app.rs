@@ -53,6 +53,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>, provider: Option<&dyn Kern
         Command::Convert(args) => super::convert::convert(&args),
         Command::Send(args) => super::send::send(args),
         Command::Simulate(args) => super::simulate::simulate(&args),
+        Command::Replay(args) => super::replay::replay(&args),
         Command::Sweep(_) => Err(anyhow::anyhow!(
             "`tomii sweep` is part of the Python package: `pip install .` from the repository, then run the \
              `tomii` command it installs (or `python -m tomii.experiments CONFIG`)"
@@ -162,7 +163,9 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         args.record.clone().map(|path| path.unwrap_or_else(|| default_record_path(args.timing.as_deref())));
     let output = args.legacy.output().map(Path::to_owned);
     // Fail on an unwritable output before spending the run.
-    for path in [&args.trace, &args.report, &args.timing, &record_path, &output].into_iter().flatten() {
+    for path in
+        [&args.trace, &args.report, &args.timing, &record_path, &output, &args.record_decisions].into_iter().flatten()
+    {
         check_writable(path, graph_path)?;
     }
     if let Some(path) = &output {
@@ -174,6 +177,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         report: args.report.clone(),
         trace: args.trace.clone(),
         chrome: None,
+        decisions: None,
         timing: None,
         record,
         output,
@@ -217,9 +221,24 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         scheduler_call_timeout: Duration::from_millis(args.scheduler_call_timeout_ms),
         kernel_timeout: (args.kernel_timeout_ms > 0).then(|| Duration::from_millis(args.kernel_timeout_ms)),
         on_hang: None,
+        wake_all_on_push: false,
     };
     if let Some(path) = &args.timing {
         ending.timing = Some(Timing::new(path, &graph, &config));
+    }
+    if let Some(path) = &args.record_decisions {
+        let knobs = super::replay::Knobs {
+            workers: args.workers,
+            slots: args.slots,
+            frames: args.frames,
+            warmup_frames: args.warmup_frames,
+            pop_batch: args.pop_batch,
+            scheduler_options: &config.scheduler_options,
+        };
+        let (source, text) = (graph_path.display().to_string(), graph::read_file(graph_path)?);
+        let graph_text = super::replay::Recording { source: &source, text: &text };
+        let file = super::replay::start(path, "run", graph_text, &scheduler, &knobs, &args.dylibs, None)?;
+        ending.decisions = Some(Arc::new(file));
     }
     if let (Some(path), TraceFormat::Chrome) = (&args.trace, args.trace_format) {
         let chrome = ChromeTraceFile::create(path, ChromeLayout::of(&graph, &config)).map_err(anyhow::Error::msg)?;
@@ -231,6 +250,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         .map(Timing::tap)
         .chain(ending.record.iter().map(|r| r.tap()))
         .chain(ending.chrome.iter().map(|c| c.tap()))
+        .chain(ending.decisions.iter().map(|d| d.tap()))
         .collect();
     let stop = config.stop.clone().context("the run has a stop flag")?;
     let timer = (args.max_runtime_s > 0)
@@ -267,6 +287,8 @@ struct Ending {
     trace: Option<PathBuf>,
     /// The trace in Chrome's format (`--trace-format chrome`), ended with the report.
     chrome: Option<Arc<ChromeTraceFile>>,
+    /// The decisions file (`--record-decisions`).
+    decisions: Option<Arc<crate::replay::DecisionsFile>>,
     timing: Option<Timing>,
     record: Option<Arc<Record>>,
     /// Where stdout's lines go instead (`--output`).
@@ -338,6 +360,9 @@ impl Ending {
         }
         if let Some(chrome) = &self.chrome {
             chrome.finish(Some(report))?;
+        }
+        if let Some(decisions) = &self.decisions {
+            decisions.finish()?;
         }
         self.record.as_ref().map_or(Ok(()), |record| record.finish())
     }

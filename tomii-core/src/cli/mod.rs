@@ -11,6 +11,7 @@ pub mod app;
 pub mod convert;
 pub mod crash;
 pub mod legacy;
+pub mod replay;
 pub mod send;
 pub mod simulate;
 pub mod timing;
@@ -57,6 +58,9 @@ pub enum Command {
     /// Run a graph on N virtual workers: the same scheduler dylib, no kernels, task durations from
     /// a cost model; the same report and trace as `tomii run`.
     Simulate(Box<simulate::SimulateArgs>),
+    /// Run again what a decisions file recorded (`--record-decisions`): the same graph and knobs,
+    /// each worker given the tasks it ran, in the recorded order; says where a replay diverges.
+    Replay(replay::ReplayArgs),
 }
 
 /// The arguments of a command the Python package's `tomii` runs, left to it.
@@ -159,6 +163,10 @@ pub struct RunArgs {
     /// scheduler_record.csv.
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     pub record: Option<Option<PathBuf>>,
+    /// Record every scheduling decision (which task each worker ran, in order) with the graph,
+    /// knobs and scheduler, for `tomii replay FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub record_decisions: Option<PathBuf>,
     /// The most tasks a worker takes from the scheduler at once.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub pop_batch: u32,

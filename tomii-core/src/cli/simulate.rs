@@ -69,6 +69,9 @@ pub struct SimulateArgs {
     /// The trace file's format: csv or chrome.
     #[arg(long, value_enum, default_value_t = TraceFormat::Csv, value_name = "FORMAT", requires = "trace")]
     pub trace_format: TraceFormat,
+    /// Record every scheduling decision, for `tomii replay FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub record_decisions: Option<PathBuf>,
     /// Print nothing but errors.
     #[arg(long, short)]
     pub quiet: bool,
@@ -96,7 +99,7 @@ pub fn simulate(args: &SimulateArgs) -> Result<()> {
         }
         _ => None,
     };
-    let config = SimConfig {
+    let mut config = SimConfig {
         workers: args.workers,
         slots: args.slots,
         frames: args.frames,
@@ -111,7 +114,25 @@ pub fn simulate(args: &SimulateArgs) -> Result<()> {
         trace: false,
         trace_file: args.trace.clone().filter(|_| args.trace_format == TraceFormat::Csv),
         trace_taps: chrome.iter().map(|c| c.tap()).collect(),
+        wake_all_on_push: false,
     };
+    let decisions = match &args.record_decisions {
+        Some(path) => {
+            let knobs = super::replay::Knobs {
+                workers: args.workers,
+                slots: args.slots,
+                frames: args.frames,
+                warmup_frames: args.warmup_frames,
+                pop_batch: args.pop_batch,
+                scheduler_options: &args.sched_opts,
+            };
+            let (source, text) = (args.graph.display().to_string(), crate::graph::read_file(&args.graph)?);
+            let graph_text = super::replay::Recording { source: &source, text: &text };
+            Some(super::replay::start(path, "simulate", graph_text, &scheduler, &knobs, &[], Some(&config))?)
+        }
+        None => None,
+    };
+    config.trace_taps.extend(decisions.iter().map(|d| d.tap()));
     let result = sim::simulate(&graph, &scheduler, &config);
     let (outcome, error) = match result {
         Ok(outcome) => (outcome, None),
@@ -131,6 +152,9 @@ pub fn simulate(args: &SimulateArgs) -> Result<()> {
     }
     if let Some(chrome) = &chrome {
         chrome.finish(Some(report)).map_err(anyhow::Error::msg)?;
+    }
+    if let Some(decisions) = &decisions {
+        decisions.finish().map_err(anyhow::Error::msg)?;
     }
     if let Some(error) = error {
         return Err(anyhow::Error::from(error)).with_context(|| {

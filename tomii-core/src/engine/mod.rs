@@ -112,6 +112,10 @@ pub struct RunConfig {
     /// Set it to stop the run: no frame starts any more, the frames in flight complete, and the
     /// run ends with its report (`report.interrupted`).
     pub stop: Option<Arc<AtomicBool>>,
+    /// Every push wakes every sleeping worker, instead of one per task no awake worker will take
+    /// (README.md, "Idle workers"): for a replay (`tomii replay`), whose scheduler holds each task
+    /// for the one worker that ran it when it was recorded.
+    pub wake_all_on_push: bool,
 }
 
 /// What the host does when the scheduler breaks its contract (a task popped twice or never
@@ -190,6 +194,7 @@ impl Default for RunConfig {
             scheduler_call_timeout: Duration::from_secs(10),
             kernel_timeout: None,
             on_hang: None,
+            wake_all_on_push: false,
         }
     }
 }

@@ -42,11 +42,16 @@ pub struct Sleep {
     spinners: AtomicU32,
     /// Where wakes start scanning, so that they spread over the workers.
     next_scan: AtomicU32,
+    /// Every push wakes every sleeping worker (`new`).
+    wake_all: bool,
 }
 
 impl Sleep {
-    pub fn new(workers: u32) -> Self {
+    /// `wake_all`: every push wakes every sleeping worker (a replay, whose scheduler holds each
+    /// task for one worker the wake-up rule cannot know; `RunConfig::wake_all_on_push`).
+    pub fn new(workers: u32, wake_all: bool) -> Self {
         Sleep {
+            wake_all,
             fences: Fences::new(),
             state: (0..workers).map(|_| AtomicU8::new(AWAKE)).collect(),
             threads: (0..workers).map(|_| OnceLock::new()).collect(),
@@ -126,6 +131,12 @@ impl Sleep {
     #[cold]
     fn wake_for<I: IntoIterator<Item = (u32, u32)>>(&self, mut pusher: Option<u32>, ranges: I) {
         let workers = self.state.len() as u32;
+        if self.wake_all {
+            (0..workers).for_each(|worker| {
+                self.wake(worker);
+            });
+            return;
+        }
         let mut spinners = self.spinners.load(Ordering::Relaxed);
         for (lo, hi) in ranges {
             if pusher.is_some_and(|me| (lo..hi).contains(&me)) {

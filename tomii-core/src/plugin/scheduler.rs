@@ -113,6 +113,21 @@ impl SchedulerPlugin {
         }
     }
 
+    /// The replay scheduler of `tomii replay` (`libtomii_replay.so`, schedulers/replay),
+    /// found where schedulers are.
+    pub fn replay() -> Result<SchedulerPlugin, PluginError> {
+        let file = format!("{}tomii_replay{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
+        let dirs = scheduler_search_path();
+        match dirs.iter().map(|dir| dir.join(&file)).find(|path| path.is_file()) {
+            Some(path) => Self::load(&path),
+            None => Err(PluginError::SchedulerNotFound {
+                name: "replay".to_owned(),
+                file,
+                searched: dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "),
+            }),
+        }
+    }
+
     /// Loads the scheduler plugin at `path` and checks its table.
     pub fn load(path: &Path) -> Result<SchedulerPlugin, PluginError> {
         let library = OpenLibrary::open(path)?;

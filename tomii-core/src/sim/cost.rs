@@ -8,12 +8,12 @@ use std::path::Path;
 use rand::Rng;
 use rand_distr::{Distribution, LogNormal};
 use rand_pcg::Pcg64Mcg;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::graph::{ArgSource, CompiledGraph, quote_name};
 
 /// One node's durations, in nanoseconds.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(rename_all = "lowercase", deny_unknown_fields)]
 pub enum Dist {
     /// Always `ns`.
@@ -48,7 +48,7 @@ impl Drawn {
 }
 
 /// The cost model as a file gives it: a distribution per node name, and one for the others.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct CostSpec {
     /// For nodes `nodes` does not name; without it they are read from the graph.

@@ -55,6 +55,8 @@ pub struct SimConfig {
     pub trace_file: Option<PathBuf>,
     /// Other writers of the trace (the CLI's Chrome trace, timing file, scheduler record).
     pub trace_taps: Vec<TraceTap>,
+    /// Every push wakes every idle worker (as `RunConfig::wake_all_on_push`, for a replay).
+    pub wake_all_on_push: bool,
 }
 
 impl Default for SimConfig {
@@ -74,6 +76,7 @@ impl Default for SimConfig {
             trace: false,
             trace_file: None,
             trace_taps: Vec::new(),
+            wake_all_on_push: false,
         }
     }
 }
@@ -399,6 +402,10 @@ impl<'a> Sim<'a> {
         // As a real run wakes a parked worker for each pushed task no awake worker will take:
         // the pusher takes one in its range itself (it asks next), and for each other the lowest
         // idle worker inside the task's range is woken.
+        if self.config.wake_all_on_push {
+            // The pusher is not idle: it asks next.
+            self.woken.extend(std::mem::take(&mut self.idle));
+        }
         let mut pusher_takes = worker != TOMII_NO_WORKER;
         for task in &self.staged {
             if pusher_takes && (task.worker_lo..task.worker_hi).contains(&worker) {

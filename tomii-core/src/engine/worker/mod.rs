@@ -271,7 +271,7 @@ impl<'a> Engine<'a> {
         let tracing = config.trace || config.trace_file.is_some() || !config.trace_taps.is_empty();
         let timing = config.task_timing || tracing || plugin.needs_timing();
         let cells = if tracing { config.slots as usize * instances } else { 0 };
-        let sleep = Arc::new(Sleep::new(config.workers));
+        let sleep = Arc::new(Sleep::new(config.workers, config.wake_all_on_push));
         let host = std::thread::current();
         let sinks: Vec<u32> =
             (0..instances as u32).filter(|&i| graph.is_task(i) && graph.successors(i).is_empty()).collect();

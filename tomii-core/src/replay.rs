@@ -1,0 +1,287 @@
+//! Record and replay of scheduling decisions (`--record-decisions FILE`, `tomii replay FILE`).
+//!
+//! **The file.** One JSON line, the header: the format and its version, how the run was made (a
+//! real run or a simulation), the graph itself in the current format, the knobs, the scheduler's
+//! identity (name, path, size) and its options, the kernel libraries, and for a simulation its
+//! seed, cost model and arrivals. Then one line per task execution, `worker,frame,node,instance,
+//! start_ns,end_ns` (node: its index in the graph; instance: its index in the node), each worker's in the
+//! order it ran them. It is written from the trace as it streams in (a trace tap: nothing is
+//! added to the hot path), so it costs what recording a trace costs.
+//!
+//! **Replay.** `tomii replay FILE` runs the same graph with the same knobs, on the real engine or
+//! in simulation, with the replay scheduler (schedulers/replay, `libtomii_replay.so`,
+//! option `decisions=FILE`): it holds
+//! every pushed task and hands each worker the tasks it ran, in the recorded order, and nothing
+//! else. Every push then wakes every sleeping worker (`RunConfig::wake_all_on_push`), since only
+//! the scheduler knows which worker a task waits for. The replay's trace is compared with the
+//! file worker by worker; the first task where they differ is named (`diverged`), and a replay
+//! that cannot go on (the recorded task is never made ready) says which worker waits for what.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{TraceChunk, TraceRecord, TraceTap};
+use crate::graph::CompiledGraph;
+
+/// The header's `format`.
+pub const FORMAT: &str = "tomii-decisions";
+/// The header's `version`; a file of another version is refused, naming both.
+pub const VERSION: u32 = 1;
+
+/// How the recorded run was made, and what a replay needs to make it again.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Header {
+    pub format: String,
+    pub version: u32,
+    /// "run" (the engine) or "simulate".
+    pub mode: String,
+    /// The graph file it came from (for messages).
+    pub graph_source: String,
+    /// The graph, in the current format.
+    pub graph: serde_json::Value,
+    pub workers: u32,
+    pub slots: u32,
+    pub frames: u64,
+    pub warmup_frames: u64,
+    pub pop_batch: u32,
+    pub scheduler: SchedulerIdentity,
+    pub scheduler_options: Vec<(String, String)>,
+    /// Kernel libraries of a real run.
+    #[serde(default)]
+    pub dylibs: Vec<PathBuf>,
+    /// A simulation's seed, cost model (its JSON) and arrival interval.
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default)]
+    pub cost_model: Option<serde_json::Value>,
+    #[serde(default)]
+    pub arrival_interval_ns: Option<u64>,
+}
+
+/// Which scheduler made the decisions.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SchedulerIdentity {
+    pub name: String,
+    pub path: PathBuf,
+    /// The library's size in bytes when it was recorded (a changed library is named on replay).
+    pub size: u64,
+}
+
+impl SchedulerIdentity {
+    pub fn of(name: &str, path: &Path) -> Self {
+        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        SchedulerIdentity { name: name.to_owned(), path: path.to_owned(), size }
+    }
+}
+
+/// One recorded decision: `worker` ran `instance` of `node` in `frame`, from `start_ns` to
+/// `end_ns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub worker: u32,
+    pub frame: u64,
+    pub node: u32,
+    pub instance: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+impl Decision {
+    /// What it ran, as a message names it: `node[instance] of frame F`.
+    pub fn describe(&self, graph: &CompiledGraph) -> String {
+        let name = graph.nodes.get(self.node as usize).map_or("?", |node| node.name.as_str());
+        format!("{name}[{}] of frame {}", self.instance, self.frame)
+    }
+
+    fn same_task(&self, other: &Decision) -> bool {
+        (self.frame, self.node, self.instance) == (other.frame, other.node, other.instance)
+    }
+}
+
+/// A decisions file being written from the trace.
+pub struct DecisionsFile {
+    path: PathBuf,
+    out: Arc<Mutex<Writing>>,
+}
+
+struct Writing {
+    file: Option<BufWriter<std::fs::File>>,
+    error: Option<String>,
+}
+
+impl DecisionsFile {
+    /// Creates the file and writes its header.
+    pub fn create(path: &Path, header: &Header) -> Result<DecisionsFile, String> {
+        let failed = |error: std::io::Error| format!("{}: cannot write the decisions: {error}", path.display());
+        let mut file = BufWriter::with_capacity(1 << 20, std::fs::File::create(path).map_err(failed)?);
+        serde_json::to_writer(&mut file, header).map_err(|e| failed(e.into()))?;
+        writeln!(file).map_err(failed)?;
+        let out = Writing { file: Some(file), error: None };
+        Ok(DecisionsFile { path: path.to_owned(), out: Arc::new(Mutex::new(out)) })
+    }
+
+    /// The tap that writes the trace's records here.
+    pub fn tap(&self) -> TraceTap {
+        let (out, path) = (Arc::clone(&self.out), self.path.clone());
+        TraceTap(Arc::new(move |chunk: &TraceChunk<'_>| {
+            let mut out = out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let Some(file) = &mut out.file else { return };
+            let written = chunk.records.iter().try_for_each(|r| {
+                let (start, end) = (chunk.ns(r.start), chunk.ns(r.end));
+                writeln!(file, "{},{},{},{},{start},{end}", r.worker, r.frame, r.node, r.instance)
+            });
+            if let Err(error) = written {
+                out.error = Some(format!("{}: cannot write the decisions: {error}", path.display()));
+                out.file = None;
+            }
+        }))
+    }
+
+    /// Flushes the file; the first write error, if any.
+    pub fn finish(&self) -> Result<(), String> {
+        let mut out = self.out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(mut file) = out.file.take()
+            && let Err(error) = file.flush()
+        {
+            out.error = Some(format!("{}: cannot write the decisions: {error}", self.path.display()));
+        }
+        out.error.clone().map_or(Ok(()), Err)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A decisions file, read: its header and each worker's decisions in order.
+pub struct Recorded {
+    pub header: Header,
+    pub by_worker: BTreeMap<u32, Vec<Decision>>,
+}
+
+impl Recorded {
+    /// Reads the file at `path`; errors name the file and the line.
+    pub fn read(path: &Path) -> Result<Recorded, String> {
+        let at = |line: usize, what: String| format!("{}: line {line}: {what}", path.display());
+        let file =
+            std::fs::File::open(path).map_err(|e| format!("{}: cannot read the decisions: {e}", path.display()))?;
+        let mut lines = std::io::BufReader::new(file).lines();
+        let first = lines.next().transpose().map_err(|e| at(1, e.to_string()))?.unwrap_or_default();
+        let header: Header = serde_json::from_str(&first).map_err(|e| {
+            at(1, format!("not the header of a decisions file ({e}); record one with --record-decisions"))
+        })?;
+        if header.format != FORMAT {
+            return Err(at(1, format!("format {:?} is not {FORMAT:?}", header.format)));
+        }
+        if header.version != VERSION {
+            return Err(at(
+                1,
+                format!("version {} of the decisions format; this runtime reads version {VERSION}", header.version),
+            ));
+        }
+        let mut by_worker: BTreeMap<u32, Vec<Decision>> = BTreeMap::new();
+        for (index, line) in lines.enumerate() {
+            let number = index + 2;
+            let line = line.map_err(|e| at(number, e.to_string()))?;
+            if line.is_empty() {
+                continue;
+            }
+            let decision =
+                parse_row(&line).ok_or_else(|| at(number, "not worker,frame,node,instance,start_ns,end_ns".into()))?;
+            by_worker.entry(decision.worker).or_default().push(decision);
+        }
+        Ok(Recorded { header, by_worker })
+    }
+}
+
+fn parse_row(line: &str) -> Option<Decision> {
+    let mut fields = line.split(',');
+    let mut next = || fields.next()?.trim().parse::<u64>().ok();
+    let decision = Decision {
+        worker: u32::try_from(next()?).ok()?,
+        frame: next()?,
+        node: u32::try_from(next()?).ok()?,
+        instance: u32::try_from(next()?).ok()?,
+        start_ns: next()?,
+        end_ns: next()?,
+    };
+    Some(decision)
+}
+
+/// Each worker's decisions in a trace (the trace of a replay), in the order it ran them.
+pub fn decisions_of(trace: &[TraceRecord], ns: impl Fn(u64) -> u64) -> BTreeMap<u32, Vec<Decision>> {
+    let mut by_worker: BTreeMap<u32, Vec<Decision>> = BTreeMap::new();
+    for r in trace {
+        let decision = Decision {
+            worker: r.worker,
+            frame: r.frame,
+            node: r.node,
+            instance: r.instance,
+            start_ns: ns(r.start),
+            end_ns: ns(r.end),
+        };
+        by_worker.entry(r.worker).or_default().push(decision);
+    }
+    for decisions in by_worker.values_mut() {
+        decisions.sort_by_key(|d| d.start_ns);
+    }
+    by_worker
+}
+
+/// Where a replay first differs from the recording, worker by worker; `None`: the same tasks in
+/// the same order on every worker.
+pub fn divergence(
+    graph: &CompiledGraph,
+    recorded: &BTreeMap<u32, Vec<Decision>>,
+    replayed: &BTreeMap<u32, Vec<Decision>>,
+) -> Option<String> {
+    let workers: std::collections::BTreeSet<u32> = recorded.keys().chain(replayed.keys()).copied().collect();
+    for worker in workers {
+        let (was, now) = (
+            recorded.get(&worker).map_or(&[][..], Vec::as_slice),
+            replayed.get(&worker).map_or(&[][..], Vec::as_slice),
+        );
+        for (k, pair) in was.iter().zip(now).enumerate() {
+            if !pair.0.same_task(pair.1) {
+                return Some(format!(
+                    "worker {worker}, its task #{}: recorded {}, replayed {}",
+                    k + 1,
+                    pair.0.describe(graph),
+                    pair.1.describe(graph)
+                ));
+            }
+        }
+        if was.len() != now.len() {
+            let (longer, what) =
+                if was.len() > now.len() { (was, "was not replayed") } else { (now, "was not recorded") };
+            let extra = &longer[was.len().min(now.len())];
+            return Some(format!(
+                "worker {worker}, its task #{}: {} {what} ({} recorded, {} replayed)",
+                was.len().min(now.len()) + 1,
+                extra.describe(graph),
+                was.len(),
+                now.len()
+            ));
+        }
+    }
+    None
+}
+
+impl Recorded {
+    /// Each node's recorded durations, as a cost model of samples (a real run replayed in
+    /// simulation runs each task as long as the recording says the node's tasks ran).
+    pub fn durations(&self, graph: &CompiledGraph) -> crate::sim::CostSpec {
+        let mut nodes: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+        for decision in self.by_worker.values().flatten() {
+            if let Some(node) = graph.nodes.get(decision.node as usize) {
+                nodes.entry(node.name.clone()).or_default().push(decision.end_ns.saturating_sub(decision.start_ns));
+            }
+        }
+        let nodes = nodes.into_iter().map(|(name, ns)| (name, crate::sim::Dist::Samples { ns })).collect();
+        crate::sim::CostSpec { default: Some(crate::sim::Dist::Fixed { ns: 0 }), nodes }
+    }
+}
