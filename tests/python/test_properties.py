@@ -59,6 +59,10 @@ def test_check_fails_a_broken_scheduler_with_a_minimal_graph(fault: str) -> None
         assert "SchedulerFault" in result.problems[0], str(card)
         # Shrunk: a couple of nodes at most (duplicate needs a task with a successor).
         assert len(result.graph["nodes"]) <= 2, str(card)
+        # The failing example's run, recorded for `tomii replay`.
+        assert result.replay == f"tomii replay {result.decisions}", str(card)
+        assert Path(result.decisions).read_text().startswith('{"format":"tomii-decisions"')
+        assert "replay the failing run: tomii replay" in str(card)
 
 
 FAULT_RUNS = settings(

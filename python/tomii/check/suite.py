@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shlex
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
@@ -63,6 +64,10 @@ class PropertyResult:
     seed: int | None = None
     #: A shell command that runs the same check again (empty when it passed).
     reproduce: str = ""
+    #: The decisions file of the failing example's run (`record_decisions`), and the command that
+    #: replays it (empty when it passed, or when the example crashed or hung its run).
+    decisions: str = ""
+    replay: str = ""
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,8 @@ class ReportCard:
                 lines.append(f"        knobs: {json.dumps(r.knobs)}")
                 lines.append(f"        graph: {json.dumps(r.graph)}")
             lines.append(f"        reproduce: {r.reproduce}")
+            if r.replay:
+                lines.append(f"        replay the failing run: {r.replay}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -330,8 +337,40 @@ def check(
             result = _property(name, description, body, strategy, examples, seed)
             if not result.passed:
                 result = dataclasses.replace(result, reproduce=reproduce)
+                result = _record_decisions(suite, result)
             results.append(result)
     return ReportCard(str(scheduler), results)
+
+
+def _record_decisions(suite: _Suite, result: PropertyResult) -> PropertyResult:
+    """`result` with the decisions file of its failing example's run, made by running the example
+    once more with `record_decisions` (tomii replay runs it again in the same order). An example
+    without a graph (it crashed or hung its run) is left as it is: running it again would cost a
+    child process or a time limit."""
+    if result.graph is None:
+        return result
+    options = result.knobs.run_options() if isinstance(result.knobs, Knobs) else result.knobs
+    if not isinstance(options, dict):
+        return result
+    path = (
+        Path(tempfile.mkdtemp(prefix="tomii-check-")) / f"{result.name.replace(' ', '-')}.decisions"
+    )
+    try:
+        suite.run_graph(
+            result.graph,
+            dylibs=suite.dylibs,
+            stall_timeout_ms=suite.stall_timeout_ms,
+            scheduler_call_timeout_ms=suite.scheduler_call_timeout_ms,
+            record_decisions=str(path),
+            **options,
+        )
+    except Exception:  # noqa: BLE001, S110 (the example fails again: what it did is in the file)
+        pass
+    if not path.is_file() or path.stat().st_size == 0:
+        return result
+    return dataclasses.replace(
+        result, decisions=str(path), replay=f"tomii replay {shlex.quote(str(path))}"
+    )
 
 
 def _in_child(child: Isolated, timeout_s: float | None) -> Callable[..., Any]:
