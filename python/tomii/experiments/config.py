@@ -7,6 +7,7 @@
     frames = 200
     seed = 0             # of the trial order
     out = "results"      # relative to the config file; --out overrides it
+    mode = "run"         # or "simulate": virtual workers (tomii.simulate), knobs as simulate's
 
     [graphs]
     standard = "small"                     # tomii.graphs.standard_set(scale)
@@ -54,7 +55,7 @@ else:  # pragma: no cover - depends on the interpreter
 __all__ = ["load_config", "main", "summary"]
 
 _TOP = {"schedulers", "repeats", "warmup", "frames", "seed", "out", "graphs", "knobs", "plots"}
-_TOP |= {"executor", "check"}
+_TOP |= {"executor", "check", "mode"}
 _GRAPHS = {"standard", "cost", "files", "generate", "seed"}
 _PLOTS = {"formats", "percentile"}
 _EXECUTOR = {"dask"}
@@ -178,6 +179,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
         "frames": int(document.get("frames", 200)),
         "seed": int(document.get("seed", 0)),
         "check": bool(document.get("check", True)),
+        "mode": str(document.get("mode", "run")),
         "out": path.parent / document["out"] if "out" in document else None,
         "plots": plots,
         "executor": executor,

@@ -31,7 +31,16 @@ from typing import Any, Protocol, Union
 import numpy as np
 from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
-from .. import TRACE_DTYPE, ConfigError, Graph, GraphError, HangError, PluginError, run_graph
+from .. import (
+    TRACE_DTYPE,
+    ConfigError,
+    Graph,
+    GraphError,
+    HangError,
+    PluginError,
+    run_graph,
+    simulate,
+)
 from ..graphs import critical_path_us, standard_set, total_work_us
 from ..isolation import ChildFailed, Isolated
 from ..plugins import find_plugin, find_scheduler
@@ -44,7 +53,7 @@ from .table import (
     write_environment,
 )
 
-__all__ = ["ISOLATIONS", "Scheduler", "SupportsSubmit", "run_trial", "sweep"]
+__all__ = ["ISOLATIONS", "MODES", "Scheduler", "SupportsSubmit", "run_trial", "sweep"]
 
 
 @dataclass(frozen=True)
@@ -143,8 +152,13 @@ def _unique(kind: str, names: Sequence[str]) -> None:
         raise ValueError(f"sweep: two {kind}s are called {repeated[0]!r}; give them labels")
 
 
-def _knob_names() -> list[str]:
-    parameters = inspect.signature(run_graph).parameters.values()
+#: What `sweep(mode=...)` takes: real runs, or simulations on virtual workers (`tomii.simulate`).
+MODES = ("run", "simulate")
+
+
+def _knob_names(mode: str = "run") -> list[str]:
+    runner = simulate if mode == "simulate" else run_graph
+    parameters = inspect.signature(runner).parameters.values()
     return [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.name not in _RESERVED]
 
 
@@ -161,9 +175,9 @@ def _knob_values(name: str, values: Any) -> list[Any]:
     return listed
 
 
-def _combinations(knobs: Mapping[str, Any], frames: int) -> list[dict[str, Any]]:
+def _combinations(knobs: Mapping[str, Any], frames: int, mode: str) -> list[dict[str, Any]]:
     """Every combination of the knobs' values, each with every base knob."""
-    valid = _knob_names()
+    valid = _knob_names(mode)
     for name in knobs:
         if name not in valid:
             raise ConfigError(f"sweep: unknown knob {name!r}; valid knobs: {', '.join(valid)}")
@@ -210,6 +224,8 @@ class _Plan:
     check: bool
     #: Per graph: (critical path, work) per frame in µs, NaN when unknown.
     bounds: list[tuple[float, float]]
+    #: One of MODES.
+    mode: str = "run"
     trials: list[_Trial] = field(default_factory=list)
 
     def arrange(self, repeats: int, warmup: int, seed: int) -> None:
@@ -257,6 +273,7 @@ class _Plan:
             trial.warmup,
             self.check,
             trial.repeat == 0,
+            self.mode,
         )
 
     def row(self, trial: _Trial, outcome: Mapping[str, Any]) -> dict[str, Any]:
@@ -342,16 +359,22 @@ def run_trial(
     warmup: int,
     check: bool,
     keep_trace: bool,
+    mode: str = "run",
 ) -> dict[str, Any]:
     """One trial, in the process that calls it: `warmup` unrecorded runs, then the recorded run
-    with a trace, checked when `check`. Returns plain data: `trial`, `worker_pid`, `report`
+    with a trace, checked when `check`; with `mode` "simulate", simulations (`tomii.simulate`)
+    instead of runs. Returns plain data: `trial`, `worker_pid`, `report`
     (None when the run failed), `latencies_us` (per frame), `trace` and `node_names` (when
     `keep_trace`), `problem` (empty when the run succeeded and kept every invariant), `stuck`
     (a scheduler call or kernel never returned: its thread is left running in this process).
 
     `trial` also makes every call's arguments distinct: Dask takes a function of equal arguments
     for the same task and would run the repeats of a configuration once."""
-    options = {"dylibs": dylibs, "scheduler": scheduler, "sched_opts": sched_opts, **knobs}
+    options = {"scheduler": scheduler, "sched_opts": sched_opts, **knobs}
+    if mode == "simulate":
+        runner = simulate
+    else:
+        runner, options["dylibs"], options["collect_outputs"] = run_graph, dylibs, False
     outcome: dict[str, Any] = {
         "trial": trial,
         "worker_pid": os.getpid(),
@@ -367,12 +390,12 @@ def run_trial(
             # A failed warm-up is left unrecorded: the recorded run fails the same way and says
             # why. A stuck one ends the trial: its thread spins on.
             try:
-                run_graph(graph, collect_outputs=False, **options)
+                runner(graph, **options)
             except HangError:
                 raise
             except Exception:  # noqa: BLE001, S110
                 pass
-        result = run_graph(graph, collect_outputs=False, trace=True, **options)
+        result = runner(graph, trace=True, **options)
     except Exception as error:  # noqa: BLE001 (any failure is the row's problem, not the sweep's)
         outcome["problem"] = f"{type(error).__name__}: {error}"
         outcome["stuck"] = isinstance(error, HangError)
@@ -618,6 +641,7 @@ def sweep(
     on_trial: Callable[[dict[str, Any]], None] | None = None,
     isolation: str = "process",
     trial_timeout_s: float | None = 600.0,
+    mode: str = "run",
 ) -> SweepResult:
     """Runs every scheduler on every graph for every combination of `knobs`, `repeats` times.
 
@@ -668,17 +692,25 @@ def sweep(
     Ctrl-C (KeyboardInterrupt) stops the sweep: the finished rows are kept and returned with
     `interrupted=True`. `on_trial(row)` is called with each row once it is recorded.
     `progress` shows a tqdm bar on stderr (only on a terminal).
+
+    `mode="simulate"` simulates every trial instead (`tomii.simulate`: the same scheduler dylibs
+    on virtual workers, task durations from the graph's `spin` arguments or a `cost_model` knob),
+    so `knobs={"workers": [2, 8, 64, 256]}` sweeps machines this one does not have; the knobs are
+    then `tomii.simulate`'s (`cost_model`, `seed`, `arrival_interval_us`, ...), the rows and
+    figures the same, and the wall times virtual.
     """
+    if mode not in MODES:
+        raise ValueError(f"sweep: mode must be one of {', '.join(MODES)}, got {mode!r}")
     if isolation not in ISOLATIONS:
         raise ValueError(
             f"sweep: isolation must be one of {', '.join(ISOLATIONS)}, got {isolation!r}"
         )
     _timeout(trial_timeout_s)
-    plan = _plan(schedulers, graphs, knobs, frames=frames, dylibs=dylibs, check=check)
+    plan = _plan(schedulers, graphs, knobs, frames=frames, dylibs=dylibs, check=check, mode=mode)
     plan.arrange(_count("repeats", repeats, 1), _count("warmup", warmup, 0), seed)
     columns = [*COLUMNS, *plan.extra_knobs, PID_COLUMN]
     parameters = _parameters(plan, repeats, warmup, frames, seed, executor)
-    parameters.update(isolation=isolation, trial_timeout_s=trial_timeout_s)
+    parameters.update(isolation=isolation, trial_timeout_s=trial_timeout_s, mode=mode)
     result = SweepResult([], [], {}, environment(parameters), columns)
     with closing(_OneByOne(plan, isolation, trial_timeout_s)) as trials:
         try:
@@ -706,6 +738,7 @@ def _plan(
     frames: int,
     dylibs: Sequence[str | Path] | None,
     check: bool,
+    mode: str = "run",
 ) -> _Plan:
     if isinstance(schedulers, (str, Path, Scheduler, tuple)) or not schedulers:
         raise ValueError("sweep: schedulers must be a non-empty list")
@@ -719,11 +752,11 @@ def _plan(
     _unique("scheduler", [s.label for s in chosen])
     _unique("graph", [name for name, _ in read])
     libraries = [find_plugin("synthetic")] if dylibs is None else list(dylibs)
-    combinations = _combinations(knobs or {}, _count("frames", frames, 1))
+    combinations = _combinations(knobs or {}, _count("frames", frames, 1), mode)
     extra = [name for name in (knobs or {}) if name not in _BASE_KNOBS]
     bounds = [_graph_bounds(graph) for _, graph in read]
     paths = [str(Path(d).resolve()) for d in libraries]
-    return _Plan(chosen, read, combinations, extra, paths, check, bounds)
+    return _Plan(chosen, read, combinations, extra, paths, check, bounds, mode)
 
 
 def _collect(
