@@ -140,3 +140,29 @@ def test_a_recorded_run_replays_from_the_command(tmp_path: Path) -> None:
         )
         assert done.returncode == 0, done.stderr
         assert "every worker ran the recorded tasks in the recorded order" in done.stdout
+
+
+def test_a_sweep_in_simulation_spans_virtual_machines() -> None:
+    from tomii.experiments import sweep
+
+    graph = fork_join(width=16, depth=2, cost=Uniform(10, 100), seed=0)
+    result = sweep(
+        ["fifo", "work-stealing"],
+        [graph],
+        {"workers": [2, 64]},
+        repeats=1,
+        warmup=0,
+        frames=10,
+        mode="simulate",
+        progress=False,
+        isolation="none",
+    )
+    assert len(result.rows) == 4
+    assert all(row["problem"] == "" for row in result.rows), result.rows
+    by_workers = {row["workers"]: row["throughput_frames_per_s"] for row in result.rows}
+    assert by_workers[64] > 4 * by_workers[2]
+    assert result.environment["parameters"]["mode"] == "simulate"
+    with pytest.raises(tomii.ConfigError, match="unknown knob 'dylibs'|unknown knob 'task_timing'"):
+        sweep(["fifo"], [graph], {"task_timing": [True]}, mode="simulate", progress=False)
+    with pytest.raises(ValueError, match="mode must be one of run, simulate"):
+        sweep(["fifo"], [graph], mode="emulate", progress=False)
