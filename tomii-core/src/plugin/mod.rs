@@ -2,8 +2,10 @@
 //!
 //! Every check of ARCHITECTURE.md §3–4 happens here, before any plugin code runs beyond its entry
 //! symbol: version, table size, NULL callbacks and, for Rust schedulers, the full `abi_stable`
-//! layout. Libraries are never unloaded: their code and static tables live for the process.
+//! layout. Libraries are never unloaded: their code and static tables live for the process, and each
+//! file is checked once per process (`checked`).
 
+mod checked;
 mod kernels;
 mod library;
 mod scheduler;
@@ -34,6 +36,10 @@ pub enum PluginError {
         "{path}: the scheduler's type layout differs from this runtime's (rebuild it against this tomii-types): {detail}"
     )]
     Layout { path: PathBuf, detail: String },
+    #[error(
+        "{path}: the file changed on disk after this process loaded it; a loaded library cannot be replaced, so restart the process to load the new build (or load it from another path)"
+    )]
+    Changed { path: PathBuf },
     #[error("scheduler {name:?} not found: looked for {file} in {searched}; build it, or pass --scheduler-plugin PATH")]
     SchedulerNotFound { name: String, file: String, searched: String },
     #[error("scheduler {name:?} ({path}) failed to start: {message}")]
