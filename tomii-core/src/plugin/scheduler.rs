@@ -125,8 +125,10 @@ impl SchedulerPlugin {
         Ok(SchedulerPlugin { name, path: path.to_owned(), layout_checked, vtable })
     }
 
-    /// Loads the scheduler plugin at `path` and checks its table: every check, every time.
-    fn load_and_check(path: &Path) -> Result<SchedulerPlugin, PluginError> {
+    /// Loads the scheduler plugin at `path` and checks its table: every check, every time, past
+    /// the process's record of checked files (what [`load`](Self::load) costs the first time; the
+    /// start-up benchmarks measure it).
+    pub fn load_and_check(path: &Path) -> Result<SchedulerPlugin, PluginError> {
         let library = OpenLibrary::open(path)?;
         let hint = "is it a Tomii scheduler? Rust schedulers call tomii_types::export_scheduler!, C ones define it";
         // SAFETY: `tomii_scheduler_v1` has the signature `fn() -> *const TomiiSchedulerVtable` by the ABI.
