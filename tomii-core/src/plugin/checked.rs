@@ -3,8 +3,8 @@
 //! load it.
 //!
 //! A file is known by its canonical path and its identity on disk (device, inode, size, mtime): a
-//! file that changed since it was checked is never taken for the checked one. Only a passed check
-//! is remembered; a failing file is checked (and reported) again on every load.
+//! file that changed since it was checked is never taken for the checked one, but checked again.
+//! Only a passed check is remembered; a failing file is checked (and reported) again on every load.
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
@@ -50,9 +50,9 @@ impl<T: Clone> Checked<T> {
     /// remembered if it passed. The lock is held while `check` runs, so two threads loading the
     /// same file check it once.
     ///
-    /// A file loaded before that changed on disk since is an error: the process already runs the
-    /// old library under that name (a library is never unloaded, and the dynamic loader hands back
-    /// the loaded one), so loading it again would silently run the old code.
+    /// A file that changed on disk since its check is checked again, as every load was before
+    /// this record existed. (The dynamic loader may still hand back the library it loaded under
+    /// that path before, since a library is never unloaded: that was so before too.)
     pub fn get_or_check(&self, path: &Path, check: impl FnOnce() -> Result<T, PluginError>) -> Result<T, PluginError> {
         let Some((canonical, id)) = std::fs::canonicalize(path).ok().and_then(|c| FileId::of(&c).map(|id| (c, id)))
         else {
@@ -61,17 +61,18 @@ impl<T: Clone> Checked<T> {
         };
         let mut files = self.files.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let files = files.get_or_insert_with(HashMap::new);
-        if let Some((known, checked)) = files.get(&canonical) {
-            if *known == id {
-                return Ok(checked.clone());
-            }
-            return Err(PluginError::Changed { path: path.to_owned() });
+        if let Some((known, checked)) = files.get(&canonical)
+            && *known == id
+        {
+            return Ok(checked.clone());
         }
         let checked = check()?;
         // A file replaced while it was being checked is not remembered: which one was loaded is
         // unknown, and the next load checks again.
         if FileId::of(&canonical) == Some(id) {
             files.insert(canonical, (id, checked.clone()));
+        } else {
+            files.remove(&canonical);
         }
         Ok(checked)
     }
@@ -126,7 +127,7 @@ mod tests {
     }
 
     #[test]
-    fn a_file_changed_after_its_check_is_refused_naming_it() {
+    fn a_file_changed_after_its_check_is_checked_again() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("lib.so");
         write(&file, "old");
@@ -135,8 +136,13 @@ mod tests {
         // A rebuild writes a new file in its place: another inode, size or mtime.
         std::fs::remove_file(&file).unwrap();
         write(&file, "new build");
-        let error = checked.get_or_check(&file, || Ok(2)).unwrap_err().to_string();
-        assert!(error.starts_with(&file.display().to_string()), "{error}");
-        assert!(error.contains("changed on disk"), "{error}");
+        assert_eq!(checked.get_or_check(&file, || Ok(2)).unwrap(), 2);
+        assert_eq!(checked.get_or_check(&file, || Ok(3)).unwrap(), 2);
+        // A changed file that now fails its check fails, and is not taken for the last good one.
+        std::fs::remove_file(&file).unwrap();
+        write(&file, "broken build");
+        let broken = || Err(PluginError::Invalid { path: file.clone(), what: "broken".into() });
+        assert!(checked.get_or_check(&file, broken).is_err());
+        assert!(checked.get_or_check(&file, broken).is_err());
     }
 }

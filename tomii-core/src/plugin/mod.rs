@@ -36,10 +36,6 @@ pub enum PluginError {
         "{path}: the scheduler's type layout differs from this runtime's (rebuild it against this tomii-types): {detail}"
     )]
     Layout { path: PathBuf, detail: String },
-    #[error(
-        "{path}: the file changed on disk after this process loaded it; a loaded library cannot be replaced, so restart the process to load the new build (or load it from another path)"
-    )]
-    Changed { path: PathBuf },
     #[error("scheduler {name:?} not found: looked for {file} in {searched}; build it, or pass --scheduler-plugin PATH")]
     SchedulerNotFound { name: String, file: String, searched: String },
     #[error("scheduler {name:?} ({path}) failed to start: {message}")]
