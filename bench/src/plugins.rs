@@ -97,7 +97,7 @@ fn find_plugin_dir(exe: &Path) -> Option<PathBuf> {
 }
 
 /// `libtomii_synthetic.so` on Linux.
-fn synthetic_file() -> String {
+pub fn synthetic_file() -> String {
     format!("{}tomii_synthetic{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX)
 }
 
