@@ -13,6 +13,7 @@ mod graphs;
 pub mod kernel_call;
 mod plugins;
 mod push_pop;
+mod startup;
 
 pub use graphs::{
     Kernel, chain, chain_text, chain_with, fan_out, fan_out_with, gather, independent, pipeline, pipeline_text,
@@ -20,6 +21,7 @@ pub use graphs::{
 };
 pub use plugins::{Plugins, SHIPPED_SCHEDULERS, plugin_dir, plugins, schedulers, synthetic_file};
 pub use push_pop::{FIFO_TARGET_NS, PREFILL, PushPop, SLOTS, TwoThreads, setup, task};
+pub use startup::{StartupParse, chain_json, run_graph_1_task, run_graph_1_task_as_before, run_graph_config};
 
 use tomii_core::engine::RunConfig;
 

@@ -3,7 +3,9 @@
 //!
 //! Pipeline: `spec` (JSON shape) → `resolve` (names) → `compile` (instances, CSR) → `order`
 //! (cycles, ranks); `schema` is the format as a JSON Schema (`tomii schema`). A Tomii 1.2 file is
-//! first rewritten in the current format by `v12` (`write` lays that out for `tomii convert`). No
+//! first rewritten in the current format by `v12` (`write` lays that out for `tomii convert`).
+//! `typed_spec` reads the common current-format file without a JSON value tree, and hands
+//! anything else to `spec` (README.md, "Two ways in"). No
 //! input may make it panic; every error is one line naming the source, the node, argument or
 //! field, and what to do.
 
@@ -18,6 +20,7 @@ mod select;
 mod spec;
 mod strict;
 mod typed;
+mod typed_spec;
 mod v12;
 mod write;
 
@@ -90,21 +93,61 @@ pub fn read_file(path: &Path) -> Result<String, GraphError> {
 /// `source_name` (usually a file name) starts every error message and warning, and becomes the
 /// graph's name when the JSON has none (its file stem).
 pub fn parse_str(source_name: &str, text: &str) -> Result<CompiledGraph, GraphError> {
-    parse_str_with(source_name, text, None)
+    parse_str_via(source_name, text, ParsePath::Auto)
 }
 
 /// [`parse_str`] for a run on `workers` workers: a Tomii 1.2 file may give a node `"factor":
 /// "$workers"`, which is then that many instances (with a warning); [`parse_str`] refuses it.
 pub fn parse_str_for_run(source_name: &str, text: &str, workers: u32) -> Result<CompiledGraph, GraphError> {
-    parse_str_with(source_name, text, Some(workers))
+    parse_with(source_name, text, ParsePath::Auto, Some(workers))
 }
 
-fn parse_str_with(source_name: &str, text: &str, workers: Option<u32>) -> Result<CompiledGraph, GraphError> {
+/// Which way [`parse_str_via`] reads a graph (README.md, "Two ways in").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParsePath {
+    /// As [`parse_str`]: the typed path, and the JSON-value path when that fails.
+    Auto,
+    /// The typed path alone.
+    Typed,
+    /// The JSON-value path alone.
+    Value,
+}
+
+/// [`parse_str`] through one path; for the tests and benchmarks that compare the two. The typed
+/// path alone fails with [`GraphError::Invalid`] saying only that it gave up.
+pub fn parse_str_via(source_name: &str, text: &str, path: ParsePath) -> Result<CompiledGraph, GraphError> {
+    parse_with(source_name, text, path, None)
+}
+
+/// `workers`: what a Tomii 1.2 factor of `"$workers"` becomes (the typed path reads the current
+/// format only, where no factor depends on the workers).
+fn parse_with(
+    source_name: &str,
+    text: &str,
+    path: ParsePath,
+    workers: Option<u32>,
+) -> Result<CompiledGraph, GraphError> {
+    if path != ParsePath::Value
+        && let Some(graph) = parse_typed(source_name, text)
+    {
+        return Ok(graph);
+    }
+    if path == ParsePath::Typed {
+        let message = "the typed path gave up on it (a form it does not read, or an error)".to_owned();
+        return Err(GraphError::Invalid { file: error::one_line(source_name), message });
+    }
     let current = in_current_format(source_name, text, workers)?;
     let mut graph = compile_json(source_name, &current.json)?;
     graph.dialect = current.dialect;
     graph.warnings = current.warnings;
     Ok(graph)
+}
+
+/// The typed path (README.md, "Two ways in"): a current-format file compiled without a JSON
+/// value tree; `None` if it reads a form the path does not, or fails in any way.
+fn parse_typed(source_name: &str, text: &str) -> Option<CompiledGraph> {
+    let spec = typed_spec::read(text).ok()?;
+    compile_spec(source_name, spec).ok()
 }
 
 /// A graph file rewritten in the current format ([`convert_str`]).
@@ -160,7 +203,11 @@ fn in_current_format(source_name: &str, text: &str, workers: Option<u32>) -> Res
 
 /// Compiles a graph in the current format.
 fn compile_json(source_name: &str, json: &serde_json::Value) -> Result<CompiledGraph, GraphError> {
-    let spec = spec::read(json).map_err(|issue| issue.into_error(source_name))?;
+    compile_spec(source_name, spec::read(json).map_err(|issue| issue.into_error(source_name))?)
+}
+
+/// Compiles a graph read by either path.
+fn compile_spec(source_name: &str, spec: spec::GraphSpec) -> Result<CompiledGraph, GraphError> {
     let resolved = resolve::resolve(spec).map_err(|issue| issue.into_error(source_name))?;
     let default_name = Path::new(source_name).file_stem().and_then(|stem| stem.to_str()).unwrap_or(source_name);
     compile::compile(resolved, source_name, default_name).map_err(|issue| issue.into_error(source_name))

@@ -135,6 +135,12 @@ pub(crate) fn resolve(spec: GraphSpec) -> Result<Resolved, Issue> {
         None => None,
     };
     let consts = std::mem::take(&mut scope.consts);
+    // Names are looked up no more: the nodes take theirs from the spec instead of copies.
+    for (compiled, node) in
+        nodes.iter_mut().chain(post.iter_mut().map(|(node, _)| node)).zip(spec.nodes.into_iter().chain(spec.post_nodes))
+    {
+        (compiled.name, compiled.function) = (node.name, node.function);
+    }
     Ok(Resolved { name: spec.name, inits, nodes, args, groups, consts, computed, post, network })
 }
 
@@ -210,11 +216,13 @@ impl Scope<'_> {
         Ok((ComputedInit { name: spec.name.clone(), function: function.clone(), count, args: Vec::new() }, args))
     }
 
+    /// The node without its name and function: `resolve` moves them in from the spec once no name
+    /// is looked up any more.
     fn node(&self, node: &NodeSpec) -> Result<CompiledNode, Issue> {
         Ok(CompiledNode {
-            name: node.name.clone(),
+            name: String::new(),
             input: node.input,
-            function: node.function.clone(),
+            function: String::new(),
             factor: self.factor(node)?,
             first: 0,
             priority: node.priority,
@@ -349,7 +357,7 @@ impl Scope<'_> {
                 Some((function.clone(), literals))
             }
         };
-        let input = nodes.iter().position(|node| node.name == NETWORK_INPUT).unwrap_or(0) as u32;
+        let input = self.node_ids.get(NETWORK_INPUT).copied().unwrap_or(0) as u32;
         let config = NetworkConfig {
             socket_type,
             address,

@@ -228,14 +228,7 @@ pub(crate) fn read(root: &Json) -> Result<GraphSpec, Issue> {
     let mut nodes: Vec<NodeSpec> = nodes.iter().enumerate().map(|(k, json)| node(json, k)).collect::<Result<_, _>>()?;
     let inputs = list(top.get("inputs"), "inputs", false)?;
     for (k, json) in inputs.iter().enumerate() {
-        let input = input(json, k)?;
-        if nodes.iter().any(|node| node.name == input.name) {
-            return invalid(format!(
-                "input {} has the name of a node (or of another input); give every node and input a unique name",
-                quote(&input.name)
-            ));
-        }
-        nodes.push(input);
+        add_input(&mut nodes, input(json, k)?)?;
     }
     let network = match top.get("network_config") {
         None | Some(Json::Null) => None,
@@ -254,15 +247,31 @@ pub(crate) fn read(root: &Json) -> Result<GraphSpec, Issue> {
     let post_nodes = list(top.get("post_nodes"), "post_nodes", false)?;
     let post_nodes: Vec<NodeSpec> =
         post_nodes.iter().enumerate().map(|(k, json)| node(json, k)).collect::<Result<_, _>>()?;
-    if let Some(post) =
-        post_nodes.iter().find(|n| n.iterations.is_some() || n.condition.is_some() || n.group_size.is_some())
-    {
-        return Err(Issue::Unsupported(format!(
+    check_post_nodes(&post_nodes)?;
+    Ok(GraphSpec { name, inits, nodes, post_nodes, network })
+}
+
+/// Adds `input` after the nodes (and the inputs before it); its name must be new.
+pub(crate) fn add_input(nodes: &mut Vec<NodeSpec>, input: NodeSpec) -> Result<(), Issue> {
+    if nodes.iter().any(|node| node.name == input.name) {
+        return invalid(format!(
+            "input {} has the name of a node (or of another input); give every node and input a unique name",
+            quote(&input.name)
+        ));
+    }
+    nodes.push(input);
+    Ok(())
+}
+
+/// Refuses post-nodes with what only nodes may have yet.
+pub(crate) fn check_post_nodes(post_nodes: &[NodeSpec]) -> Result<(), Issue> {
+    match post_nodes.iter().find(|n| n.iterations.is_some() || n.condition.is_some() || n.group_size.is_some()) {
+        Some(post) => Err(Issue::Unsupported(format!(
             "{}: a post-node with a loop, a condition or a group_size is not supported by this runtime yet",
             Place::Node(&post.name)
-        )));
+        ))),
+        None => Ok(()),
     }
-    Ok(GraphSpec { name, inits, nodes, post_nodes, network })
 }
 
 /// `network_config` (README.md, "Network sources"), and the factor of `$network`: its
@@ -419,6 +428,12 @@ fn init(json: &Json, position: usize) -> Result<InitSpec, Issue> {
             r#"{at}: "value" is missing; give it a value such as 4, or a "function" to compute it"#
         ));
     };
+    literal_init(name, value)
+}
+
+/// The initialization `name` holding the literal `value`.
+pub(crate) fn literal_init(name: String, value: &Json) -> Result<InitSpec, Issue> {
+    let at = Place::Init(&name);
     if dollar_type(value).is_some() {
         return invalid(format!("{at}: the value must be a literal, not a {} argument", show(&value["type"])));
     }
@@ -443,7 +458,7 @@ fn init_arg(json: &Json, init: &str, k: usize) -> Result<ArgSpec, Issue> {
     Ok(spec)
 }
 
-fn literal(json: &Json) -> Result<Literal, String> {
+pub(crate) fn literal(json: &Json) -> Result<Literal, String> {
     match json {
         Json::Object(object) if object.contains_key("type") => typed::typed(object),
         _ => typed::plain(json),
@@ -468,7 +483,7 @@ fn input(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
 }
 
 /// An input called `name` with `factor` instances.
-fn input_spec(name: String, factor: FactorSpec) -> NodeSpec {
+pub(crate) fn input_spec(name: String, factor: FactorSpec) -> NodeSpec {
     NodeSpec {
         name,
         input: true,
@@ -494,16 +509,47 @@ fn node(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
     let function = name_field(object, "function", at, "name the kernel this node runs")?;
     let args = arg_list(object.get("args"), "args", &name, ArgGroup::Kernel)?;
     let loop_args = arg_list(object.get("loop_args"), "loop_args", &name, ArgGroup::Loop)?;
-    let iterations = loop_spec(object.get("loop"), at)?;
+    let fields = NodeFields {
+        factor: object.get("factor"),
+        priority: object.get("priority"),
+        use_workers: object.get("use_workers"),
+        loop_: object.get("loop"),
+        group_size: object.get("group_size"),
+    };
+    let condition = |name: &str| condition(object.get("condition"), name);
+    node_spec(name, function, args, loop_args, fields, condition)
+}
+
+/// The fields of a node besides its name, function and argument lists, as written.
+pub(crate) struct NodeFields<'j> {
+    pub factor: Option<&'j Json>,
+    pub priority: Option<&'j Json>,
+    pub use_workers: Option<&'j Json>,
+    pub loop_: Option<&'j Json>,
+    pub group_size: Option<&'j Json>,
+}
+
+/// A node from its parts, read by either path (`node` here, `typed_spec`); `condition` reads
+/// its condition, given the node's name.
+pub(crate) fn node_spec(
+    name: String,
+    function: String,
+    args: Vec<ArgSpec>,
+    loop_args: Vec<ArgSpec>,
+    fields: NodeFields<'_>,
+    condition: impl FnOnce(&str) -> Result<Option<ConditionSpec>, Issue>,
+) -> Result<NodeSpec, Issue> {
+    let at = Place::Node(&name);
+    let iterations = loop_spec(fields.loop_, at)?;
     if iterations.is_none() && !loop_args.is_empty() {
         return invalid(format!(r#"{at}: "loop_args" without a "loop"; add "loop": {{"name": ..., "factor": N}}"#));
     }
     Ok(NodeSpec {
-        factor: factor(object.get("factor"), at)?,
-        priority: priority(object.get("priority"), at)?,
-        use_workers: use_workers(object.get("use_workers"), at)?,
-        condition: condition(object.get("condition"), &name)?,
-        group_size: group_size(object.get("group_size"), at)?,
+        factor: factor(fields.factor, at)?,
+        priority: priority(fields.priority, at)?,
+        use_workers: use_workers(fields.use_workers, at)?,
+        condition: condition(&name)?,
+        group_size: group_size(fields.group_size, at)?,
         iterations,
         loop_args,
         name,
@@ -514,7 +560,7 @@ fn node(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
 }
 
 /// `group_size`: a positive integer; 1 (or absent) runs every instance as its own task.
-fn group_size(json: Option<&Json>, at: Place<'_>) -> Result<Option<u32>, Issue> {
+pub(crate) fn group_size(json: Option<&Json>, at: Place<'_>) -> Result<Option<u32>, Issue> {
     match json {
         None | Some(Json::Null) => Ok(None),
         Some(Json::Number(n)) => match n.as_u64().filter(|&g| g >= 1).and_then(|g| u32::try_from(g).ok()) {
@@ -535,7 +581,7 @@ fn arg_list(json: Option<&Json>, field: &str, node: &str, group: ArgGroup) -> Re
 }
 
 /// `"loop": {"name": NAME, "factor": N | VAR}`: the number of iterations per instance.
-fn loop_spec(json: Option<&Json>, at: Place<'_>) -> Result<Option<FactorSpec>, Issue> {
+pub(crate) fn loop_spec(json: Option<&Json>, at: Place<'_>) -> Result<Option<FactorSpec>, Issue> {
     let object = match json {
         None | Some(Json::Null) => return Ok(None),
         Some(Json::Object(object)) if object.is_empty() => return Ok(None),
@@ -594,7 +640,7 @@ fn condition_value(object: &Map<String, Json>, at: Place<'_>) -> Result<Literal,
     literal(&typed).map_err(|e| Issue::Invalid(format!("{at}: condition value: {e}")))
 }
 
-fn factor(json: Option<&Json>, at: Place<'_>) -> Result<FactorSpec, Issue> {
+pub(crate) fn factor(json: Option<&Json>, at: Place<'_>) -> Result<FactorSpec, Issue> {
     let bad = |what: String| {
         invalid(format!("{at}: factor {what}; write a positive integer or the name of an initialization holding one"))
     };
@@ -610,7 +656,7 @@ fn factor(json: Option<&Json>, at: Place<'_>) -> Result<FactorSpec, Issue> {
     }
 }
 
-fn priority(json: Option<&Json>, at: Place<'_>) -> Result<i32, Issue> {
+pub(crate) fn priority(json: Option<&Json>, at: Place<'_>) -> Result<i32, Issue> {
     let level = match json {
         None | Some(Json::Null) => Some(0),
         Some(Json::String(level)) => match level.as_str() {
@@ -631,7 +677,7 @@ fn priority(json: Option<&Json>, at: Place<'_>) -> Result<i32, Issue> {
 }
 
 /// `"lo-hi"` (inclusive) or `"k"` (or the integer k), stored half-open.
-fn use_workers(json: Option<&Json>, at: Place<'_>) -> Result<Option<(u32, u32)>, Issue> {
+pub(crate) fn use_workers(json: Option<&Json>, at: Place<'_>) -> Result<Option<(u32, u32)>, Issue> {
     let text = match json {
         None | Some(Json::Null) => return Ok(None),
         Some(Json::String(text)) => text.trim().to_owned(),
@@ -684,15 +730,27 @@ fn arg(json: &Json, node: &str, group: ArgGroup, k: usize) -> Result<ArgSpec, Is
     };
     check_fields(pred, PRED_FIELDS, &[], pred_at)?;
     let pred_name = name_field(pred, "name", pred_at, "name the node to read from")?;
-    let index = index(pred.get("index"), at)?;
-    let group_by = match pred.get("group_by") {
+    edge(kind, pred_name, [pred.get("index"), pred.get("group_by"), pred.get("wrap")], at, pred_at).map(ArgSpec::Edge)
+}
+
+/// An edge of `kind` from `pred_name` with the predecessor's `[index, group_by, wrap]` as written;
+/// `at` is the argument's place, `pred_at` its predecessor's.
+pub(crate) fn edge(
+    kind: EdgeKind,
+    pred_name: String,
+    [index_json, group_by, wrap]: [Option<&Json>; 3],
+    at: Place<'_>,
+    pred_at: Place<'_>,
+) -> Result<EdgeSpec, Issue> {
+    let index = index(index_json, at)?;
+    let group_by = match group_by {
         None | Some(Json::Null) => None,
         Some(Json::Number(n)) if n.as_u64().is_some_and(|g| g >= 1 && g <= u64::from(u32::MAX)) => {
             n.as_u64().map(|g| g as u32)
         }
         Some(other) => return invalid(format!("{pred_at}: group_by {} is not a positive integer", show(other))),
     };
-    let wrap = match pred.get("wrap") {
+    let wrap = match wrap {
         None | Some(Json::Null) => false,
         Some(Json::Bool(wrap)) => *wrap,
         Some(other) => return invalid(format!("{pred_at}: wrap must be true or false, got {}", show(other))),
@@ -702,7 +760,7 @@ fn arg(json: &Json, node: &str, group: ArgGroup, k: usize) -> Result<ArgSpec, Is
             "{pred_at}: group_by selects the instances itself; give either group_by or an index (with wrap), not both"
         ));
     }
-    Ok(ArgSpec::Edge(EdgeSpec { kind, pred: pred_name, index, group_by, wrap }))
+    Ok(EdgeSpec { kind, pred: pred_name, index, group_by, wrap })
 }
 
 fn index(json: Option<&Json>, at: Place<'_>) -> Result<IndexSpec, Issue> {

@@ -13,7 +13,7 @@ pub(crate) fn parse(text: &str) -> Result<Value, serde_json::Error> {
 }
 
 /// A JSON value whose objects have unique keys.
-struct Strict(Value);
+pub(crate) struct Strict(pub(crate) Value);
 
 impl<'de> Deserialize<'de> for Strict {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -12,6 +12,7 @@ use tomii_types::abi::{
 };
 
 use super::PluginError;
+use super::checked::Checked;
 use super::library::{OpenLibrary, static_text};
 
 /// A resolved kernel: what the engine needs to call it.
@@ -41,8 +42,17 @@ pub struct KernelLibrary {
 }
 
 impl KernelLibrary {
-    /// Loads the kernel library at `path` and checks its registry.
+    /// Loads the kernel library at `path` and checks its registry, once per process for each file
+    /// (`checked.rs`): a later load of the same file is a look-up.
     pub fn load(path: &Path) -> Result<KernelLibrary, PluginError> {
+        static CHECKED: Checked<Registry> = Checked::new();
+        let (name, kernels) = CHECKED.get_or_check(path, || Self::load_and_check(path))?;
+        Ok(KernelLibrary { path: path.to_owned(), name: name.to_owned(), kernels })
+    }
+
+    /// Loads the kernel library at `path` and checks its registry, every check every time: the
+    /// library's name (static text of the library) and its kernels.
+    fn load_and_check(path: &Path) -> Result<Registry, PluginError> {
         let library = OpenLibrary::open(path)?;
         let hint = "is it a Tomii kernel library? Rust ones call tomii_types::export_kernels!, C ones define it";
         // SAFETY: `tomii_kernels_v1` has the signature `fn() -> *const TomiiKernelRegistry` by the ABI.
@@ -66,7 +76,7 @@ impl KernelLibrary {
         // SAFETY: the library name is a static string of the library.
         let name = unsafe { static_text(registry.library, "the registry's library name") }.map_err(invalid)?;
         let kernels = read_entries(registry).map_err(invalid)?;
-        Ok(KernelLibrary { path: path.to_owned(), name: name.to_owned(), kernels })
+        Ok((name, kernels))
     }
 
     /// A library of kernels that live in this process, named `label` in messages.
@@ -74,6 +84,9 @@ impl KernelLibrary {
         KernelLibrary { path: PathBuf::from(format!("<{label}>")), name: label.to_owned(), kernels }
     }
 }
+
+/// What a library's checked registry gives: its name (static text of the library) and its kernels.
+type Registry = (&'static str, Vec<(String, Kernel)>);
 
 fn read_entries(registry: &'static TomiiKernelRegistry) -> Result<Vec<(String, Kernel)>, String> {
     let stride = registry.entry_size as usize;

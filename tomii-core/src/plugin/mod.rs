@@ -2,8 +2,10 @@
 //!
 //! Every check of ARCHITECTURE.md §3–4 happens here, before any plugin code runs beyond its entry
 //! symbol: version, table size, NULL callbacks and, for Rust schedulers, the full `abi_stable`
-//! layout. Libraries are never unloaded: their code and static tables live for the process.
+//! layout. Libraries are never unloaded: their code and static tables live for the process, and each
+//! file is checked once per process (`checked`).
 
+mod checked;
 mod kernels;
 mod library;
 mod scheduler;

@@ -17,6 +17,7 @@ use tomii_types::abi::{
 use tomii_types::stable::{LIB_HEADER_SYMBOL, SchedulerModuleRef};
 
 use super::PluginError;
+use super::checked::Checked;
 use super::library::{OpenLibrary, absolute, static_text};
 
 /// The most bytes of a scheduler's `stats` text that are read (a claim of more is not allocated).
@@ -128,8 +129,21 @@ impl SchedulerPlugin {
         }
     }
 
-    /// Loads the scheduler plugin at `path` and checks its table.
+    /// Loads the scheduler plugin at `path` and checks its table, once per process for each file
+    /// (`checked.rs`): a later load of the same file is a look-up.
     pub fn load(path: &Path) -> Result<SchedulerPlugin, PluginError> {
+        static CHECKED: Checked<(&'static str, bool, &'static TomiiSchedulerVtable)> = Checked::new();
+        let (name, layout_checked, vtable) = CHECKED.get_or_check(path, || {
+            let plugin = Self::load_and_check(path)?;
+            Ok((plugin.name, plugin.layout_checked, plugin.vtable))
+        })?;
+        Ok(SchedulerPlugin { name, path: path.to_owned(), layout_checked, vtable })
+    }
+
+    /// Loads the scheduler plugin at `path` and checks its table: every check, every time, past
+    /// the process's record of checked files (what [`load`](Self::load) costs the first time; the
+    /// start-up benchmarks measure it).
+    pub fn load_and_check(path: &Path) -> Result<SchedulerPlugin, PluginError> {
         let library = OpenLibrary::open(path)?;
         let hint = "is it a Tomii scheduler? Rust schedulers call tomii_types::export_scheduler!, C ones define it";
         // SAFETY: `tomii_scheduler_v1` has the signature `fn() -> *const TomiiSchedulerVtable` by the ABI.

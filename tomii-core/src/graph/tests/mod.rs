@@ -1,21 +1,26 @@
 //! Unit tests of the graph module: compiled arrays checked exactly (`compiled.rs`), literals and
-//! their kernel values (`literals.rs`), and one test per error message (`errors.rs`).
+//! their kernel values (`literals.rs`), one test per error message (`errors.rs`), and the typed
+//! and JSON-value paths against each other (`paths.rs`).
 //!
 //! Tests build graphs with `serde_json::json!` and go through the public `parse_str`; they assert
-//! behaviour only, never timing.
+//! behaviour only, never timing. Every graph they compile or refuse is also read through both
+//! paths alone, which must agree (`both_paths`).
 
 mod compiled;
 mod errors;
 mod literals;
+mod paths;
 mod v12;
 
 use serde_json::Value as Json;
 
-use super::{CompiledGraph, parse_str};
+use super::{CompiledGraph, GraphError, ParsePath, parse_str, parse_str_via};
 
 /// Compiles `graph`, failing the test with the error message if it does not compile.
 fn compile(graph: Json) -> CompiledGraph {
-    parse_str("graph.json", &graph.to_string()).unwrap_or_else(|e| panic!("unexpected error: {e}"))
+    let text = graph.to_string();
+    both_paths("graph.json", &text);
+    parse_str("graph.json", &text).unwrap_or_else(|e| panic!("unexpected error: {e}"))
 }
 
 /// The one-line error message of a graph that must not compile.
@@ -24,6 +29,7 @@ fn error(graph: Json) -> String {
 }
 
 fn error_text(text: &str) -> String {
+    both_paths("graph.json", text);
     match parse_str("graph.json", text) {
         Ok(_) => panic!("expected an error for {text}"),
         Err(e) => {
@@ -46,4 +52,25 @@ fn assert_mentions(message: &str, parts: &[&str]) {
 /// A graph of the given nodes and no initializations.
 fn nodes(nodes: Json) -> Json {
     serde_json::json!({ "nodes": nodes })
+}
+
+/// Reads `text` through `parse_str` and through the JSON-value path alone, which must give the same
+/// graph or the same error; the typed path alone, where it reads the file, the same graph. Returns
+/// whether the typed path read it.
+#[track_caller]
+fn both_paths(source: &str, text: &str) -> bool {
+    let shown = |result: &Result<CompiledGraph, GraphError>| match result {
+        Ok(graph) => format!("{graph:?}"),
+        Err(error) => format!("error: {error}"),
+    };
+    let value = parse_str_via(source, text, ParsePath::Value);
+    let auto = parse_str(source, text);
+    assert_eq!(shown(&auto), shown(&value), "parse_str and the JSON-value path differ on {source}: {text}");
+    match parse_str_via(source, text, ParsePath::Typed) {
+        Ok(typed) => {
+            assert_eq!(Ok(&typed), value.as_ref().map_err(|e| e.to_string()), "the paths differ on {source}: {text}");
+            true
+        }
+        Err(_) => false,
+    }
 }
