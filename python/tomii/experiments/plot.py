@@ -193,10 +193,11 @@ def _draw_speedups(
     scheduler; the axis spans every interval and 1."""
     found = {one.scheduler: one.speedup for one in cell.schedulers}
     own = found[cell.baseline]
+    ends = [1.0]
     if math.isfinite(own.low) and math.isfinite(own.high):
         panel.axvspan(own.low, own.high, color="0.88", zorder=0, linewidth=0)
+        ends += [own.low, own.high]
     panel.axvline(1.0, color="0.35", linewidth=1, zorder=1)
-    ends = [1.0]
     for position, name in enumerate(series):
         ratio = found.get(name)
         if ratio is None or name == cell.baseline or not math.isfinite(ratio.value):
