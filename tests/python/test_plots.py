@@ -348,6 +348,22 @@ def test_plot_writes_every_figure_the_data_supports(tmp_path: Path) -> None:
     assert_images(paths)
 
 
+def test_the_gantt_charts_show_the_knobs_the_other_figures_show(tmp_path: Path) -> None:
+    traces = {
+        f"{s}|chain|workers={WORKERS}|slots={n}": make_trace(seed)
+        for seed, (s, n) in enumerate((s, n) for s in SCHEDULERS for n in SLOTS)
+    }
+    plot.plot(make_rows(), traces=traces, out_dir=tmp_path)  # the other figures: slots=16
+    shown = plot._shown_traces(traces, {"slots": 16})
+    assert sorted(shown) == [f"{s}|chain|workers={WORKERS}|slots=16" for s in SCHEDULERS]
+    # No trace at the value shown: the largest the traces hold.
+    fewer = {key: trace for key, trace in traces.items() if not key.endswith("=16")}
+    assert sorted(plot._shown_traces(fewer, {"slots": 16})) == [
+        f"{s}|chain|workers={WORKERS}|slots=4" for s in SCHEDULERS
+    ]
+    assert imread(tmp_path / "gantt_chain.png").shape[0] < 1000  # two panels, not six
+
+
 def test_plot_draws_only_what_the_data_supports(tmp_path: Path) -> None:
     paths = plot.plot(make_rows(slots=(4,)), out_dir=tmp_path / "new", formats=("png", "svg"))
     assert sorted(p.name for p in paths) == [

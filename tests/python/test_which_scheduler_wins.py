@@ -275,8 +275,12 @@ def test_the_figures_stay_legible_at_full_size(tmp_path: Path) -> None:
     for trial, (s, g, r) in enumerate(itertools.product(["fifo", *names], graphs, range(5))):
         one = row(trial, "fifo", "fast", r)
         rows.append({**one, "scheduler": s, "graph": g})
-    paths = plot.plot(rows, out_dir=tmp_path)
-    assert [p.name for p in paths] == ["speedup.png", "throughput.png", "latency_p50.png"]
+    frames = [
+        {"trial": r["trial"], "frame": f, "latency_us": 100.0 + f} for r in rows for f in range(5)
+    ]
+    paths = plot.plot(rows, frames, out_dir=tmp_path)
+    names = ["speedup.png", "throughput.png", "latency_p50.png", "latency_cdf.png"]
+    assert [p.name for p in paths] == names
     for path in paths:
         width, height = png_size(path)
         assert 900 <= width <= 1600 and 500 <= height <= 1400, (path.name, width, height)

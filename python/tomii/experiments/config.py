@@ -278,8 +278,10 @@ def _executor(spec: Mapping[str, Any], stack: ExitStack) -> Any:
 
 
 def _swept(rows: Sequence[Mapping[str, Any]], baseline: str | None) -> str | None:
-    """`baseline` if a row ran it (an interrupted sweep may hold none of its trials), else None."""
-    return baseline if any(row["scheduler"] == baseline for row in rows) else None
+    """`baseline` if a valid row ran it (an interrupted sweep may hold none of its trials, or
+    all of them failed), else None: the default."""
+    ran = any(row["scheduler"] == baseline and is_valid(row) for row in rows)
+    return baseline if ran else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

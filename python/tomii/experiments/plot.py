@@ -456,7 +456,7 @@ def plot(
     - scaling_KNOB_throughput.EXT, scaling_KNOB_latency_PCT.EXT: for KNOB workers and slots, when
       the knob varies between the repeats' configurations;
     - gantt_GRAPH.EXT: per graph of `traces` ({"scheduler|graph|workers=N|slots=N": (records,
-      node_names)}), a panel per key.
+      node_names)}), a panel per scheduler at the knobs the other figures show.
 
     `rows` are the sweep's trials (dicts: trial, scheduler, scheduler_options, graph, workers,
     slots, frames, pop_batch, repeat, the report's figures, valid, problem); invalid ones are left
@@ -483,11 +483,39 @@ def plot(
             latency_figure = scaling(rows, x=knob, y=metric, where=others)
             figures.append((f"scaling_{knob}_latency_{percentile}", latency_figure))
     order = distinct(row.get("scheduler") for row in in_trial_order(rows))
-    for graph in dict.fromkeys(parse_key(key).graph for key in traces or {}):
-        timeline = gantts(traces or {}, graph=graph, schedulers=order)
+    shown = _shown_traces(traces or {}, where)
+    for graph in dict.fromkeys(parse_key(key).graph for key in shown):
+        timeline = gantts(shown, graph=graph, schedulers=order)
         figures.append((f"gantt_{_slug(graph)}", timeline))
     out.mkdir(parents=True, exist_ok=True)
     return [path for stem, figure in _unique(figures) for path in _save(figure, out, stem, kinds)]
+
+
+def _shown_traces(
+    traces: Mapping[str, tuple[np.ndarray[Any, Any], Sequence[str]]], where: Mapping[str, Any]
+) -> dict[str, tuple[np.ndarray[Any, Any], Sequence[str]]]:
+    """The traces the Gantt charts show: where a knob varies among the keys, those at the value
+    the other figures show (`where`), or at the largest the traces hold, so that a chart has a
+    panel per scheduler, not one per combination of knobs."""
+    parsed = {key: parse_key(key) for key in traces}
+    chosen = dict(traces)
+    for knob in dict.fromkeys(name for key in parsed.values() for name in key.knobs):
+        values = {parsed[key].knobs.get(knob, "") for key in chosen}
+        if len(values) < 2:
+            continue
+        wanted = str(where.get(knob, ""))
+        if wanted not in values:
+            wanted = max(values, key=_knob_order)
+        chosen = {
+            key: trace for key, trace in chosen.items() if parsed[key].knobs.get(knob) == wanted
+        }
+    return chosen
+
+
+def _knob_order(text: str) -> tuple[int, float, str]:
+    """Sorts a knob's values as the trace keys spell them: numbers as numbers, above text."""
+    value = number(text)
+    return (1, value, "") if math.isfinite(value) else (0, 0.0, text)
 
 
 def _representative(rows: Sequence[Row]) -> dict[str, Any]:
