@@ -47,7 +47,7 @@ from .. import graphs as generators
 from .._tomii import ConfigError
 from .stats import distinct, is_valid, run_knobs
 from .sweep import Scheduler, scheduler_labels, sweep
-from .verdict import choose_baseline, compare, verdict
+from .verdict import Comparisons, choose_baseline, compare, verdict
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -201,8 +201,9 @@ def summary(rows: Sequence[Mapping[str, Any]], *, baseline: str | None = None) -
         groups.setdefault(key, []).append(row)
     header = ["graph", *varying, "scheduler", "frames/s", f"× {chosen}", "p50 µs", "p99 µs"]
     lines = [header + ["efficiency", "ok"]]
+    cells = compare(valid, baseline=chosen, keys=("graph", *varying)) if valid else []
     speedups = {}
-    for comparisons in compare(valid, baseline=chosen, keys=("graph", *varying)) if valid else []:
+    for comparisons in cells:
         for one in comparisons.schedulers:
             speedups[(*comparisons.cell, one.scheduler)] = one.speedup.value
     for key, members in sorted(groups.items(), key=lambda item: tuple(map(str, item[0]))):
@@ -220,7 +221,7 @@ def summary(rows: Sequence[Mapping[str, Any]], *, baseline: str | None = None) -
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     table = ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines]
-    return "\n".join([*table, *_verdicts(valid, chosen, varying)])
+    return "\n".join([*table, *_verdicts(cells, varying)])
 
 
 def _median(values: list[float]) -> str:
@@ -232,11 +233,11 @@ def _figure(value: float, spec: str) -> str:
     return format(value, spec) if math.isfinite(value) else "-"
 
 
-def _verdicts(valid: Sequence[Mapping[str, Any]], baseline: str, varying: list[str]) -> list[str]:
+def _verdicts(cells: Sequence[Comparisons], varying: list[str]) -> list[str]:
     """The verdict lines: one per graph (and value of each varying knob)."""
-    cells = compare(valid, baseline=baseline, keys=("graph", *varying)) if valid else []
     if not cells or len(cells[0].schedulers) < 2:
         return []
+    baseline = cells[0].baseline
     repeats = sorted({one.speedup.n for cell in cells for one in cell.schedulers})
     counts = str(repeats[0]) if len(repeats) == 1 else f"{repeats[0]}–{repeats[-1]}"
     lines = [

@@ -202,8 +202,9 @@ def _draw_speedups(
         ratio = found.get(name)
         if ratio is None or name == cell.baseline or not math.isfinite(ratio.value):
             continue
-        low = ratio.value - ratio.low if math.isfinite(ratio.low) else 0.0
-        high = ratio.high - ratio.value if math.isfinite(ratio.high) else 0.0
+        # A bootstrap interval may, rarely, leave out the ratio of the medians themselves.
+        low = max(ratio.value - ratio.low, 0.0) if math.isfinite(ratio.low) else 0.0
+        high = max(ratio.high - ratio.value, 0.0) if math.isfinite(ratio.high) else 0.0
         panel.errorbar(
             [ratio.value], [position], xerr=[[low], [high]], fmt="o", capsize=3,
             color=colours[name], zorder=2,
