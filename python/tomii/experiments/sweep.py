@@ -703,6 +703,7 @@ def sweep(
         finally:
             if files is not None:
                 files.close()
+    result.environment["load_average_end"] = _load_average()
     if out is not None:
         result.save(out)
     return result
@@ -805,8 +806,8 @@ def _parameters(
 def environment(
     parameters: Mapping[str, Any], *, source: str | Path | None = None
 ) -> dict[str, Any]:
-    """Where and with what a sweep ran: versions, machine and its load, git commit, date, its
-    parameters.
+    """Where and with what a sweep ran: versions, machine and its load (`load_average` when the
+    sweep starts; `sweep` adds `load_average_end`), git commit, date, its parameters.
 
     `git_commit` and `git_dirty` are those of the checkout the tomii package runs from, else
     (an installed copy) of the checkout holding `source`; `git_from` says which ("package",
