@@ -331,6 +331,7 @@ def test_the_environment_is_recorded() -> None:
         assert isinstance(env[key], str) and env[key], key
     assert env["cpu_count"] == os.cpu_count()
     assert "git_commit" in env and "git_dirty" in env
+    assert len(env["load_average"]) == 3 and len(env["load_average_end"]) == 3
     parameters = env["parameters"]
     assert parameters["seed"] == 0 and parameters["frames"] == 3 and parameters["repeats"] == 1
     assert [s["label"] for s in parameters["schedulers"]] == ["fifo"]

@@ -1,6 +1,7 @@
-"""The sweep's figures (tomii.experiments.plot): the confidence-interval arithmetic on known numbers,
-invalid trials kept out, the artists each figure holds, the files `plot()` writes, and one end-to-end
-run of real trials through the runtime into every figure."""
+"""The sweep's figures (tomii.experiments.plot): the interval arithmetic on known numbers, invalid
+trials kept out, the artists each figure holds, the files `plot()` writes, and one end-to-end run of
+real trials through the runtime into every figure. The speed-up figure and the verdict:
+test_which_scheduler_wins.py."""
 
 from __future__ import annotations
 
@@ -166,13 +167,20 @@ def test_summarize_groups_the_repeats_and_leaves_invalid_trials_out() -> None:
         "frames": 50,
         "pop_batch": 1,
     }
-    assert len(summary.cells) == 4
+    assert len(summary.cells) == 4 and summary.statistic == "median"
+    base = base_throughput("fifo", "chain", 16)
     cell = summary.cells[("fifo", "chain")]
-    assert cell.mean == pytest.approx(base_throughput("fifo", "chain", 16))
-    assert cell.half_width == pytest.approx(T2 * 10 / math.sqrt(3))
-    assert cell.n == REPEATS
+    # Three repeats: the median, and the range, which holds it with probability 3/4.
+    assert (cell.value, cell.low, cell.high, cell.n) == (base, base - 10, base + 10, REPEATS)
+    assert cell.coverage == 0.75
+    means = plot.summarize(rows, "throughput_frames_per_s", where={"slots": 16}, statistic="mean")
+    cell = means.cells[("fifo", "chain")]
+    assert cell.value == pytest.approx(base) and cell.coverage == 0.95
+    assert cell.high - cell.value == pytest.approx(T2 * 10 / math.sqrt(3))
     assert plot.summarize(rows, "throughput_frames_per_s", where={"slots": 4}).excluded == 0
     assert plot.summarize(rows, "efficiency", where={"slots": 4}).missing == 12
+    with pytest.raises(ValueError, match="statistic 'mode'"):
+        plot.summarize(rows, "efficiency", where={"slots": 4}, statistic="mode")
 
 
 def test_summarize_refuses_to_mix_configurations() -> None:
@@ -190,46 +198,63 @@ def test_a_column_beyond_the_measures_is_a_knob_and_never_pooled(tmp_path: Path)
     assert summary.cells[("fifo", "chain")].n == 1  # repeat 1 alone
     assert summary.config["stall_timeout_ms"] == 2000
     paths = plot.plot(rows, out_dir=tmp_path)  # shows the largest value, and says so
-    assert [p.name for p in paths] == ["throughput.png", "latency_p50.png"]
+    assert [p.name for p in paths] == ["speedup.png", "throughput.png", "latency_p50.png"]
 
 
 # --- the figures ----------------------------------------------------------------------------
 
 
-def test_throughput_draws_a_bar_per_scheduler_per_graph_with_its_interval() -> None:
+def bar_ends(ax: Any) -> list[float]:
+    """The low and high end of each bar's whisker in turn, from the bars' error-bar lines."""
+    (container,) = bar_containers(ax)
+    assert container.errorbar is not None
+    (whiskers,) = container.errorbar.lines[2]
+    return [float(end) for s in whiskers.get_segments() for end in (s[0][0], s[1][0])]
+
+
+def test_throughput_draws_a_panel_per_graph_with_a_bar_per_scheduler_and_its_interval() -> None:
     figure = plot.throughput(make_rows(), where={"slots": 16})
-    (ax,) = figure.axes
-    containers = bar_containers(ax)
-    assert [len(c) for c in containers] == [2, 2]  # two schedulers, two graphs each
-    fifo = [bar.get_height() for bar in containers[0]]
-    assert fifo == pytest.approx([base_throughput("fifo", g, 16) for g in GRAPHS])
-    assert max(bar.get_height() for c in containers for bar in c) < 1e6  # the invalid 1e9 is out
-    assert [t.get_text() for t in ax.get_xticklabels()] == list(GRAPHS)
-    assert ax.get_ylabel() == "throughput (frames/s)" and ax.get_xlabel() == "graph"
+    panels = visible_axes(figure)
+    assert [ax.get_title() for ax in panels] == list(GRAPHS)  # a panel per graph, not one axis
+    for ax, graph in zip(panels, GRAPHS):
+        (container,) = bar_containers(ax)
+        expected = [base_throughput(s, graph, 16) for s in SCHEDULERS]
+        assert [bar.get_width() for bar in container] == pytest.approx(expected)
+        assert bar_ends(ax) == pytest.approx([e for v in expected for e in (v - 10, v + 10)])
+        assert ax.get_xlabel() == "throughput (frames/s)"
+        assert max(bar.get_width() for bar in container) < 1e6  # the invalid 1e9 is out
+    assert [t.get_text() for t in panels[0].get_yticklabels()] == list(SCHEDULERS)
+    # Each graph has its own axis: throughputs 3× apart do not squash one of them.
+    assert panels[1] not in panels[0].get_shared_x_axes().get_siblings(panels[0])
+    assert panels[1].get_xlim()[1] > 2 * panels[0].get_xlim()[1]
     title = flat(figure.get_suptitle())
-    assert "slots=16" in title and "1 invalid trial excluded" in title and "95% CI" in title
-    assert legend_texts(figure) == list(SCHEDULERS)
-    assert ax.get_yscale() == "linear"
-    assert plot.throughput(make_rows(), where={"slots": 4}, log=True).axes[0].get_yscale() == "log"
+    assert "slots=16" in title and "1 invalid trial excluded" in title
+    assert "median, range of the repeats (holds the median with probability 75%)" in title
+    assert panels[0].get_xscale() == "linear"
+    logged = plot.throughput(make_rows(), where={"slots": 4}, log=True)
+    assert visible_axes(logged)[0].get_xscale() == "log"
 
 
 def test_rows_in_finishing_order_keep_the_plan_order_and_colours() -> None:
     rows = make_rows()
     planned = plot.throughput(rows, where={"slots": 4}).axes[0]
     finished = plot.throughput(rows[::-1], where={"slots": 4}).axes[0]
-    assert [t.get_text() for t in finished.get_xticklabels()] == list(GRAPHS)
-    for mine, theirs in zip(bar_containers(planned), bar_containers(finished)):
-        assert mine.patches[0].get_facecolor() == theirs.patches[0].get_facecolor()
-        assert mine.get_label() == theirs.get_label()
+    assert finished.get_title() == GRAPHS[0]
+    assert [t.get_text() for t in finished.get_yticklabels()] == list(SCHEDULERS)
+    for mine, theirs in zip(bar_containers(planned)[0], bar_containers(finished)[0]):
+        assert mine.get_facecolor() == theirs.get_facecolor()
 
 
 def test_latency_takes_a_percentile_and_an_axes() -> None:
     figure = Figure()
     ax = figure.add_subplot()
-    assert plot.latency(make_rows(), percentile="p99", where={"slots": 4}, ax=ax) is figure
-    assert ax.get_ylabel() == "p99 frame latency (µs)"
+    where = {"slots": 4, "graph": "chain"}
+    assert plot.latency(make_rows(), percentile="p99", where=where, ax=ax) is figure
+    assert ax.get_xlabel() == "p99 frame latency (µs)"
     assert "0 invalid trials excluded" in flat(ax.get_title())
-    assert legend_texts(figure) == list(SCHEDULERS)
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(SCHEDULERS)
+    with pytest.raises(ValueError, match="the data holds 2 panels"):
+        plot.latency(make_rows(), where={"slots": 4}, ax=ax)
     with pytest.raises(ValueError, match="percentile 'p90'"):
         plot.latency(make_rows(), percentile="p90")
 
@@ -316,10 +341,27 @@ def test_plot_writes_every_figure_the_data_supports(tmp_path: Path) -> None:
         "latency_p50.png",
         "scaling_slots_latency_p50.png",
         "scaling_slots_throughput.png",
+        "speedup.png",
         "throughput.png",
     ]
     assert all(p.parent == tmp_path for p in paths)
     assert_images(paths)
+
+
+def test_the_gantt_charts_show_the_knobs_the_other_figures_show(tmp_path: Path) -> None:
+    traces = {
+        f"{s}|chain|workers={WORKERS}|slots={n}": make_trace(seed)
+        for seed, (s, n) in enumerate((s, n) for s in SCHEDULERS for n in SLOTS)
+    }
+    plot.plot(make_rows(), traces=traces, out_dir=tmp_path)  # the other figures: slots=16
+    shown = plot._shown_traces(traces, {"slots": 16})
+    assert sorted(shown) == [f"{s}|chain|workers={WORKERS}|slots=16" for s in SCHEDULERS]
+    # No trace at the value shown: the largest the traces hold.
+    fewer = {key: trace for key, trace in traces.items() if not key.endswith("=16")}
+    assert sorted(plot._shown_traces(fewer, {"slots": 16})) == [
+        f"{s}|chain|workers={WORKERS}|slots=4" for s in SCHEDULERS
+    ]
+    assert imread(tmp_path / "gantt_chain.png").shape[0] < 1000  # two panels, not six
 
 
 def test_plot_draws_only_what_the_data_supports(tmp_path: Path) -> None:
@@ -327,6 +369,8 @@ def test_plot_draws_only_what_the_data_supports(tmp_path: Path) -> None:
     assert sorted(p.name for p in paths) == [
         "latency_p50.png",
         "latency_p50.svg",
+        "speedup.png",
+        "speedup.svg",
         "throughput.png",
         "throughput.svg",
     ]
@@ -386,6 +430,7 @@ def test_real_runs_make_every_figure(tmp_path: Path) -> None:
         "latency_p50.png",
         "scaling_slots_latency_p50.png",
         "scaling_slots_throughput.png",
+        "speedup.png",
         "throughput.png",
     ]
     assert_images(paths)

@@ -1,6 +1,6 @@
 """`tomii sweep CONFIG` (and `python -m tomii.experiments CONFIG`): a TOML file to a table, saved
-results and figures; a bad file is one error line naming the file and the key; `--in-process` and
-`--trial-timeout` reach the sweep."""
+results and figures, and a verdict per graph against the baseline; a bad file is one error line
+naming the file and the key; `--baseline`, `--in-process` and `--trial-timeout` reach the sweep."""
 
 from __future__ import annotations
 
@@ -50,14 +50,19 @@ slots = [1, 2]
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].split()[:3] == ["graph", "slots", "scheduler"]
-    assert sum("random-3" in line for line in lines) == 2  # one per slots value
+    assert sum("random-3" in line for line in lines) == 4  # one per slots value, and verdicts
+    verdicts = lines[lines.index("") + 1 :]
+    assert verdicts[0].startswith("verdict: median frames/s against fifo's")
+    assert [line.split()[:2] for line in verdicts[1:3]] == [
+        ["fork_join(width=4,depth=2,cost=Fixed(2),seed=0),", f"slots={n}"] for n in (1, 2)
+    ]
     assert "8 trials; wrote" in done.stdout
     out = tmp_path / "results"
     with (out / "results.csv").open(encoding="utf-8") as file:
         rows = list(csv.DictReader(file))
     assert len(rows) == 8 and {row["valid"] for row in rows} == {"True"}
     assert {row["scheduler"] for row in rows} == {"fifo", "random-3"}
-    for figure in ("throughput.png", "latency_p50.png", "latency_cdf.png"):
+    for figure in ("speedup.png", "throughput.png", "latency_p50.png", "latency_cdf.png"):
         assert (out / figure).stat().st_size > 1000
     assert (out / "scaling_slots_throughput.png").is_file()
 
@@ -75,6 +80,25 @@ def test_a_bad_sweep_file_is_one_error_line(tmp_path: Path) -> None:
     done = sweep(str(config), cwd=tmp_path)
     assert done.returncode == 1 and "not valid TOML" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_baseline_is_a_swept_scheduler(tmp_path: Path) -> None:
+    config = tmp_path / "sweep.toml"
+    config.write_text(
+        'schedulers = ["fifo", "random"]\nrepeats = 2\nwarmup = 0\nframes = 4\n'
+        '[[graphs.generate]]\ngenerator = "fork_join"\nwidth = 2\ndepth = 1\n'
+        '[plots]\nbaseline = "random"\n',
+        encoding="utf-8",
+    )
+    done = sweep(str(config), "--no-plots", "--out", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "× random" in done.stdout.splitlines()[0] and "against random's" in done.stdout
+    done = sweep(str(config), "--no-plots", "--out", "out", "--baseline", "fifo", cwd=tmp_path)
+    assert done.returncode == 0 and "against fifo's" in done.stdout
+    done = sweep(str(config), "--baseline", "lifo", cwd=tmp_path)
+    assert done.returncode == 1 and done.stderr.strip().splitlines() == [
+        f"error: {config}: baseline 'lifo' is not one of the schedulers ['fifo', 'random']"
+    ]
 
 
 def test_the_experiments_files_load() -> None:

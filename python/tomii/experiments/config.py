@@ -25,6 +25,7 @@
     [plots]
     formats = ["png"]
     percentile = "p95"
+    baseline = "fifo"    # speed-ups and the verdict are against it (default: fifo, else the first)
 
     [executor]
     dask = "local:2"     # a LocalCluster of 2 single-thread worker processes, or an address
@@ -45,7 +46,9 @@ from typing import Any
 
 from .. import graphs as generators
 from .._tomii import ConfigError
-from .sweep import Scheduler, sweep
+from .stats import distinct, is_valid, run_knobs
+from .sweep import Scheduler, scheduler_labels, sweep
+from .verdict import Comparisons, choose_baseline, compare, verdict
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -57,7 +60,7 @@ __all__ = ["load_config", "main", "summary"]
 _TOP = {"schedulers", "repeats", "warmup", "frames", "seed", "out", "graphs", "knobs", "plots"}
 _TOP |= {"executor", "check", "mode"}
 _GRAPHS = {"standard", "cost", "files", "generate", "seed"}
-_PLOTS = {"formats", "percentile"}
+_PLOTS = {"formats", "percentile", "baseline"}
 _EXECUTOR = {"dask"}
 _GENERATORS = (
     "streaming_pipeline",
@@ -186,35 +189,74 @@ def load_config(path: str | Path) -> dict[str, Any]:
     }
 
 
-def summary(rows: Sequence[Mapping[str, Any]]) -> str:
-    """A text table: per graph, knobs and scheduler, the median throughput and latencies over
-    the valid repeats, and how many repeats were invalid."""
-    varying = [k for k in ("workers", "slots", "pop_batch") if len({row[k] for row in rows}) > 1]
+def summary(rows: Sequence[Mapping[str, Any]], *, baseline: str | None = None) -> str:
+    """A text table: per graph, varying knobs and scheduler, the medians over the valid repeats of
+    throughput (and its ratio to `baseline`'s), latencies and efficiency, and how many repeats
+    were valid; then a verdict per graph (`verdict.verdict`). `baseline`: default fifo when the
+    sweep ran it, else its first scheduler."""
+    varying = [k for k in run_knobs(rows) if len(distinct(row.get(k) for row in rows)) > 1]
+    valid = [row for row in rows if is_valid(row)]
+    chosen = choose_baseline(valid or rows, baseline) if rows else ""
     groups: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
     for row in rows:
         key = (row["graph"], *(row[k] for k in varying), row["scheduler"])
         groups.setdefault(key, []).append(row)
-    header = ["graph", *varying, "scheduler", "frames/s", "p50 µs", "p99 µs", "efficiency", "ok"]
-    lines = [header]
-
-    def median(values: list[float]) -> str:
-        finite = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
-        return f"{statistics.median(finite):.4g}" if finite else "-"
-
+    header = ["graph", *varying, "scheduler", "frames/s", f"× {chosen}", "p50 µs", "p99 µs"]
+    lines = [header + ["efficiency", "ok"]]
+    cells = compare(valid, baseline=chosen, keys=("graph", *varying)) if valid else []
+    speedups = {}
+    for comparisons in cells:
+        for one in comparisons.schedulers:
+            speedups[(*comparisons.cell, one.scheduler)] = one.speedup.value
     for key, members in sorted(groups.items(), key=lambda item: tuple(map(str, item[0]))):
-        valid = [r for r in members if r["valid"]]
+        good = [r for r in members if is_valid(r)]
         lines.append(
             [
                 *map(str, key),
-                median([r["throughput_frames_per_s"] for r in valid]),
-                median([r["latency_p50_us"] for r in valid]),
-                median([r["latency_p99_us"] for r in valid]),
-                median([r["efficiency"] for r in valid]),
-                f"{len(valid)}/{len(members)}",
+                _median([r["throughput_frames_per_s"] for r in good]),
+                _figure(speedups.get(key, math.nan), ".2f"),
+                _median([r["latency_p50_us"] for r in good]),
+                _median([r["latency_p99_us"] for r in good]),
+                _median([r["efficiency"] for r in good]),
+                f"{len(good)}/{len(members)}",
             ]
         )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines)
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    table = ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines]
+    return "\n".join([*table, *_verdicts(cells, varying)])
+
+
+def _median(values: list[float]) -> str:
+    finite = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    return f"{statistics.median(finite):.4g}" if finite else "-"
+
+
+def _figure(value: float, spec: str) -> str:
+    return format(value, spec) if math.isfinite(value) else "-"
+
+
+def _verdicts(cells: Sequence[Comparisons], varying: list[str]) -> list[str]:
+    """The verdict lines: one per graph (and value of each varying knob)."""
+    if not cells or len(cells[0].schedulers) < 2:
+        return []
+    baseline = cells[0].baseline
+    repeats = sorted({one.speedup.n for cell in cells for one in cell.schedulers})
+    counts = str(repeats[0]) if len(repeats) == 1 else f"{repeats[0]}–{repeats[-1]}"
+    lines = [
+        "",
+        (
+            f"verdict: median frames/s against {baseline}'s, with its 95% bootstrap interval "
+            f"over {counts} repeats; p99: median p99 latency against {baseline}'s"
+        ),
+    ]
+    names = [
+        ", ".join([str(cell.cell[0]), *(f"{k}={v}" for k, v in zip(varying, cell.cell[1:]))])
+        for cell in cells
+    ]
+    width = max(len(name) for name in names)
+    for name, cell in zip(names, cells):
+        lines.append(f"  {name.ljust(width)}  {verdict(cell)}")
+    return lines
 
 
 def _executor(spec: Mapping[str, Any], stack: ExitStack) -> Any:
@@ -238,9 +280,16 @@ def _executor(spec: Mapping[str, Any], stack: ExitStack) -> Any:
     return stack.enter_context(Client(str(address)))  # type: ignore[no-untyped-call]
 
 
+def _swept(rows: Sequence[Mapping[str, Any]], baseline: str | None) -> str | None:
+    """`baseline` if a valid row ran it (an interrupted sweep may hold none of its trials, or
+    all of them failed), else None: the default."""
+    ran = any(row["scheduler"] == baseline and is_valid(row) for row in rows)
+    return baseline if ran else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """`tomii sweep CONFIG [--out DIR] [--no-plots] [--frames N] [--repeats N] [--in-process]
-    [--trial-timeout S]`."""
+    """`tomii sweep CONFIG [--out DIR] [--no-plots] [--frames N] [--repeats N] [--baseline NAME]
+    [--in-process] [--trial-timeout S]`."""
     parser = argparse.ArgumentParser(
         prog="tomii sweep", description="Compare schedulers as a TOML file describes."
     )
@@ -251,6 +300,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--no-plots", action="store_true", help="write the table only")
     parser.add_argument("--frames", type=int, help="override the file's frames")
     parser.add_argument("--repeats", type=int, help="override the file's repeats")
+    parser.add_argument(
+        "--baseline",
+        metavar="NAME",
+        help="the scheduler that speed-ups and verdicts compare against (default: the file's "
+        "[plots] baseline, else fifo when swept, else the first scheduler)",
+    )
     parser.add_argument(
         "--in-process",
         action="store_true",
@@ -276,6 +331,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = args.out or config.pop("out") or Path("out") / args.config.stem
         config.pop("out", None)
         plots, executor_spec = config.pop("plots"), config.pop("executor")
+        baseline = args.baseline or plots.get("baseline")
+        names = scheduler_labels(config["schedulers"])
+        if baseline is not None and baseline not in names:
+            raise ConfigError(
+                f"{args.config}: baseline {baseline!r} is not one of the schedulers {names}"
+            )
         with ExitStack() as stack:
             executor = _executor(executor_spec, stack)
             result = sweep(
@@ -284,11 +345,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 executor=executor,
                 isolation=isolation,
                 trial_timeout_s=trial_timeout_s,
+                source=args.config,
             )
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    print(summary(result.rows))
+    print(summary(result.rows, baseline=_swept(result.rows, baseline)))
     written = [out / "results.csv"]
     if not args.no_plots and result.rows:
         from .plot import plot
@@ -300,6 +362,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             out_dir=out,
             formats=tuple(plots.get("formats", ("png",))),
             percentile=plots.get("percentile", "p50"),
+            baseline=_swept(result.rows, baseline),
         )
     print(f"\n{len(result.rows)} trials; wrote {', '.join(str(p) for p in written)}")
     if result.interrupted:

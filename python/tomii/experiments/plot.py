@@ -1,5 +1,7 @@
-"""Figures of a scheduler sweep: throughput and latency per scheduler with 95% confidence intervals,
-per-frame latency CDFs, scaling over a knob, and task timelines (Gantt charts) of traces.
+"""Figures of a scheduler sweep: speed-ups over a baseline scheduler with the verdict per graph,
+throughput and latency per scheduler, per-frame latency CDFs, scaling over a knob, and task
+timelines of traces (`gantt.py`, re-exported here). A figure of several graphs has a panel per
+graph with its own axis, and shows the medians the printed table shows, with their intervals.
 
 Takes plain data (the sweep's rows, frames and traces; see `plot`) and draws with matplotlib's
 object API, never pyplot, so no window opens and no figure outlives its caller. Invalid trials never
@@ -10,21 +12,20 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from matplotlib.artist import Artist
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 __all__ = [
     "MEASURES",
     "PERCENTILES",
+    "Estimate",
     "Interval",
     "Summary",
     "bars",
@@ -33,16 +34,35 @@ __all__ = [
     "latency",
     "latency_cdf",
     "mean_ci",
+    "median_ci",
     "plot",
+    "ratio_ci",
     "scaling",
+    "speedup",
     "summarize",
     "t_critical",
     "throughput",
 ]
 
+from ._canvas import (
+    _DPI,
+    _excluded_text,
+    _figure,
+    _heading,
+    _legend,
+    _lines,
+    _log_scale,
+    _note,
+    _palette,
+    _panels,
+    _titles,
+    _wrap,
+)
+from .gantt import gantt, gantts, parse_key
 from .stats import (
     MEASURES,
     PERCENTILES,
+    Estimate,
     Interval,
     Row,
     Summary,
@@ -50,13 +70,16 @@ from .stats import (
     in_trial_order,
     is_valid,
     mean_ci,
+    median_ci,
     number,
     ordered,
+    ratio_ci,
     run_knobs,
     select,
     summarize,
     t_critical,
 )
+from .verdict import Comparisons, compare, verdict
 
 # ---------------------------------------------------------------------------------------------
 # Bars: one metric per scheduler per graph
@@ -92,37 +115,138 @@ def bars(
     log: bool | None = None,
     ax: Axes | None = None,
     title: str | None = None,
+    statistic: str = "median",
 ) -> Figure:
-    """Grouped bars of the mean of `metric` (one group per `per` value, one bar per `by` value)
-    with 95% confidence intervals over the repeats. `log`: a log y axis (None: when the means span
-    more than two decades)."""
-    summary = summarize(rows, metric, keys=(per, by), where=where)
-    selection_groups = _levels(summary, 0)
-    series = _levels(summary, 1)
+    """A panel per `per` value (default: per graph), each with its own axis, holding a horizontal
+    bar per `by` value: the median of `metric` over the repeats (what `tomii sweep` prints) with
+    its exact order-statistic interval (`statistic="mean"`: the mean with its 95% Student's t
+    interval). `log`: a log axis (None: per panel, when its values span more than two decades).
+    `ax`: draw there (the data must then hold a single `per` value)."""
+    summary = summarize(rows, metric, keys=(per, by), where=where, statistic=statistic)
+    panels, series = _levels(summary, 0), _levels(summary, 1)
     if not series:
         raise ValueError(f"no valid trial to plot {metric} ({_excluded_text(summary.excluded)})")
-    width = max(6.4, 1.5 + 0.45 * len(selection_groups) * (len(series) + 1))
-    fig, ax, owned = _axes(ax, (width, 4.5))
+    fig, axes, owned = _panels(len(panels), ax, height=_row_height(len(series)), sharey=True)
     colours = _palette(rows, by, series)
-    step = 0.8 / len(series)
-    for i, name in enumerate(series):
-        cells = [summary.cells.get((group, name), _EMPTY) for group in selection_groups]
-        positions = np.arange(len(selection_groups)) + (i - (len(series) - 1) / 2) * step
-        heights = [cell.mean for cell in cells]
-        errors = [[cell.mean - _floor(cell) for cell in cells], [c.half_width for c in cells]]
-        ax.bar(positions, heights, step, yerr=errors, capsize=3, color=colours[name], label=name)
-    ax.set_xticks(
-        range(len(selection_groups)), labels=[_wrap(str(g), 30) for g in selection_groups]
-    )
-    ax.set_xlabel(per)
-    ax.set_ylabel(_describe(metric)[1])
-    if _log_scale(log, [cell.mean for cell in summary.cells.values()]):
-        ax.set_yscale("log")
-    ax.grid(axis="y", alpha=0.3)
+    positions = np.arange(len(series))
+    for panel, name in zip(axes, panels):
+        cells = [summary.cells.get((name, label), _EMPTY) for label in series]
+        values = [cell.value for cell in cells]
+        errors = [[v - _floor(c) for v, c in zip(values, cells)], [c.high - c.value for c in cells]]
+        panel.barh(
+            positions, values, 0.7, xerr=errors, capsize=3, color=[colours[s] for s in series]
+        )
+        _style_categories(panel, series)
+        panel.set_title(_wrap(str(name), 40))
+        panel.set_xlabel(_describe(metric)[1])
+        if _log_scale(log, values):
+            panel.set_xscale("log")
     heading = title or f"{_describe(metric)[0]} per {by}"
-    _titles(fig, [ax], owned, _heading(heading, summary.config) + "\n" + _note(summary))
-    _legend(fig, ax, owned, _patches(colours), by)
+    _titles(fig, axes, owned, _heading(heading, summary.config) + "\n" + _note(summary))
     return fig
+
+
+def speedup(
+    rows: Sequence[Row],
+    *,
+    baseline: str | None = None,
+    metric: str = "throughput_frames_per_s",
+    by: str = "scheduler",
+    per: str = "graph",
+    where: Mapping[str, Any] | None = None,
+    ax: Axes | None = None,
+) -> Figure:
+    """Which scheduler wins: a panel per `per` value (default: per graph), each with its own axis,
+    holding each `by` value's median `metric` divided by `baseline`'s (default: fifo when the
+    sweep ran it, else its first scheduler), a dot with its 95% bootstrap interval; a grey band
+    around 1 shows how far the baseline's own repeats spread (its median's order-statistic
+    interval), and under the panel's title is the verdict `tomii sweep` prints for that graph.
+    `ax`: draw there (the data must then hold a single `per` value)."""
+    cells = compare(rows, baseline=baseline, metric=metric, keys=(per,), by=by, where=where)
+    if not cells:
+        raise ValueError(f"no valid trial of the baseline to compare with ({_excluded(rows)})")
+    chosen = cells[0].baseline
+    series = [chosen, *(n for n in ordered(_names(cells)) if n != chosen)]
+    fig, axes, owned = _panels(len(cells), ax, height=_row_height(len(series)), sharey=True)
+    colours = _palette(rows, by, series)
+    for panel, cell in zip(axes, cells):
+        _draw_speedups(panel, cell, series, colours)
+        panel.set_title(
+            _wrap(str(cell.cell[0]), 40) + "\n" + _wrap(verdict(cell), 44), fontsize="medium"
+        )
+        panel.set_xlabel(f"{_describe(metric)[0].lower()} ÷ {chosen}'s (median)")
+    config = select(rows, (per, by), where).config
+    _titles(
+        fig, axes, owned, _heading(f"Speed-up over {chosen}", config) + "\n" + _ratio_note(cells)
+    )
+    return fig
+
+
+def _names(cells: Sequence[Comparisons]) -> list[str]:
+    return [one.scheduler for cell in cells for one in cell.schedulers]
+
+
+def _draw_speedups(
+    panel: Axes, cell: Comparisons, series: list[str], colours: Mapping[Any, Any]
+) -> None:
+    """One panel of `speedup`: the baseline's band, the line at 1, a dot and interval per
+    scheduler; the axis spans every interval and 1."""
+    found = {one.scheduler: one.speedup for one in cell.schedulers}
+    own = found[cell.baseline]
+    ends = [1.0]
+    if math.isfinite(own.low) and math.isfinite(own.high):
+        panel.axvspan(own.low, own.high, color="0.88", zorder=0, linewidth=0)
+        ends += [own.low, own.high]
+    panel.axvline(1.0, color="0.35", linewidth=1, zorder=1)
+    for position, name in enumerate(series):
+        ratio = found.get(name)
+        if ratio is None or name == cell.baseline or not math.isfinite(ratio.value):
+            continue
+        # A bootstrap interval may, rarely, leave out the ratio of the medians themselves.
+        low = max(ratio.value - ratio.low, 0.0) if math.isfinite(ratio.low) else 0.0
+        high = max(ratio.high - ratio.value, 0.0) if math.isfinite(ratio.high) else 0.0
+        panel.errorbar(
+            [ratio.value], [position], xerr=[[low], [high]], fmt="o", capsize=3,
+            color=colours[name], zorder=2,
+        )  # fmt: skip
+        ends += [ratio.value - low, ratio.value + high]
+    panel.plot([1.0], [0], marker="D", color=colours[cell.baseline], zorder=2)
+    spread = max(max(ends) - min(ends), 0.02)
+    panel.set_xlim(min(ends) - 0.08 * spread, max(ends) + 0.08 * spread)
+    _style_categories(panel, series)
+    panel.xaxis.set_major_formatter(_times_formatter())
+
+
+def _times_formatter() -> Any:
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda value, _: f"{value:g}×")
+
+
+def _style_categories(panel: Axes, series: Sequence[Any]) -> None:
+    """A category per row, the first at the top, with a vertical grid."""
+    panel.set_yticks(range(len(series)), labels=[str(s) for s in series])
+    panel.set_ylim(len(series) - 0.5, -0.5)
+    panel.grid(axis="x", alpha=0.3)
+
+
+def _row_height(count: int) -> float:
+    """The height of a panel with `count` categories (inches): legible, never sprawling."""
+    return 1.3 + 0.27 * count
+
+
+def _ratio_note(cells: Sequence[Comparisons]) -> str:
+    counts = sorted({one.speedup.n for cell in cells for one in cell.schedulers})
+    repeats = str(counts[0]) if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+    baseline = cells[0].baseline
+    return (
+        f"{repeats} repeats: median ÷ {baseline}'s median, 95% bootstrap interval; grey: "
+        f"{baseline}'s own spread; {_excluded_text(cells[0].excluded)}"
+    )
+
+
+def _excluded(rows: Sequence[Row]) -> str:
+    return _excluded_text(sum(not is_valid(row) for row in rows))
 
 
 def throughput(
@@ -134,7 +258,7 @@ def throughput(
     log: bool | None = None,
     ax: Axes | None = None,
 ) -> Figure:
-    """Mean throughput (frames/s) per `by` per `per`, with 95% confidence intervals (see `bars`)."""
+    """Median throughput (frames/s) per `by`, a panel per `per`, with intervals (see `bars`)."""
     return bars(rows, "throughput_frames_per_s", by=by, per=per, where=where, log=log, ax=ax)
 
 
@@ -148,8 +272,8 @@ def latency(
     log: bool | None = None,
     ax: Axes | None = None,
 ) -> Figure:
-    """Mean frame latency (µs) at `percentile` ("mean", "p50", "p95" or "p99") per `by` per
-    `per`, with 95% confidence intervals over the repeats (see `bars`)."""
+    """Median over the repeats of the frame latency (µs) at `percentile` ("mean", "p50", "p95"
+    or "p99") per `by`, a panel per `per`, with intervals (see `bars`)."""
     metric = _latency_metric(percentile)
     return bars(rows, metric, by=by, per=per, where=where, log=log, ax=ax)
 
@@ -160,13 +284,14 @@ def _latency_metric(percentile: str) -> str:
     return f"latency_{percentile}_us"
 
 
-_EMPTY = Interval(math.nan, math.nan, 0)
+_EMPTY = Estimate(math.nan, math.nan, math.nan, 0, math.nan)
 
 
-def _floor(cell: Interval) -> float:
-    """The interval's lower end as drawn: cut at zero under a non-negative mean (every figure of
-    a run is non-negative; an interval below zero only says the repeats were few or spread)."""
-    return max(cell.low, 0.0) if cell.mean >= 0 else cell.low
+def _floor(cell: Estimate) -> float:
+    """The interval's lower end as drawn: cut at zero under a non-negative value (every figure of
+    a run is non-negative; a mean's interval below zero only says the repeats were few or
+    spread)."""
+    return max(cell.low, 0.0) if cell.value >= 0 else cell.low
 
 
 def _levels(summary: Summary, position: int) -> list[Any]:
@@ -255,7 +380,8 @@ def scaling(
     ax: Axes | None = None,
 ) -> Figure:
     """`y` over the knob `x` ("slots", "workers" or another numeric knob): one line per `by`
-    value with its 95% confidence band over the repeats, one panel per `per` value. `log`/`log_x`:
+    value, the median over the repeats with its order-statistic band (see `bars`), one panel per
+    `per` value. `log`/`log_x`:
     log axes (None: when the values span more than two decades / the knob a factor of 8)."""
     summary = summarize(rows, y, keys=(per, by, x), where=where)
     panels, series, knob = _levels(summary, 0), _levels(summary, 1), _levels(summary, 2)
@@ -274,12 +400,12 @@ def scaling(
             ]
             xs = [float(v) for v, _ in points]
             panel.plot(
-                xs, [c.mean for _, c in points], marker="o", color=colours[label], label=label
+                xs, [c.value for _, c in points], marker="o", color=colours[label], label=label
             )
             lows, highs = [_floor(c) for _, c in points], [c.high for _, c in points]
             panel.fill_between(xs, lows, highs, color=colours[label], alpha=0.2, linewidth=0)
         _style_scaling(panel, str(name), x, y, knob, log_x)
-    if _log_scale(log, [cell.mean for cell in summary.cells.values()]):
+    if _log_scale(log, [cell.value for cell in summary.cells.values()]):
         for panel in axes:
             panel.set_yscale("log")
     heading = _heading(f"{_describe(y)[0]} over {x}", summary.config)
@@ -306,216 +432,6 @@ def _style_scaling(
 
 
 # ---------------------------------------------------------------------------------------------
-# Gantt charts of traces
-
-
-@dataclass(frozen=True)
-class _TraceKey:
-    scheduler: str
-    graph: str
-    knobs: dict[str, str]
-
-    @property
-    def workers(self) -> int | None:
-        text = self.knobs.get("workers", "")
-        return int(text) if text.isdigit() else None
-
-    def label(self) -> str:
-        knobs = ", ".join(f"{k}={v}" for k, v in self.knobs.items())
-        return f"{self.scheduler} ({knobs})" if knobs else self.scheduler
-
-    def order(self) -> tuple[tuple[int, float, str], ...]:
-        """Sorts the keys of one scheduler by their knobs, numbers as numbers."""
-        return tuple((0, number(v), "") if math.isfinite(number(v)) else (1, 0.0, v)
-                     for v in self.knobs.values())  # fmt: skip
-
-
-_KNOB = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=[^|]*$")
-
-
-def _parse_key(key: str) -> _TraceKey:
-    """Splits "scheduler|graph|workers=2|slots=4": trailing name=value parts are knobs."""
-    parts = key.split("|")
-    tail = len(parts)
-    while tail > 2 and _KNOB.match(parts[tail - 1]):
-        tail -= 1
-    if tail < 2 or not parts[0] or not parts[1]:
-        raise ValueError(
-            f"trace key {key!r} is not of the form 'scheduler|graph|workers=N|slots=N'"
-        )
-    knobs = dict(part.split("=", 1) for part in parts[tail:])
-    return _TraceKey(parts[0], "|".join(parts[1:tail]), knobs)
-
-
-def gantt(
-    trace: np.ndarray[Any, Any],
-    node_names: Sequence[str],
-    *,
-    frame: int | None = None,
-    workers: int | None = None,
-    ax: Axes | None = None,
-    title: str | None = None,
-) -> Figure:
-    """One trace as a timeline: a lane per worker (`workers` lanes, default: the trace's highest
-    worker + 1), a bar per task from start to end, coloured by frame; with `frame`, only that
-    frame's tasks, coloured by node with a legend."""
-    records = _frame_records(_check_trace(trace, node_names), frame)
-    unit = _time_unit([records], frame)
-    lanes = workers if workers is not None else _lanes(trace)
-    fig, ax, owned = _axes(ax, (9.0, 1.6 + 0.4 * lanes))
-    handles = _draw_gantt(ax, records, node_names, frame=frame, lanes=lanes, unit=unit)
-    _titles(fig, [ax], owned, title or _gantt_heading(frame))
-    if handles:
-        _legend(fig, ax, owned, handles, "node")
-    return fig
-
-
-def gantts(
-    traces: Mapping[str, tuple[np.ndarray[Any, Any], Sequence[str]]],
-    *,
-    graph: str | None = None,
-    frame: int | None = None,
-    schedulers: Sequence[str] = (),
-) -> Figure:
-    """The traces of one graph (`graph`, needed when the keys name several), one panel per
-    trace key "scheduler|graph|workers=N|slots=N", stacked on a shared time axis (see `gantt`);
-    the panels go by scheduler (in the order of `schedulers`, then of the keys), then knobs."""
-    parsed = [(_parse_key(key), value) for key, value in traces.items()]
-    graphs = list(dict.fromkeys(key.graph for key, _ in parsed))
-    if graph is None and len(graphs) != 1:
-        raise ValueError(f"gantts: the traces hold graphs {graphs}; pass graph=... to pick one")
-    graph = graphs[0] if graph is None else graph
-    chosen = [(key, value) for key, value in parsed if key.graph == graph]
-    if not chosen:
-        raise ValueError(f"gantts: no trace of graph {graph!r}; the traces hold {graphs}")
-    schedulers = list(dict.fromkeys([*schedulers, *(key.scheduler for key, _ in chosen)]))
-    chosen.sort(key=lambda item: (schedulers.index(item[0].scheduler), item[0].order()))
-    records = [_frame_records(_check_trace(t, names), frame) for _, (t, names) in chosen]
-    lanes = [key.workers or _lanes(trace) for key, (trace, _) in chosen]
-    unit = _time_unit(records, frame)
-    fig = _figure(9.0, 1.2 + sum(0.6 + 0.35 * n for n in lanes))
-    axes = list(fig.subplots(len(chosen), 1, sharex=True, squeeze=False)[:, 0])
-    handles: list[Artist] = []
-    for panel, (key, (_, names)), mine, count in zip(axes, chosen, records, lanes):
-        handles = _draw_gantt(panel, mine, names, frame=frame, lanes=count, unit=unit) or handles
-        panel.set_title(_wrap(key.label(), 90), fontsize="medium")
-    for panel in axes[:-1]:
-        panel.set_xlabel("")
-    _titles(fig, axes, True, _gantt_heading(frame, graph))
-    if handles:
-        _legend(fig, axes[0], True, handles, "node")
-    return fig
-
-
-def _check_trace(trace: np.ndarray[Any, Any], node_names: Sequence[str]) -> np.ndarray[Any, Any]:
-    fields = ("frame", "start_ns", "end_ns", "node", "worker")
-    names = trace.dtype.names or ()
-    missing = [f for f in fields if f not in names]
-    if missing:
-        raise ValueError(
-            f"the trace has no field {', '.join(missing)}: pass tomii.TRACE_DTYPE records"
-        )
-    if trace.size and int(trace["node"].max()) >= len(node_names):
-        raise ValueError(
-            f"the trace names node {int(trace['node'].max())} but node_names has {len(node_names)}"
-        )
-    return trace
-
-
-def _frame_records(trace: np.ndarray[Any, Any], frame: int | None) -> np.ndarray[Any, Any]:
-    if frame is None:
-        return trace
-    records: np.ndarray[Any, Any] = trace[trace["frame"] == frame]
-    if not records.size:
-        seen = f"{int(trace['frame'].min())}..{int(trace['frame'].max())}" if trace.size else "none"
-        raise ValueError(f"frame {frame} is not in the trace (its frames: {seen})")
-    return records
-
-
-def _lanes(records: np.ndarray[Any, Any]) -> int:
-    return int(records["worker"].max()) + 1 if records.size else 1
-
-
-def _time_unit(traces: list[np.ndarray[Any, Any]], frame: int | None) -> tuple[str, float]:
-    span = max((_span_ns(records, frame) for records in traces), default=0.0)
-    if span < 2e6:
-        return "µs", 1e3
-    return ("ms", 1e6) if span < 2e10 else ("s", 1e9)
-
-
-def _origin_ns(records: np.ndarray[Any, Any], frame: int | None) -> float:
-    """Time zero of the axis: when the frame's first task became ready, or when the first task
-    started (workers start a varying while after the run does)."""
-    if not records.size:
-        return 0.0
-    return float(records["ready_ns" if frame is not None else "start_ns"].min())
-
-
-def _span_ns(records: np.ndarray[Any, Any], frame: int | None) -> float:
-    return float(records["end_ns"].max()) - _origin_ns(records, frame) if records.size else 0.0
-
-
-def _draw_gantt(
-    ax: Axes,
-    records: np.ndarray[Any, Any],
-    node_names: Sequence[str],
-    *,
-    frame: int | None,
-    lanes: int,
-    unit: tuple[str, float],
-) -> list[Artist]:
-    """Draws the lanes; returns the legend handles (the nodes, when one frame is shown)."""
-    if records.size and int(records["worker"].max()) >= lanes:
-        raise ValueError(f"the trace has worker {int(records['worker'].max())} but {lanes} lanes")
-    colours = _cycle20(records["node"] if frame is not None else records["frame"])
-    origin = _origin_ns(records, frame)
-    start = (records["start_ns"].astype(np.float64) - origin) / unit[1]
-    end = (records["end_ns"].astype(np.float64) - origin) / unit[1]
-    length = end - start
-    for worker in range(lanes):
-        mine = records["worker"] == worker
-        spans = list(zip(start[mine].tolist(), length[mine].tolist()))
-        ax.broken_barh(
-            spans,
-            (worker - 0.4, 0.8),
-            facecolors=colours[mine],
-            edgecolors=colours[mine],
-            linewidths=0.3,
-        )
-    ax.set_yticks(range(lanes), labels=[str(w) for w in range(lanes)])
-    ax.set_ylim(lanes - 0.5, -0.5)
-    ax.set_ylabel("worker")
-    since = "the first task started" if frame is None else f"frame {frame} became ready"
-    ax.set_xlabel(f"time since {since} ({unit[0]})")
-    ax.grid(axis="x", alpha=0.3)
-    if frame is None:
-        return []
-    from matplotlib.patches import Patch
-
-    nodes = np.unique(records["node"])
-    return [Patch(color=c, label=node_names[n]) for n, c in zip(nodes, _cycle20(nodes))]
-
-
-def _cycle20(values: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """An RGBA colour per value from 20 colours, neighbours in distinct hues (tab20's dark
-    shades, then its light ones)."""
-    import matplotlib
-
-    order = np.array([*range(0, 20, 2), *range(1, 20, 2)])
-    colours: np.ndarray[Any, Any] = matplotlib.colormaps["tab20"](
-        order[values.astype(np.int64) % 20]
-    )
-    return colours.reshape(-1, 4)
-
-
-def _gantt_heading(frame: int | None, graph: str | None = None) -> str:
-    what = f"Tasks of {graph}" if graph else "Tasks"
-    if frame is None:
-        return f"{what} on each worker, coloured by frame (20-colour cycle)"
-    return f"{what} of frame {frame} on each worker, coloured by node"
-
-
-# ---------------------------------------------------------------------------------------------
 # Every figure the data supports
 
 
@@ -527,16 +443,21 @@ def plot(
     formats: Sequence[str] = ("png",),
     *,
     percentile: str = "p50",
+    baseline: str | None = None,
 ) -> list[Path]:
     """Writes every figure the data supports into `out_dir` (default: the current directory), in
     each of `formats`, and returns the paths:
 
-    - throughput.EXT, latency_PCT.EXT: per scheduler per graph, 95% confidence intervals;
+    - speedup.EXT: which scheduler wins, a panel per graph: each scheduler's median throughput
+      over `baseline`'s with its interval and the verdict (see `speedup`), when the rows hold
+      several schedulers;
+    - throughput.EXT, latency_PCT.EXT: a panel per graph, a bar per scheduler, medians with
+      their intervals (see `bars`);
     - latency_cdf.EXT: when `frames` (dicts: trial, frame, latency_us) are given;
     - scaling_KNOB_throughput.EXT, scaling_KNOB_latency_PCT.EXT: for KNOB workers and slots, when
       the knob varies between the repeats' configurations;
     - gantt_GRAPH.EXT: per graph of `traces` ({"scheduler|graph|workers=N|slots=N": (records,
-      node_names)}), a panel per key.
+      node_names)}), a panel per scheduler at the knobs the other figures show.
 
     `rows` are the sweep's trials (dicts: trial, scheduler, scheduler_options, graph, workers,
     slots, frames, pop_batch, repeat, the report's figures, valid, problem); invalid ones are left
@@ -547,7 +468,10 @@ def plot(
     metric = _latency_metric(percentile)
     out = Path.cwd() if out_dir is None else Path(out_dir)
     where = _representative(rows)
-    figures = [
+    figures = []
+    if len(distinct(row.get("scheduler") for row in rows if is_valid(row))) > 1:
+        figures.append(("speedup", speedup(rows, baseline=baseline, where=where)))
+    figures += [
         ("throughput", throughput(rows, where=where)),
         (f"latency_{percentile}", latency(rows, percentile=percentile, where=where)),
     ]
@@ -560,11 +484,39 @@ def plot(
             latency_figure = scaling(rows, x=knob, y=metric, where=others)
             figures.append((f"scaling_{knob}_latency_{percentile}", latency_figure))
     order = distinct(row.get("scheduler") for row in in_trial_order(rows))
-    for graph in dict.fromkeys(_parse_key(key).graph for key in traces or {}):
-        timeline = gantts(traces or {}, graph=graph, schedulers=order)
+    shown = _shown_traces(traces or {}, where)
+    for graph in dict.fromkeys(parse_key(key).graph for key in shown):
+        timeline = gantts(shown, graph=graph, schedulers=order)
         figures.append((f"gantt_{_slug(graph)}", timeline))
     out.mkdir(parents=True, exist_ok=True)
     return [path for stem, figure in _unique(figures) for path in _save(figure, out, stem, kinds)]
+
+
+def _shown_traces(
+    traces: Mapping[str, tuple[np.ndarray[Any, Any], Sequence[str]]], where: Mapping[str, Any]
+) -> dict[str, tuple[np.ndarray[Any, Any], Sequence[str]]]:
+    """The traces the Gantt charts show: where a knob varies among the keys, those at the value
+    the other figures show (`where`), or at the largest the traces hold, so that a chart has a
+    panel per scheduler, not one per combination of knobs."""
+    parsed = {key: parse_key(key) for key in traces}
+    chosen = dict(traces)
+    for knob in dict.fromkeys(name for key in parsed.values() for name in key.knobs):
+        values = {parsed[key].knobs.get(knob, "") for key in chosen}
+        if len(values) < 2:
+            continue
+        wanted = str(where.get(knob, ""))
+        if wanted not in values:
+            wanted = max(values, key=_knob_order)
+        chosen = {
+            key: trace for key, trace in chosen.items() if parsed[key].knobs.get(knob) == wanted
+        }
+    return chosen
+
+
+def _knob_order(text: str) -> tuple[int, float, str]:
+    """Sorts a knob's values as the trace keys spell them: numbers as numbers, above text."""
+    value = number(text)
+    return (1, value, "") if math.isfinite(value) else (0, 0.0, text)
 
 
 def _representative(rows: Sequence[Row]) -> dict[str, Any]:
@@ -620,133 +572,5 @@ def _check_formats(formats: Sequence[str]) -> list[str]:
 def _save(figure: Figure, out: Path, stem: str, kinds: list[str]) -> list[Path]:
     paths = [out / f"{stem}.{kind}" for kind in kinds]
     for path in paths:
-        figure.savefig(path, dpi=120)
+        figure.savefig(path, dpi=_DPI)
     return paths
-
-
-# ---------------------------------------------------------------------------------------------
-# Figure plumbing
-
-
-def _figure(width: float, height: float) -> Figure:
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise ImportError(
-            "tomii.experiments.plot needs matplotlib: pip install matplotlib"
-        ) from None
-    return Figure(figsize=(width, height), layout="constrained")
-
-
-def _root(ax: Axes) -> Figure:
-    from matplotlib.figure import Figure
-
-    figure = ax.figure
-    return figure if isinstance(figure, Figure) else figure.figure
-
-
-def _axes(ax: Axes | None, size: tuple[float, float]) -> tuple[Figure, Axes, bool]:
-    """The figure and axes to draw on, and whether this module made them."""
-    if ax is not None:
-        return _root(ax), ax, False
-    fig = _figure(*size)
-    return fig, fig.add_subplot(), True
-
-
-def _panels(count: int, ax: Axes | None) -> tuple[Figure, list[Axes], bool]:
-    """`count` panels, at most three a row; a given `ax` serves as the only one."""
-    if ax is not None:
-        if count != 1:
-            raise ValueError(f"the data holds {count} panels (graphs): pass graph=/where= for one")
-        return _root(ax), [ax], False
-    columns = min(count, 3)
-    rows = math.ceil(count / columns)
-    fig = _figure(max(6.4, 0.6 + 4.6 * columns), 1.6 + 3.6 * rows)
-    grid = fig.subplots(rows, columns, squeeze=False)
-    panels: list[Axes] = list(grid.ravel())
-    for spare in panels[count:]:
-        spare.set_visible(False)
-    return fig, panels[:count], True
-
-
-def _titles(fig: Figure, axes: list[Axes], owned: bool, text: str) -> None:
-    """The heading: the figure's when it is ours, else prefixed to the one panel's title."""
-    if owned:
-        fig.suptitle(_wrap(text, int(fig.get_figwidth() * 10)))
-    else:
-        title = axes[0].get_title()
-        axes[0].set_title(_wrap(text, 60) + ("\n" + title if title else ""))
-
-
-def _wrap(text: str, width: int) -> str:
-    """`text` with each line broken after spaces or commas to at most `width` characters."""
-    lines = []
-    for line in text.split("\n"):
-        current = ""
-        for token in re.split(r"(?<=[ ,])", line):
-            if current and len(current) + len(token) > width:
-                lines.append(current.rstrip())
-                current = ""
-            current += token
-        lines.append(current)
-    return "\n".join(lines)
-
-
-def _legend(fig: Figure, ax: Axes, owned: bool, handles: list[Artist], title: str) -> None:
-    if owned:
-        columns = min(len(handles), 4)
-        fig.legend(handles=handles, title=title, loc="outside lower center", ncols=columns)
-    else:
-        ax.legend(handles=handles, title=title, fontsize="small")
-
-
-def _palette(rows: Sequence[Row], by: str, shown: list[Any]) -> dict[Any, Any]:
-    """A colour for each of the values `shown`: the same in every figure of the same rows."""
-    import matplotlib
-
-    names = distinct(row.get(by) for row in in_trial_order(rows))
-    cycle = matplotlib.colormaps["tab10" if len(names) <= 10 else "tab20"]
-    return {name: cycle(names.index(name) % cycle.N) for name in shown}
-
-
-def _patches(colours: Mapping[Any, Any]) -> list[Artist]:
-    from matplotlib.patches import Patch
-
-    return [Patch(color=colour, label=str(name)) for name, colour in colours.items()]
-
-
-def _lines(colours: Mapping[Any, Any]) -> list[Artist]:
-    from matplotlib.lines import Line2D
-
-    return [
-        Line2D([], [], color=colour, marker="o", label=str(name))
-        for name, colour in colours.items()
-    ]
-
-
-def _log_scale(log: bool | None, values: Iterable[float]) -> bool:
-    """`log`, or when None: whether the positive finite values span more than two decades."""
-    if log is not None:
-        return log
-    positive = [v for v in values if math.isfinite(v) and v > 0]
-    return bool(positive) and max(positive) / min(positive) > 100
-
-
-def _heading(text: str, config: Mapping[str, Any]) -> str:
-    knobs = ", ".join(f"{k}={v}" for k, v in config.items())
-    return f"{text}\n{knobs}" if knobs else text
-
-
-def _note(summary: Summary) -> str:
-    counts = sorted({cell.n for cell in summary.cells.values() if cell.n})
-    repeats = "no" if not counts else str(counts[0])
-    if len(counts) > 1:
-        repeats = f"{counts[0]}–{counts[-1]}"
-    note = f"{repeats} repeats, mean ± 95% CI (Student's t); {_excluded_text(summary.excluded)}"
-    if summary.missing:
-        note += f"; {summary.missing} without a value"
-    return note
-
-
-def _excluded_text(count: int) -> str:
-    return f"{count} invalid trial{'' if count == 1 else 's'} excluded"

@@ -1,5 +1,6 @@
-"""The statistics of a sweep's figures: which rows are repeats of one configuration, and their
-means with 95% confidence intervals (Student's t; no scipy).
+"""The statistics of a sweep's figures and table: which rows are repeats of one configuration, their
+medians with exact order-statistic intervals (or means with Student's t intervals), and ratios of
+medians with bootstrap intervals. numpy only: never scipy.
 
 Takes plain rows (see `tomii.experiments.table.COLUMNS`); invalid trials never enter a statistic.
 """
@@ -8,14 +9,19 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "MEASURES",
     "PERCENTILES",
+    "STATISTICS",
+    "Estimate",
     "Interval",
     "Row",
     "Summary",
@@ -23,8 +29,11 @@ __all__ = [
     "in_trial_order",
     "is_valid",
     "mean_ci",
+    "median_ci",
+    "median_ranks",
     "number",
     "ordered",
+    "ratio_ci",
     "run_knobs",
     "select",
     "summarize",
@@ -47,6 +56,8 @@ MEASURES = frozenset(
 #: Configuration columns that are not run knobs (titles name the run knobs a figure holds fixed).
 _IDENTITY = ("scheduler", "scheduler_options", "graph")
 PERCENTILES = ("mean", "p50", "p95", "p99")
+#: What `summarize` computes per cell: the median (what `tomii sweep` prints) or the mean.
+STATISTICS = ("median", "mean")
 
 # ---------------------------------------------------------------------------------------------
 # Confidence intervals
@@ -107,6 +118,76 @@ def mean_ci(values: Iterable[float]) -> Interval:
     return Interval(mean, t_critical(n - 1) * deviation / math.sqrt(n), n)
 
 
+@dataclass(frozen=True)
+class Estimate:
+    """A statistic of `n` samples and its interval [`low`, `high`], which holds the true value
+    with probability `coverage` (NaN ends and coverage: fewer than two samples)."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+    coverage: float
+
+
+def median_ranks(n: int, level: float = 0.95) -> tuple[int, float]:
+    """The order-statistic interval of the median of `n` samples: the largest rank k such that
+    [x₍ₖ₎, x₍ₙ₋ₖ₊₁₎] holds the true median with probability ≥ `level`, and that probability,
+    1 − 2·P(B ≤ k − 1) for B ~ Binomial(n, ½) (exact for any continuous distribution). Below six
+    samples no interval reaches 95%: k is 1 (the range) and the probability says how far it falls
+    short."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ValueError(f"median_ranks: n must be an int ≥ 2, got {n!r}")
+
+    def coverage(k: int) -> float:
+        return 1 - 2 * sum(math.comb(n, i) for i in range(k)) / float(2**n)
+
+    k = 1
+    while k + 1 <= (n + 1) // 2 and coverage(k + 1) >= level:
+        k += 1
+    return k, coverage(k)
+
+
+def median_ci(values: Iterable[float], *, level: float = 0.95) -> Estimate:
+    """The median of the finite values and its exact order-statistic interval (`median_ranks`)."""
+    sample = sorted(v for v in (number(value) for value in values) if math.isfinite(v))
+    n = len(sample)
+    if n == 0:
+        return Estimate(math.nan, math.nan, math.nan, 0, math.nan)
+    median = statistics.median(sample)
+    if n == 1:
+        return Estimate(median, math.nan, math.nan, 1, math.nan)
+    k, coverage = median_ranks(n, level)
+    return Estimate(median, sample[k - 1], sample[n - k], n, coverage)
+
+
+def ratio_ci(
+    values: Iterable[float],
+    baseline: Iterable[float],
+    *,
+    level: float = 0.95,
+    resamples: int = 4000,
+    seed: int = 0,
+) -> Estimate:
+    """median(values) / median(baseline), and its percentile-bootstrap interval: both samples
+    resampled independently `resamples` times with a generator seeded by `seed` (so the same data
+    give the same interval). `n` is the smaller sample; NaN where a sample is empty or the
+    baseline's median is not positive, NaN ends where a sample has fewer than two values."""
+    top = np.array([v for v in map(number, values) if math.isfinite(v)])
+    bottom = np.array([v for v in map(number, baseline) if math.isfinite(v)])
+    n = min(top.size, bottom.size)
+    if n == 0 or not float(np.median(bottom)) > 0:
+        return Estimate(math.nan, math.nan, math.nan, n, math.nan)
+    ratio = float(np.median(top)) / float(np.median(bottom))
+    if n < 2:
+        return Estimate(ratio, math.nan, math.nan, n, math.nan)
+    generator = np.random.default_rng(seed)
+    tops = np.median(generator.choice(top, size=(resamples, top.size)), axis=1)
+    bottoms = np.median(generator.choice(bottom, size=(resamples, bottom.size)), axis=1)
+    low, high = np.quantile(tops / bottoms, [(1 - level) / 2, (1 + level) / 2])
+    return Estimate(ratio, float(low), float(high), n, level)
+
+
 def number(value: Any) -> float:
     """`value` as a float; NaN when it is missing or not a number."""
     try:
@@ -121,16 +202,18 @@ def number(value: Any) -> float:
 
 @dataclass(frozen=True)
 class Summary:
-    """`metric` per cell (a tuple of the values of `keys`) over the valid trials, the repeats of
-    one configuration; `excluded` invalid trials matched and were left out, `missing` valid trials
-    had no finite value; `config` holds the run knobs with one value over every selected trial."""
+    """`statistic` ("median" or "mean") of `metric` per cell (a tuple of the values of `keys`)
+    over the valid trials, the repeats of one configuration; `excluded` invalid trials matched and
+    were left out, `missing` valid trials had no finite value; `config` holds the run knobs with
+    one value over every selected trial."""
 
     metric: str
     keys: tuple[str, ...]
-    cells: dict[tuple[Any, ...], Interval]
+    cells: dict[tuple[Any, ...], Estimate]
     excluded: int
     missing: int
     config: dict[str, Any]
+    statistic: str = "median"
 
 
 @dataclass(frozen=True)
@@ -158,19 +241,33 @@ def summarize(
     *,
     keys: Sequence[str] = ("scheduler", "graph"),
     where: Mapping[str, Any] | None = None,
+    statistic: str = "median",
 ) -> Summary:
-    """Mean and 95% confidence interval of `metric` over the repeats of each cell of `keys`.
+    """`statistic` of `metric` over the repeats of each cell of `keys`, with its interval: the
+    median with its exact order-statistic interval (`median_ci`, what `tomii sweep` prints), or
+    the mean with its 95% Student's t interval (`mean_ci`).
 
     `where` keeps the rows whose columns equal its values. Every cell must hold one
     configuration (every column outside `MEASURES`): a knob that still varies raises ValueError
     naming it."""
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic {statistic!r}: choose one of {', '.join(STATISTICS)}")
     selection = select(rows, keys, where)
     values = {
         key: [number(row.get(metric)) for row in group] for key, group in selection.cells.items()
     }
-    cells = {key: mean_ci(sample) for key, sample in values.items()}
+    estimate = median_ci if statistic == "median" else _mean_estimate
+    cells = {key: estimate(sample) for key, sample in values.items()}
     missing = sum(not math.isfinite(v) for sample in values.values() for v in sample)
-    return Summary(metric, selection.keys, cells, selection.excluded, missing, selection.config)
+    return Summary(
+        metric, selection.keys, cells, selection.excluded, missing, selection.config, statistic
+    )
+
+
+def _mean_estimate(values: Iterable[float]) -> Estimate:
+    interval = mean_ci(values)
+    coverage = 0.95 if interval.n > 1 else math.nan
+    return Estimate(interval.mean, interval.low, interval.high, interval.n, coverage)
 
 
 def select(rows: Sequence[Row], keys: Sequence[str], where: Mapping[str, Any] | None) -> _Selection:

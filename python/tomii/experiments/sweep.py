@@ -132,6 +132,11 @@ def _scheduler(spec: SchedulerSpec) -> _Scheduler:
     return _Scheduler(label, str(path.resolve()), options)
 
 
+def scheduler_labels(specs: Sequence[SchedulerSpec]) -> list[str]:
+    """What the rows of a sweep of `specs` call each scheduler."""
+    return [_scheduler(spec).label for spec in specs]
+
+
 def _graph(spec: GraphSpec, position: int) -> tuple[str, dict[str, Any]]:
     if isinstance(spec, Graph):
         return f"graph{position}", spec.to_dict()
@@ -642,6 +647,7 @@ def sweep(
     isolation: str = "process",
     trial_timeout_s: float | None = 600.0,
     mode: str = "run",
+    source: str | Path | None = None,
 ) -> SweepResult:
     """Runs every scheduler on every graph for every combination of `knobs`, `repeats` times.
 
@@ -698,6 +704,10 @@ def sweep(
     so `knobs={"workers": [2, 8, 64, 256]}` sweeps machines this one does not have; the knobs are
     then `tomii.simulate`'s (`cost_model`, `seed`, `arrival_interval_us`, ...), the rows and
     figures the same, and the wall times virtual.
+
+    `source`: the file the sweep comes from (`tomii sweep` passes its TOML file), recorded in the
+    environment; when the tomii package is an installed copy, whose checkout is unknown, the git
+    commit recorded is that of the checkout holding `source` (`git_from` says which).
     """
     if mode not in MODES:
         raise ValueError(f"sweep: mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -711,7 +721,7 @@ def sweep(
     columns = [*COLUMNS, *plan.extra_knobs, PID_COLUMN]
     parameters = _parameters(plan, repeats, warmup, frames, seed, executor)
     parameters.update(isolation=isolation, trial_timeout_s=trial_timeout_s, mode=mode)
-    result = SweepResult([], [], {}, environment(parameters), columns)
+    result = SweepResult([], [], {}, environment(parameters, source=source), columns)
     with closing(_OneByOne(plan, isolation, trial_timeout_s)) as trials:
         try:
             if executor is None:
@@ -725,6 +735,7 @@ def sweep(
         finally:
             if files is not None:
                 files.close()
+    result.environment["load_average_end"] = _load_average()
     if out is not None:
         result.save(out)
     return result
@@ -825,9 +836,20 @@ def _parameters(
     }
 
 
-def environment(parameters: Mapping[str, Any]) -> dict[str, Any]:
-    """Where and with what a sweep ran: versions, machine, git commit, date, its parameters."""
-    commit, dirty = _git()
+def environment(
+    parameters: Mapping[str, Any], *, source: str | Path | None = None
+) -> dict[str, Any]:
+    """Where and with what a sweep ran: versions, machine and its load (`load_average` when the
+    sweep starts; `sweep` adds `load_average_end`), git commit, date, its parameters.
+
+    `git_commit` and `git_dirty` are those of the checkout the tomii package runs from, else
+    (an installed copy) of the checkout holding `source`; `git_from` says which ("package",
+    "source" or None when neither is in a git checkout)."""
+    commit, dirty = _git(Path(__file__).resolve().parent)
+    origin = "package" if commit else None
+    if commit is None and source is not None:
+        commit, dirty = _git(Path(source).resolve().parent, installed_ok=True)
+        origin = "source" if commit else None
     return {
         "tomii_version": _tomii_version(),
         "python_version": platform.python_version(),
@@ -838,8 +860,11 @@ def environment(parameters: Mapping[str, Any]) -> dict[str, Any]:
         "hostname": platform.node(),
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
+        "load_average": _load_average(),
         "git_commit": commit,
         "git_dirty": dirty,
+        "git_from": origin,
+        "source": None if source is None else str(Path(source).resolve()),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "parameters": dict(parameters),
     }
@@ -854,6 +879,15 @@ def _tomii_version() -> str:
         return "unknown"
 
 
+def _load_average() -> list[float] | None:
+    """The 1-, 5- and 15-minute load averages when the sweep started (None where unknown): how
+    busy the machine already was."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
 def _cpu_model() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
@@ -866,11 +900,10 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def _git() -> tuple[str | None, bool | None]:
-    """The commit of the git checkout the tomii package is in, and whether tracked files
-    differ from it; (None, None) outside a checkout or without git."""
-    where = Path(__file__).resolve().parent
-    if "site-packages" in where.parts:
+def _git(where: Path, *, installed_ok: bool = False) -> tuple[str | None, bool | None]:
+    """The commit of the git checkout `where` is in, and whether tracked files differ from it;
+    (None, None) outside a checkout, without git, or (unless `installed_ok`) in site-packages."""
+    if "site-packages" in where.parts and not installed_ok:
         return None, None  # an installed copy: a checkout around it is not its source
     try:
         commit = _git_output(where, "rev-parse", "HEAD")
