@@ -21,19 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import tomii
+from tomii.check import SCHEDULERS
 from tomii.graphs import LogNormal, fork_join, map_reduce, streaming_pipeline
 
 HERE = Path(__file__).resolve().parent
-SCHEDULERS = [
-    "fifo",
-    "c-fifo",
-    "random",
-    "priority",
-    "critical-path",
-    "locality",
-    "work-stealing",
-    "multi-slot-batch",
-]
 #: Kernels of 100 µs to 1 ms: a lognormal of median 300 µs, clipped by the draws' spread.
 COST = LogNormal(300, 0.6)
 TOLERANCE = 0.10

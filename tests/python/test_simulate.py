@@ -13,24 +13,15 @@ import pytest
 from reference import GRAPHS, SYNTHETIC, TARGET
 
 import tomii
+from tomii.check import SCHEDULERS
 from tomii.experiments.sweep import trace_problems
 from tomii.graphs import Fixed, LogNormal, Uniform, fork_join, streaming_pipeline
 
 #: The package's `tomii` command, run by `python -c`.
 CLI = "import sys; from tomii.cli import main; sys.exit(main(sys.argv[1:]))"
-SHIPPED = [
-    "fifo",
-    "c-fifo",
-    "random",
-    "priority",
-    "critical-path",
-    "locality",
-    "work-stealing",
-    "multi-slot-batch",
-]
 
 
-@pytest.mark.parametrize("scheduler", SHIPPED)
+@pytest.mark.parametrize("scheduler", SCHEDULERS)
 def test_every_shipped_scheduler_keeps_the_invariants(scheduler: str) -> None:
     graph = fork_join(width=8, depth=2, cost=Uniform(5, 50), seed=1)
     knobs: dict[str, Any] = {"workers": 16, "slots": 3, "frames": 12}
