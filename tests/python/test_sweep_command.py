@@ -72,7 +72,7 @@ def test_a_bad_sweep_file_is_one_error_line(tmp_path: Path) -> None:
     config.write_text('schedulers = ["fifo"]\nrepeat = 3\n', encoding="utf-8")
     done = sweep(str(config), cwd=tmp_path)
     assert done.returncode == 1
-    valid = "check, executor, frames, graphs, knobs, out, plots, repeats, schedulers, seed, warmup"
+    valid = "check, executor, frames, graphs, knobs, mode, out, plots, repeats, schedulers, seed, warmup"
     assert done.stderr.strip().splitlines() == [
         f"error: {config}: unknown key(s) repeat in the file; valid: {valid}"
     ]
