@@ -1,8 +1,9 @@
 /*
  * c-fifo: first-in, first-out scheduling, written in C against the generated header tomii/tomii.h.
  *
- * One ring buffer of task descriptors behind one mutex. A worker takes the oldest tasks it is
- * allowed to run; the others keep their order. Callbacks never block on anything but that mutex,
+ * One ring buffer of queued tasks (each its handle and allowed workers, 16 bytes) behind one
+ * mutex; pop writes only handles (TOMII_SCHED_POP_HANDLES). A worker takes the oldest tasks it
+ * is allowed to run; the others keep their order. Callbacks never block on anything but that mutex,
  * never allocate after create and never longjmp. See README.md for the policy and its costs.
  */
 
@@ -15,10 +16,17 @@
 
 #include <tomii/tomii.h>
 
-/* The scheduler's state: a ring of `cap` descriptors, `len` of them queued from `head` on. */
+/* A queued task: what pop needs of its descriptor. */
+typedef struct Queued {
+    uint64_t handle;
+    uint32_t worker_lo;
+    uint32_t worker_hi;
+} Queued;
+
+/* The scheduler's state: a ring of `cap` queued tasks, `len` of them from `head` on. */
 typedef struct CFifo {
     pthread_mutex_t lock;
-    TomiiTask *ring;
+    Queued *ring;
     size_t cap;
     size_t head;
     size_t len;
@@ -54,12 +62,12 @@ static int32_t fail(int32_t status, const char *fmt, ...) {
 }
 
 /* The task `i` places after the head of the queue. */
-static TomiiTask *task_at(CFifo *q, size_t i) {
+static Queued *task_at(CFifo *q, size_t i) {
     return &q->ring[(q->head + i) % q->cap];
 }
 
 /* Whether `worker` may run `task`: worker_lo <= worker < worker_hi. */
-static bool allowed(const TomiiTask *task, uint32_t worker) {
+static bool allowed(const Queued *task, uint32_t worker) {
     return task->worker_lo <= worker && worker < task->worker_hi;
 }
 
@@ -73,14 +81,14 @@ static int32_t c_fifo_create(const TomiiSchedInit *init, void **state, TomiiErro
         set_create_error(err, "it takes no options, but \"%s\" was given", init->knobs[0].key);
         return TOMII_ERR;
     }
-    if (init->max_ready > SIZE_MAX / sizeof(TomiiTask)) {
+    if (init->max_ready > SIZE_MAX / sizeof(Queued)) {
         set_create_error(err, "c-fifo: a queue of %llu tasks does not fit in memory",
                          (unsigned long long)init->max_ready);
         return TOMII_ERR;
     }
     size_t cap = init->max_ready > 0 ? (size_t)init->max_ready : 1;
     CFifo *q = calloc(1, sizeof *q);
-    TomiiTask *ring = malloc(cap * sizeof *ring);
+    Queued *ring = malloc(cap * sizeof *ring);
     if (q == NULL || ring == NULL) {
         free(q);
         free(ring);
@@ -125,7 +133,7 @@ static int32_t c_fifo_push(void *state, uint32_t worker, const TomiiTask *tasks,
                                "(more tasks than can be ready at once)", n, len, q->cap);
     }
     for (size_t i = 0; i < n; i++) {
-        *task_at(q, q->len + i) = tasks[i];
+        *task_at(q, q->len + i) = (Queued){tasks[i].handle, tasks[i].worker_lo, tasks[i].worker_hi};
     }
     q->len += n;
     q->pushes += n;
@@ -148,7 +156,7 @@ static int32_t c_fifo_pop(void *state, uint32_t worker, TomiiTask *out, size_t m
     size_t end = 0; /* one past the last task taken */
     for (size_t i = 0; i < q->len && taken < max; i++) {
         if (allowed(task_at(q, i), worker)) {
-            out[taken++] = *task_at(q, i);
+            out[taken++].handle = task_at(q, i)->handle;
             end = i + 1;
         }
     }
@@ -196,7 +204,8 @@ static const char *c_fifo_last_error(void *state) {
 }
 
 static const TomiiSchedulerVtable VTABLE = {
-    .header = {TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR, sizeof(TomiiSchedulerVtable), 0, "c-fifo"},
+    .header = {TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR, sizeof(TomiiSchedulerVtable), TOMII_SCHED_POP_HANDLES,
+               "c-fifo"},
     .create = c_fifo_create,
     .destroy = c_fifo_destroy,
     .push = c_fifo_push,

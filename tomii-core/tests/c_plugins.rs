@@ -33,12 +33,14 @@ const FIXTURES: &[Fixture] = &[
     ("c_serial", "serial_sched.c", &[]),
     ("c_hang_pop", "fifo_sched.c", &["-DHANG_POP_AFTER=50"]),
     ("c_huge_stats", "fifo_sched.c", &["-DHUGE_STATS"]),
+    ("c_pop_handles", "fifo_sched.c", &["-DPOP_HANDLES"]),
     ("bad_control", "bad_sched.c", &[]),
     ("bad_major", "bad_sched.c", &["-DBAD_MAJOR"]),
     ("bad_size", "bad_sched.c", &["-DBAD_SIZE=40"]),
     ("bad_null_push", "bad_sched.c", &["-DNULL_PUSH"]),
     ("bad_null_name", "bad_sched.c", &["-DNULL_NAME"]),
     ("newer_minor", "bad_sched.c", &["-DNEWER_MINOR"]),
+    ("bad_pop_handles_hooks", "bad_sched.c", &["-DPOP_HANDLES_WITH_HOOKS"]),
     ("no_entry", "no_entry.c", &[]),
     ("c_kernels", "kernels.c", &[]),
     ("kernels_v2", "kernels.c", &["-DKERNEL_ABI_MAJOR=2"]),
@@ -208,6 +210,33 @@ fn c_scheduler_runs_the_checksum_chain() {
     assert_eq!(report.scheduler.stats, Some(stats), "the C scheduler's own counts");
 }
 
+/// ABI v1.1: a scheduler that sets `TOMII_SCHED_POP_HANDLES` writes only handles (this one fills
+/// the rest of each popped descriptor with 0xA5 bytes), and runs to the reference values, worker
+/// ranges honoured: the host reads nothing else of a popped descriptor.
+#[test]
+fn a_scheduler_popping_handles_only_runs_to_the_reference_values() {
+    let graph = compile_graph("checksum_chain.json", &graph_text("checksum_chain.json"));
+    let outcome = run_ok(&graph, &[synthetic_lib()], &fixture("c_pop_handles"), config(2, 3, 40));
+    for (frame, outputs) in outcome.outputs.iter().enumerate() {
+        assert_eq!(outputs, &[(2, 0, Output::UInt(chain_sink(frame as u64)))], "outputs of frame {frame}");
+    }
+    let graph = compile_graph("use_workers.json", &graph_text("use_workers.json"));
+    let config = RunConfig { pop_batch: 4, ..config(2, 2, 60) };
+    let outcome = run_ok(&graph, &[synthetic_lib()], &fixture("c_pop_handles"), config);
+    let pinned = graph.node_id("pinned").unwrap() as u32;
+    let on_pinned: Vec<u32> = outcome.trace.iter().filter(|r| r.node == pinned).map(|r| r.worker).collect();
+    assert_eq!(on_pinned.len(), 120);
+    assert!(on_pinned.iter().all(|&w| w == 1), "a pinned task ran on another worker: {on_pinned:?}");
+}
+
+#[test]
+fn pop_handles_with_a_task_hook_is_rejected() {
+    let error = scheduler_load_error(&fixture("bad_pop_handles_hooks"));
+    let text = error.to_string();
+    assert!(matches!(error, PluginError::Invalid { .. }), "expected an invalid-table error, got {text}");
+    assert!(text.contains("TOMII_SCHED_POP_HANDLES") && text.contains("task hook"), "{text}");
+}
+
 #[test]
 fn rust_scheduler_reports_its_layout_checked() {
     let graph = compile_graph("diamond.json", &graph_text("diamond.json"));
@@ -252,8 +281,8 @@ fn unbroken_control_table_loads() {
     assert!(!plugin.layout_checked);
 }
 
-/// Versioning rules (PLUGIN_SCHEDULER_API.md): the control is a v1.0 table (minor 0, the v1.0
-/// size), so it stands for a plugin of an older minor version once the minor is raised; a table
+/// Versioning rules (PLUGIN_SCHEDULER_API.md): the control is a table of the v1.0 size without
+/// v1.1's flag, so it stands for a plugin of an older minor version; a table
 /// of a later minor, larger and with a higher minor, must load too, its extra fields ignored.
 #[test]
 fn scheduler_of_a_newer_minor_version_loads() {

@@ -169,10 +169,15 @@ fn drain(scheduler: &SchedulerInstance<'_>, max: usize) -> Vec<(u32, TomiiTask)>
     }
 }
 
-/// Asserts that `got` holds each of `pushed` exactly once, each on an allowed worker.
+/// Asserts that `got` holds each of `pushed` exactly once, each on an allowed worker. Only the
+/// handles of `got` are read: a scheduler with `TOMII_SCHED_POP_HANDLES` writes nothing else.
 fn assert_exactly_once(name: &str, pushed: &[TomiiTask], got: &[(u32, TomiiTask)]) {
+    let by_handle: HashMap<u64, &TomiiTask> = pushed.iter().map(|task| (task.handle, task)).collect();
     let mut seen: HashMap<u64, u32> = HashMap::new();
-    for &(worker, task) in got {
+    for &(worker, popped) in got {
+        let Some(&task) = by_handle.get(&popped.handle) else {
+            panic!("{name}: popped handle {:#x}, which was never pushed", popped.handle);
+        };
         assert!(
             (task.worker_lo..task.worker_hi).contains(&worker),
             "{name}: task {:#x} allowed on {}..{} went to worker {worker}",

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use abi_stable::library::lib_header_from_path;
 use tomii_types::abi::{
-    SCHEDULER_ENTRY_SYMBOL, TOMII_OK, TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_NEEDS_TIMING, TOMII_SCHED_SERIAL,
-    TomiiErrorBuf, TomiiKnob, TomiiNodeSummary, TomiiSchedInit, TomiiSchedulerVtable, TomiiTask,
+    SCHEDULER_ENTRY_SYMBOL, TOMII_OK, TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_NEEDS_TIMING, TOMII_SCHED_POP_HANDLES,
+    TOMII_SCHED_SERIAL, TomiiErrorBuf, TomiiKnob, TomiiNodeSummary, TomiiSchedInit, TomiiSchedulerVtable, TomiiTask,
 };
 use tomii_types::stable::{LIB_HEADER_SYMBOL, SchedulerModuleRef};
 
@@ -177,6 +177,14 @@ impl SchedulerPlugin {
         ];
         if let Some((missing, _)) = required.iter().find(|(_, present)| !present) {
             return Err(invalid(format!("scheduler {name:?} has a NULL `{missing}` callback, which is required")));
+        }
+        if header.flags & TOMII_SCHED_POP_HANDLES != 0
+            && (vtable.task_started.is_some() || vtable.task_completed.is_some())
+        {
+            return Err(invalid(format!(
+                "scheduler {name:?} sets TOMII_SCHED_POP_HANDLES and has a task hook, which receives the popped \
+                 descriptor: drop the flag or the task_started/task_completed hooks"
+            )));
         }
         let layout_checked = check_layout(path, &library)?;
         Ok(SchedulerPlugin { name, path: path.to_owned(), layout_checked, vtable })
@@ -593,11 +601,11 @@ fn c_message(buf: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    /// The frozen v1.0 size is today's table while the ABI is at v1.0; a minor that appends fields
-    /// grows the table and leaves the minimum where it is.
+    /// The frozen v1.0 size is today's table while no minor appended a field (v1.1 added a flag
+    /// only); a minor that appends fields grows the table and leaves the minimum where it is.
     #[test]
     fn the_v1_0_table_size_is_frozen() {
-        if tomii_types::abi::TOMII_SCHED_ABI_MINOR == 0 {
+        if tomii_types::abi::TOMII_SCHED_ABI_MINOR <= 1 {
             assert_eq!(V1_VTABLE_SIZE as usize, size_of::<TomiiSchedulerVtable>());
         } else {
             assert!((V1_VTABLE_SIZE as usize) < size_of::<TomiiSchedulerVtable>());

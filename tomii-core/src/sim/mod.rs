@@ -530,7 +530,8 @@ impl<'a> Sim<'a> {
 
     /// Counters and trace records of the task's members, one after another within its time.
     fn account(&mut self, worker: u32, task: &TomiiTask, frame: u64, ready: u64, (start, end): (u64, u64)) {
-        let leader = task.handle as u32;
+        // Only the handle: a scheduler with TOMII_SCHED_POP_HANDLES writes nothing else.
+        let (_, slot, leader) = unpack(task.handle);
         let members = self.graph.group_of(leader);
         let measured = frame >= self.config.warmup_frames;
         // The members' shares of the time, in order: the task's duration spread evenly (the draws
@@ -559,7 +560,7 @@ impl<'a> Sim<'a> {
                     end: to,
                     node,
                     instance: self.graph.inst_index[member as usize],
-                    slot: task.slot,
+                    slot,
                     worker,
                 });
                 if self.chunk.len() == TRACE_CHUNK {

@@ -5,6 +5,7 @@
  *   -DBAD_SIZE=N     struct_size is N (smaller than the v1 table)
  *   -DNULL_PUSH      push is NULL
  *   -DNULL_NAME      the name is NULL
+ *   -DPOP_HANDLES_WITH_HOOKS  TOMII_SCHED_POP_HANDLES together with a task_started hook
  *   -DNEWER_MINOR    a valid table from a later minor version: abi_minor 3 above this header's,
  *                    and two fields appended after the v1.0 table (the loader must accept it and
  *                    ignore what it does not know)
@@ -94,12 +95,26 @@ const TomiiSchedulerVtable *tomii_scheduler_v1(void) {
     return &LATER.v1;
 }
 #else
+#ifdef POP_HANDLES_WITH_HOOKS
+static void stub_task_started(void *state, uint32_t worker, const TomiiTask *task) {
+    (void)state;
+    (void)worker;
+    (void)task;
+}
+#define FLAGS TOMII_SCHED_POP_HANDLES
+#define TASK_STARTED stub_task_started
+#else
+#define FLAGS 0
+#define TASK_STARTED NULL
+#endif
+
 static const TomiiSchedulerVtable VTABLE = {
-    .header = {ABI_MAJOR, TOMII_SCHED_ABI_MINOR, STRUCT_SIZE, 0, NAME},
+    .header = {ABI_MAJOR, TOMII_SCHED_ABI_MINOR, STRUCT_SIZE, FLAGS, NAME},
     .create = stub_create,
     .destroy = stub_destroy,
     .push = PUSH,
     .pop = stub_pop,
+    .task_started = TASK_STARTED,
 };
 
 const TomiiSchedulerVtable *tomii_scheduler_v1(void) {

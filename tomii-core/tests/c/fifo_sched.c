@@ -10,6 +10,8 @@
  *
  * With -DHANG_POP_AFTER=N, pop number N (counting from 0) never returns: a scheduler stuck in a
  * callback, for the watchdog's tests. With -DHUGE_STATS, stats claims its text needs 2^40 bytes.
+ * With -DPOP_HANDLES, the table sets TOMII_SCHED_POP_HANDLES and pop writes each descriptor's
+ * handle and fills the rest of it with 0xA5 bytes: the host must read nothing but handles.
  */
 
 #define _POSIX_C_SOURCE 200809L
@@ -18,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tomii/tomii.h"
 
@@ -116,7 +119,12 @@ static int32_t fifo_pop(void *state, uint32_t worker, TomiiTask *out, size_t max
     for (size_t at = 0; at < fifo->len && count < max;) {
         const TomiiTask *task = &fifo->ring[(fifo->head + at) % fifo->cap];
         if (task->worker_lo <= worker && worker < task->worker_hi) {
+#ifdef POP_HANDLES
+            memset(&out[count], 0xA5, sizeof out[count]);
+            out[count++].handle = task->handle;
+#else
             out[count++] = *task;
+#endif
             remove_at(fifo, at);
         } else {
             at++;
@@ -149,8 +157,14 @@ static const char *fifo_last_error(void *state) {
     return error;
 }
 
+#ifdef POP_HANDLES
+#define FLAGS TOMII_SCHED_POP_HANDLES
+#else
+#define FLAGS 0
+#endif
+
 static const TomiiSchedulerVtable VTABLE = {
-    .header = {TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR, sizeof(TomiiSchedulerVtable), 0, "c-fifo"},
+    .header = {TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR, sizeof(TomiiSchedulerVtable), FLAGS, "c-fifo"},
     .create = fifo_create,
     .destroy = fifo_destroy,
     .push = fifo_push,

@@ -23,9 +23,9 @@
 #define TOMII_SCHED_ABI_MAJOR 1
 
 /**
- * Minor version: the number of optional extensions appended since v1.0.
+ * Minor version: the number of optional extensions added since v1.0 (v1.1: `TOMII_SCHED_POP_HANDLES`).
  */
-#define TOMII_SCHED_ABI_MINOR 0
+#define TOMII_SCHED_ABI_MINOR 1
 
 /**
  * Capability flag: the host calls this scheduler from one thread at a time.
@@ -38,6 +38,14 @@
 #define TOMII_SCHED_NEEDS_TIMING 2
 
 /**
+ * Capability flag (v1.1): `pop` writes only the `handle` of each descriptor it hands out, so the
+ * scheduler may queue 8-byte handles instead of whole descriptors. The host reads nothing else of
+ * a popped descriptor. Refused together with a `task_started` or `task_completed` hook, which
+ * receive the popped descriptor.
+ */
+#define TOMII_SCHED_POP_HANDLES 4
+
+/**
  * "No worker": a `locality` with no producing worker, or a push made by the host itself.
  */
 #define TOMII_NO_WORKER 4294967295
@@ -46,7 +54,8 @@
  * One ready task, as the host describes it to the scheduler.
  *
  * The host computes every field; a scheduler only reads them and hands the descriptor back from
- * `pop` unchanged (the host identifies the task by `handle` alone and verifies it).
+ * `pop` unchanged (the host identifies the task by `handle` alone and verifies it), or, with
+ * `TOMII_SCHED_POP_HANDLES`, only its `handle`.
  */
 typedef struct TomiiTask {
   /**
@@ -222,7 +231,8 @@ typedef struct TomiiSchedulerVtable {
   int32_t (*push)(void *state, uint32_t worker, const struct TomiiTask *tasks, size_t n);
   /**
    * Hands at most `max` tasks to `worker`, writing them to `out` and their number to `n_out`.
-   * Writing 0 tasks means "nothing for this worker now"; the host parks the worker.
+   * Writing 0 tasks means "nothing for this worker now"; the host parks the worker. With
+   * `TOMII_SCHED_POP_HANDLES` only each descriptor's `handle` need be written.
    */
   int32_t (*pop)(void *state, uint32_t worker, struct TomiiTask *out, size_t max, size_t *n_out);
   /**

@@ -14,13 +14,18 @@ use super::common::{TomiiAbiHeader, TomiiErrorBuf};
 
 /// Major version of the scheduler ABI described here.
 pub const TOMII_SCHED_ABI_MAJOR: u32 = 1;
-/// Minor version: the number of optional extensions appended since v1.0.
-pub const TOMII_SCHED_ABI_MINOR: u32 = 0;
+/// Minor version: the number of optional extensions added since v1.0 (v1.1: `TOMII_SCHED_POP_HANDLES`).
+pub const TOMII_SCHED_ABI_MINOR: u32 = 1;
 
 /// Capability flag: the host calls this scheduler from one thread at a time.
 pub const TOMII_SCHED_SERIAL: u32 = 1;
 /// Capability flag: the scheduler reads `ready_ns` and `cost_ns`, so the host must measure them.
 pub const TOMII_SCHED_NEEDS_TIMING: u32 = 2;
+/// Capability flag (v1.1): `pop` writes only the `handle` of each descriptor it hands out, so the
+/// scheduler may queue 8-byte handles instead of whole descriptors. The host reads nothing else of
+/// a popped descriptor. Refused together with a `task_started` or `task_completed` hook, which
+/// receive the popped descriptor.
+pub const TOMII_SCHED_POP_HANDLES: u32 = 4;
 
 /// "No worker": a `locality` with no producing worker, or a push made by the host itself.
 pub const TOMII_NO_WORKER: u32 = 0xFFFF_FFFF;
@@ -28,7 +33,8 @@ pub const TOMII_NO_WORKER: u32 = 0xFFFF_FFFF;
 /// One ready task, as the host describes it to the scheduler.
 ///
 /// The host computes every field; a scheduler only reads them and hands the descriptor back from
-/// `pop` unchanged (the host identifies the task by `handle` alone and verifies it).
+/// `pop` unchanged (the host identifies the task by `handle` alone and verifies it), or, with
+/// `TOMII_SCHED_POP_HANDLES`, only its `handle`.
 #[repr(C)]
 #[derive(StableAbi, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TomiiTask {
@@ -141,7 +147,8 @@ pub struct TomiiSchedulerVtable {
     /// Takes ownership of `n` ready tasks. `worker` is the pushing worker, or `TOMII_NO_WORKER`.
     pub push: Option<unsafe extern "C" fn(state: *mut c_void, worker: u32, tasks: *const TomiiTask, n: usize) -> i32>,
     /// Hands at most `max` tasks to `worker`, writing them to `out` and their number to `n_out`.
-    /// Writing 0 tasks means "nothing for this worker now"; the host parks the worker.
+    /// Writing 0 tasks means "nothing for this worker now"; the host parks the worker. With
+    /// `TOMII_SCHED_POP_HANDLES` only each descriptor's `handle` need be written.
     pub pop: Option<
         unsafe extern "C" fn(
             state: *mut c_void,

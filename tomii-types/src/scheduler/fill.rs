@@ -1,4 +1,5 @@
-//! Filling a pop's buffer from a queue: the loop at the end of nearly every `pop`.
+//! Filling a pop's buffer from a queue: the loop at the end of nearly every `pop`, with whole
+//! descriptors or, for `TOMII_SCHED_POP_HANDLES`, handles only.
 //!
 //! Never allocates and never takes more from the queue than the buffer has room for.
 
@@ -19,9 +20,34 @@ pub fn fill(out: &mut [Task], mut next: impl FnMut() -> Option<Task>) -> usize {
     count
 }
 
+/// Like [`fill`], for a scheduler that queues handles (`TOMII_SCHED_POP_HANDLES`): writes only
+/// the `handle` of each descriptor of `out` it fills, and returns how many.
+#[inline]
+pub fn fill_handles(out: &mut [Task], mut next: impl FnMut() -> Option<u64>) -> usize {
+    let mut count = 0;
+    while count < out.len() {
+        let Some(handle) = next() else { break };
+        out[count].handle = handle;
+        count += 1;
+    }
+    count
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fill_handles_writes_handles_only_and_stops_when_full() {
+        let mut queue = vec![7u64, 8, 9];
+        let mut out = [Task { node: 5, ..Task::default() }; 2];
+        assert_eq!(fill_handles(&mut out, || queue.pop()), 2);
+        assert_eq!(handles(&out), [9, 8]);
+        assert!(out.iter().all(|t| t.node == 5), "only the handles are written");
+        assert_eq!(queue, [7]);
+        assert_eq!(fill_handles(&mut out, || queue.pop()), 1);
+        assert!(queue.is_empty());
+    }
 
     fn handles(tasks: &[Task]) -> Vec<u64> {
         tasks.iter().map(|t| t.handle).collect()

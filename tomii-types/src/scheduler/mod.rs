@@ -12,12 +12,13 @@ use std::ffi::{CStr, CString, c_char, c_void};
 
 use crate::abi::{
     TOMII_ERR, TOMII_ERR_INVALID, TOMII_ERR_PANIC, TOMII_OK, TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR,
-    TomiiAbiHeader, TomiiErrorBuf, TomiiKnobDesc, TomiiSchedInit, TomiiSchedulerVtable, TomiiTask,
+    TOMII_SCHED_POP_HANDLES, TomiiAbiHeader, TomiiErrorBuf, TomiiKnobDesc, TomiiSchedInit, TomiiSchedulerVtable,
+    TomiiTask,
 };
 use crate::errbuf::{catch_panic, catch_panic_marked, write_error};
 
 pub use crate::abi::{TOMII_NO_WORKER as NO_WORKER, TomiiTask as Task};
-pub use fill::fill;
+pub use fill::{fill, fill_handles};
 pub use heaps::ClassHeaps;
 pub use ranges::RangeClasses;
 
@@ -134,7 +135,9 @@ pub trait Scheduler: Send + Sync + Sized + 'static {
     fn create(init: &InitInfo) -> Result<Self, String>;
     /// Takes ownership of ready tasks; `worker` is `None` when the host itself pushes.
     fn push(&self, worker: Option<u32>, tasks: &[Task]) -> Result<(), String>;
-    /// Moves at most `out.len()` tasks for `worker` into `out` and returns how many.
+    /// Moves at most `out.len()` tasks for `worker` into `out` and returns how many. With
+    /// [`TOMII_SCHED_POP_HANDLES`] in `FLAGS`, writing each task's `handle` is enough
+    /// ([`fill_handles`]).
     fn pop(&self, worker: u32, out: &mut [Task]) -> Result<usize, String>;
 
     fn task_started(&self, _worker: u32, _task: &Task) {}
@@ -169,7 +172,14 @@ pub const fn knob(
 }
 
 /// The vtable for `S`. Used by [`export_scheduler!`](crate::export_scheduler).
+///
+/// A scheduler that sets [`TOMII_SCHED_POP_HANDLES`] and `TASK_HOOKS` does not compile: the hooks
+/// receive the popped descriptor, which such a pop leaves unwritten but for its handle.
 pub const fn vtable<S: Scheduler>() -> TomiiSchedulerVtable {
+    assert!(
+        !(S::TASK_HOOKS && S::FLAGS & TOMII_SCHED_POP_HANDLES != 0),
+        "TOMII_SCHED_POP_HANDLES and TASK_HOOKS exclude each other: the hooks receive the popped descriptor"
+    );
     TomiiSchedulerVtable {
         header: TomiiAbiHeader {
             abi_major: TOMII_SCHED_ABI_MAJOR,

@@ -6,7 +6,7 @@ use std::ffi::{CStr, c_char, c_void};
 use std::sync::{Mutex, MutexGuard};
 
 use serde_json::{Value, json};
-use tomii_types::abi::{TOMII_OK, TomiiErrorBuf, TomiiTask};
+use tomii_types::abi::{TOMII_OK, TOMII_SCHED_POP_HANDLES, TomiiErrorBuf, TomiiTask};
 
 use crate::inner::Inner;
 use crate::ledger::Ledger;
@@ -100,9 +100,15 @@ impl Checker {
         if count > max {
             return Err(format!("{} popped {count} tasks for a buffer of {max}", self.inner.name));
         }
-        // SAFETY: the wrapped scheduler wrote `count <= max` descriptors to `out`.
-        let popped = unsafe { std::slice::from_raw_parts(out, count) };
-        self.ledger().popped(worker, popped);
+        // SAFETY: the wrapped scheduler wrote `count <= max` descriptors to `out` (or their handles).
+        let popped = unsafe { std::slice::from_raw_parts_mut(out, count) };
+        let mut ledger = self.ledger();
+        if self.inner.table.header.flags & TOMII_SCHED_POP_HANDLES != 0 {
+            // The host's hooks carry whole descriptors: the checker hands out what was pushed.
+            ledger.restore(popped);
+        }
+        ledger.popped(worker, popped);
+        drop(ledger);
         self.healthy()?;
         Ok(count)
     }

@@ -58,6 +58,9 @@ pub struct Ledger {
     /// Per slot, the frame that holds it.
     holders: Vec<Option<u64>>,
     frames: HashMap<u64, Frame>,
+    /// The descriptors pushed and not yet popped, by handle: a wrapped scheduler that pops
+    /// handles only (`TOMII_SCHED_POP_HANDLES`) gets them back whole from here.
+    pushed_as: HashMap<u64, TomiiTask>,
     counts: Counts,
     violations: u64,
     first_violation: Option<String>,
@@ -75,6 +78,7 @@ impl Ledger {
             workers,
             holders: vec![None; slots as usize],
             frames: HashMap::new(),
+            pushed_as: HashMap::new(),
             counts: Counts::default(),
             violations: 0,
             first_violation: None,
@@ -117,6 +121,7 @@ impl Ledger {
         }
         for task in tasks {
             self.counts.pushed += 1;
+            self.pushed_as.insert(task.handle, *task);
             let problem = match self.frames.get_mut(&task.frame) {
                 None => Some(format!("{} was pushed before frame_started of its frame", name(task))),
                 Some(frame) if frame.completed => {
@@ -135,6 +140,17 @@ impl Ledger {
             };
             if let Some(problem) = problem {
                 self.broken(problem);
+            }
+        }
+    }
+
+    /// Rewrites each of `tasks`, popped by a wrapped scheduler that writes handles only, as the
+    /// descriptor pushed with its handle (one never pushed is left as it is, and `popped` then
+    /// reports it).
+    pub fn restore(&mut self, tasks: &mut [TomiiTask]) {
+        for task in tasks {
+            if let Some(pushed) = self.pushed_as.remove(&task.handle) {
+                *task = pushed;
             }
         }
     }

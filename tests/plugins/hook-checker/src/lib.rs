@@ -3,9 +3,9 @@
 //! makes about hooks (README.md lists them). A broken promise fails the next push or pop with a
 //! message naming it; `stats` reports it as well. For the conformance suite only.
 //!
-//! This file is the C boundary: the entry symbol, the table (the wrapped scheduler's flags, all
-//! four hooks) and the shims, which check pointers, catch panics and turn results into status
-//! codes. The checks themselves are safe code in `ledger.rs` and `occupancy.rs`.
+//! This file is the C boundary: the entry symbol, the table (the wrapped scheduler's flags but
+//! `TOMII_SCHED_POP_HANDLES`, all four hooks) and the shims, which check pointers, catch panics
+//! and turn results into status codes. The checks themselves are safe code in `ledger.rs` and `occupancy.rs`.
 
 use std::cell::RefCell;
 use std::ffi::{CString, c_char, c_void};
@@ -13,7 +13,8 @@ use std::sync::OnceLock;
 
 use tomii_types::abi::{
     TOMII_ERR, TOMII_ERR_INVALID, TOMII_ERR_PANIC, TOMII_OK, TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR,
-    TOMII_SCHED_SERIAL, TomiiAbiHeader, TomiiErrorBuf, TomiiSchedInit, TomiiSchedulerVtable, TomiiTask,
+    TOMII_SCHED_POP_HANDLES, TOMII_SCHED_SERIAL, TomiiAbiHeader, TomiiErrorBuf, TomiiSchedInit, TomiiSchedulerVtable,
+    TomiiTask,
 };
 use tomii_types::{catch_panic, catch_panic_marked, write_error};
 
@@ -56,7 +57,8 @@ pub extern "C" fn tomii_scheduler_v1() -> *const TomiiSchedulerVtable {
 fn load() -> Loaded {
     let inner = Inner::from_env(tomii_scheduler_v1);
     let (name, flags) = match &inner {
-        Ok(inner) => (format!("hook-checker({})", inner.name), inner.table.header.flags),
+        // Not TOMII_SCHED_POP_HANDLES: with its hooks the checker pops whole descriptors.
+        Ok(inner) => (format!("hook-checker({})", inner.name), inner.table.header.flags & !TOMII_SCHED_POP_HANDLES),
         Err(_) => ("hook-checker".to_owned(), 0),
     };
     // Leaked: the table's name must live for the process.

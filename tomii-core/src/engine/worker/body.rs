@@ -54,7 +54,7 @@ pub(super) struct BoundCondition {
 impl Engine<'_> {
     /// Runs the body of `instance`: `None` when its condition does not hold (the instance is
     /// skipped), else the result of its kernel's last call, owned by the caller.
-    #[inline]
+    #[inline(always)]
     pub(super) fn run_body(
         &self,
         local: &mut Local,
@@ -141,14 +141,14 @@ impl Engine<'_> {
     }
 
     /// Fills `local.args` with `sources`, borrowed (results and constants).
-    #[inline]
+    #[inline(always)]
     fn gather(&self, local: &mut Local, slot: u32, instance: u32, sources: &[ArgSource]) {
         local.args.clear();
         self.append(local, slot, instance, sources);
     }
 
     /// Appends `sources` to `local.args`, borrowed.
-    #[inline]
+    #[inline(always)]
     fn append(&self, local: &mut Local, slot: u32, instance: u32, sources: &[ArgSource]) {
         for source in sources {
             local.args.push(match *source {
@@ -187,7 +187,7 @@ impl Engine<'_> {
     }
 
     /// Calls the node's kernel with `local.args`.
-    #[inline]
+    #[inline(always)]
     fn call(
         &self,
         local: &mut Local,
@@ -202,7 +202,7 @@ impl Engine<'_> {
 
     /// Calls `kernel` (named `name` in errors, the node's kernel when `None`) with `local.args`; an
     /// error status becomes a `RunError::Kernel`.
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn call_named(
         &self,

@@ -669,7 +669,7 @@ impl<'a> Engine<'a> {
     /// Verifies a popped task and claims it; returns where it runs, or `None` for a task to skip
     /// (a violation under the fallback policy, or a task the host FIFO holds twice after an
     /// ejection).
-    #[inline]
+    #[inline(always)]
     fn claim(&self, worker: u32, task: &TomiiTask) -> Result<Option<Claimed>, RunError> {
         let found = decode_handle(task.handle);
         let inst = match self.records.check(found.instance) {
@@ -732,8 +732,9 @@ impl<'a> Engine<'a> {
     /// Runs a claimed task: its body (each member's, under groups), its successors' release and its
     /// frame's completion. `popped`: the descriptor the scheduler handed out, which its hooks hear
     /// of (`None` for a continuation, which the scheduler never saw). Returns the continuation it
-    /// kept, claimed, if any.
-    #[inline]
+    /// kept, claimed, if any. Inlined with the rest of the per-task path (README.md, "The per-task
+    /// record").
+    #[inline(always)]
     fn run_task(
         &self,
         local: &mut Local,
@@ -865,7 +866,7 @@ impl<'a> Engine<'a> {
     /// Counts this task's arrival on each successor and pushes those it made ready, except, with
     /// `inline` (`inline_continuation`), the first one this worker may run: that one is claimed at once and
     /// returned, for the worker to run next without the scheduler.
-    #[inline]
+    #[inline(always)]
     fn release_successors(
         &self,
         pusher: &mut Pusher,
@@ -904,7 +905,7 @@ impl<'a> Engine<'a> {
     }
 
     /// Adds a ready task to the pusher's batch, pushing the batch when it is full.
-    #[inline]
+    #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn stage(
         &self,
@@ -932,7 +933,7 @@ impl<'a> Engine<'a> {
     }
 
     /// The descriptor of a task that became ready at `now`.
-    #[inline]
+    #[inline(always)]
     fn describe(&self, instance: u32, slot: u32, generation: u32, frame: u64, now: Ticks, locality: u32) -> TomiiTask {
         let mut task = self.templates[instance as usize];
         task.handle = encode_handle(slot, instance, generation);
