@@ -183,3 +183,19 @@ fn tomii_schema_report_prints_the_report_schema_and_a_cli_report_validates() {
     let complaints: Vec<String> = validator.iter_errors(&written).map(|e| e.to_string()).collect();
     assert!(complaints.is_empty(), "the CLI's report: {complaints:?}");
 }
+
+#[test]
+fn the_latency_figures_are_the_frames_latencies() {
+    // Spins of 200 µs, one after another: every frame lasts at least 600 µs, whatever the load.
+    let chain = compile(
+        "chain",
+        r#"{"nodes": [{"name": "a", "function": "spin", "args": [200]},
+                      {"name": "b", "function": "spin", "args": [200, {"type": "$dep", "predecessor": {"name": "a"}}]},
+                      {"name": "c", "function": "spin", "args": [200, {"type": "$dep", "predecessor": {"name": "b"}}]}]}"#,
+    );
+    let report = report(&chain, config(1, 1, 5));
+    let l = &report.latency_us;
+    assert!(l.min >= 600.0 && l.p50 >= l.min && l.p99 >= l.p50 && l.max >= l.p99, "{l:?}");
+    assert!(l.mean >= l.min && l.mean <= l.max, "{l:?}");
+    assert_eq!(report.summary.avg_latency_us, l.mean);
+}

@@ -303,7 +303,7 @@ impl<'a> Sim<'a> {
             Some(_) => self.schedule(0, Event::Arrive),
             None => {
                 for slot in 0..self.config.slots.min(u32::try_from(self.config.frames).unwrap_or(u32::MAX)) {
-                    self.start_frame(slot)?;
+                    self.start_frame(slot, TOMII_NO_WORKER)?;
                 }
             }
         }
@@ -340,7 +340,7 @@ impl<'a> Sim<'a> {
             self.schedule(self.arrived.saturating_mul(interval), Event::Arrive);
         }
         match self.slots.iter().position(|s| s.remaining == 0) {
-            Some(slot) => self.start_frame(slot as u32),
+            Some(slot) => self.start_frame(slot as u32, TOMII_NO_WORKER),
             None => {
                 self.waiting.push_back(self.arrived - 1);
                 Ok(())
@@ -348,8 +348,10 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Starts the next frame in the free `slot`: its roots pushed by the host.
-    fn start_frame(&mut self, slot: u32) -> Result<(), RunError> {
+    /// Starts the next frame in the free `slot`, its roots pushed by `pusher`: the host for the
+    /// first frames and for paced arrivals, and, as in a real run, the worker whose completion
+    /// freed the slot for the frames after them.
+    fn start_frame(&mut self, slot: u32, pusher: u32) -> Result<(), RunError> {
         let frame = self.started;
         self.started += 1;
         let state = &mut self.slots[slot as usize];
@@ -365,7 +367,7 @@ impl<'a> Sim<'a> {
         for &root in &self.graph.roots {
             self.make_ready(slot, root, TOMII_NO_WORKER);
         }
-        self.push(TOMII_NO_WORKER)
+        self.push(pusher)
     }
 
     fn cells(&self, slot: u32) -> std::ops::Range<usize> {
@@ -522,7 +524,7 @@ impl<'a> Sim<'a> {
         let state = &mut self.slots[slot as usize];
         state.remaining -= 1;
         if state.remaining == 0 {
-            self.finish_frame(slot)?;
+            self.finish_frame(slot, worker)?;
         }
         // The completing worker asks first, as a real one pops right after its push.
         self.next_task(worker)
@@ -571,7 +573,7 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn finish_frame(&mut self, slot: u32) -> Result<(), RunError> {
+    fn finish_frame(&mut self, slot: u32, worker: u32) -> Result<(), RunError> {
         let state = self.slots[slot as usize];
         let latency = self.now - state.start_ns;
         if state.frame >= self.config.warmup_frames {
@@ -581,9 +583,9 @@ impl<'a> Sim<'a> {
         self.done += 1;
         self.scheduler.frame_completed(state.frame, slot, latency);
         if let Some(_arrival) = self.waiting.pop_front() {
-            self.start_frame(slot)?;
+            self.start_frame(slot, worker)?;
         } else if self.config.arrival_interval_ns.is_none() && self.started < self.config.frames {
-            self.start_frame(slot)?;
+            self.start_frame(slot, worker)?;
         }
         Ok(())
     }

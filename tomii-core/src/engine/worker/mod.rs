@@ -1139,7 +1139,8 @@ impl<'a> Engine<'a> {
         } else if frame < self.config.warmup_frames {
             self.frames_excluded.fetch_add(1, Ordering::Relaxed);
         } else {
-            latency.saturating_record(latency_ns.clamp(1, MAX_LATENCY_NS));
+            // `record` grows the histogram (auto-resize); it fails only beyond u64, never here.
+            let _ = latency.record(latency_ns.clamp(1, MAX_LATENCY_NS));
         }
         let worker = pusher.worker;
         self.watchdog.watch(worker, Call::FrameCompleted, || self.scheduler.frame_completed(frame, slot, latency_ns));
