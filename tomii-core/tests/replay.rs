@@ -28,9 +28,11 @@ fn replay(file: &Path, extra: &[&str]) -> common::cli::Run {
 }
 
 #[test]
-fn a_real_run_replays_on_the_engine_and_in_simulation() {
+fn every_shipped_schedulers_run_replays_on_the_engine_and_in_simulation() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    for scheduler in ["work-stealing", "c-fifo", "random"] {
+    for scheduler in
+        ["fifo", "c-fifo", "random", "priority", "critical-path", "locality", "work-stealing", "multi-slot-batch"]
+    {
         let file = record_run(dir.path(), scheduler);
         let text = std::fs::read_to_string(&file).expect("the decisions");
         let header: serde_json::Value = serde_json::from_str(text.lines().next().expect("a header")).expect("JSON");
