@@ -106,6 +106,37 @@ def test_the_console_command_is_the_cli_and_imports_python_kernels(
     assert "cannot import module 'nowhere_kernels'" in missing.stderr
 
 
+def test_the_installed_package_records_replays_simulates_and_draws(
+    venv: Path, tmp_path: Path
+) -> None:
+    """What the installed package alone does: a run recorded and replayed with the packaged
+    replay scheduler, a simulation, and the graph and trace pages written offline."""
+    tomii = str(venv / "bin" / "tomii")
+    synthetic = _installed_synthetic(venv)
+    graph = str(ROOT / "tomii-core" / "tests" / "graphs" / "diamond.json")
+    decisions, trace = tmp_path / "run.decisions", tmp_path / "trace.json"
+    ran = _run(
+        venv, tomii, "run", graph, "--dylib", synthetic, "--workers", "2", "--frames", "6",
+        "--scheduler", "work-stealing", "--record-decisions", str(decisions),
+        "--trace", str(trace), "--trace-format", "chrome", "--quiet",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    replayed = _run(venv, tomii, "replay", str(decisions))
+    assert replayed.returncode == 0, replayed.stderr
+    assert "in the recorded order" in replayed.stdout
+    simulated = _run(venv, tomii, "simulate", str(ROOT / "examples" / "graphs" / "pipeline.json"),
+                     "--workers", "64", "--frames", "5", "--scheduler", "c-fifo")  # fmt: skip
+    assert simulated.returncode == 0, simulated.stderr
+    python = str(venv / "bin" / "python")
+    for flag, source, page in (
+        ("--visualize", graph, tmp_path / "graph.html"),
+        ("--view-trace", str(trace), tmp_path / "trace.html"),
+    ):
+        drawn = _run(venv, python, "-m", "tomii", flag, source, "--save", str(page))
+        assert drawn.returncode == 0, drawn.stderr
+        assert "://" not in page.read_text(encoding="utf-8").split("tomii-payload")[0]
+
+
 def test_tomii_new_writes_projects_that_build_against_the_installed_sdk(
     venv: Path, tmp_path: Path
 ) -> None:
