@@ -157,3 +157,13 @@ def test_a_sweep_in_simulation_spans_virtual_machines() -> None:
         sweep(["fifo"], [graph], {"task_timing": [True]}, mode="simulate", progress=False)
     with pytest.raises(ValueError, match="mode must be one of run, simulate"):
         sweep(["fifo"], [graph], mode="emulate", progress=False)
+
+
+def test_the_guides_example_runs(tmp_path: Path) -> None:
+    from reference import run_documented_example
+
+    guide = Path(__file__).resolve().parents[2] / "python" / "README.md"
+    done = run_documented_example(guide, "## Simulating", tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[1] == "256"
+    assert (tmp_path / "run.decisions").read_text().startswith('{"format":"tomii-decisions"')
