@@ -201,3 +201,17 @@ fn tomii_simulate_writes_the_report_and_the_trace() {
     bad.arg("simulate").arg(&graph).arg("--cost-model").arg(&model);
     assert_error(&finish(bad), &["m.json: not a cost model"]);
 }
+
+#[test]
+fn paced_arrivals_start_frames_on_time_or_when_a_slot_frees() {
+    let graph = parse(&format!(r#"{{"nodes": [{}]}}"#, spin("n", 1, 10, "")));
+    let paced = |interval_ns| SimConfig { frames: 5, arrival_interval_ns: Some(interval_ns), ..SimConfig::default() };
+    // A frame every 100 µs, each 10 µs long: the last ends at 4 × 100 + 10.
+    let sparse = simulate(&graph, "fifo", &paced(100_000));
+    assert_eq!(sparse.report.wall_time_s, 410e-6);
+    assert!(near(sparse.report.latency_us.p50, 10.0), "{}", sparse.report.latency_us.p50);
+    // A frame every 5 µs into one slot: each waits for the one before, back to back.
+    let dense = simulate(&graph, "fifo", &paced(5_000));
+    assert_eq!(dense.report.wall_time_s, 50e-6);
+    assert_eq!(dense.report.frames, 5);
+}

@@ -76,6 +76,16 @@ def _fail(path: Path, what: str) -> ConfigError:
     return ConfigError(f"{path}: {what}")
 
 
+def _read_toml(path: Path, what: str) -> dict[str, Any]:
+    """The TOML document at `path` (`what` names it in errors: "the sweep configuration")."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise _fail(path, f"cannot read {what}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise _fail(path, f"not valid TOML: {error}") from None
+
+
 def _check_keys(path: Path, table: Mapping[str, Any], valid: set[str], where: str) -> None:
     unknown = sorted(set(table) - valid)
     if unknown:
@@ -159,12 +169,7 @@ def _graphs(path: Path, table: Any) -> list[Any]:
 def load_config(path: str | Path) -> dict[str, Any]:
     """The keyword arguments of `sweep` (plus "plots" and "executor") that a TOML file describes."""
     path = Path(path)
-    try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise _fail(path, f"cannot read the sweep configuration: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise _fail(path, f"not valid TOML: {error}") from None
+    document = _read_toml(path, "the sweep configuration")
     _check_keys(path, document, _TOP, "the file")
     plots = document.get("plots") or {}
     _check_keys(path, plots, _PLOTS, "[plots]")

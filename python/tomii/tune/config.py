@@ -42,33 +42,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._tomii import ConfigError, TomiiError
+from .._tomii import TomiiError
+
+# A tuning file's graphs are a sweep file's, read the same way.
+from ..experiments.config import _check_keys, _fail, _graphs, _read_toml
 from .compare import Arm, compare
 from .strategies import STRATEGIES
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - depends on the interpreter
-    import tomli as tomllib
 
 __all__ = ["load_config", "main"]
 
 _TOP = {"strategies", "budget", "seed", "objective", "direction", "frames", "repeats", "warmup"}
 _TOP |= {"verify_frames", "trial_timeout_s", "out", "search", "values", "hold", "graphs"}
 _ARM = {"strategy", "agent", "label", "timeout_s"}
-
-
-def _fail(path: Path, what: str) -> ConfigError:
-    return ConfigError(f"{path}: {what}")
-
-
-def _check_keys(path: Path, table: Mapping[str, Any], valid: set[str], where: str) -> None:
-    unknown = sorted(set(table) - valid)
-    if unknown:
-        raise _fail(
-            path,
-            f"unknown key(s) {', '.join(unknown)} in {where}; valid: {', '.join(sorted(valid))}",
-        )
 
 
 def _command(path: Path, command: Any) -> list[str]:
@@ -137,15 +122,8 @@ def _knobs(path: Path, document: Mapping[str, Any]) -> dict[str, Any] | None:
 
 def load_config(path: str | Path) -> dict[str, Any]:
     """The arguments of `compare` (graphs, arms, and tune's options) a TOML file describes."""
-    from ..experiments.config import _graphs as sweep_graphs
-
     path = Path(path)
-    try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise _fail(path, f"cannot read the tuning configuration: {error.strerror}") from None
-    except tomllib.TOMLDecodeError as error:
-        raise _fail(path, f"not valid TOML: {error}") from None
+    document = _read_toml(path, "the tuning configuration")
     _check_keys(path, document, _TOP, "the file")
     options: dict[str, Any] = {
         key: document[key]
@@ -163,7 +141,7 @@ def load_config(path: str | Path) -> dict[str, Any]:
     if "trial_timeout_s" in document:
         options["trial_timeout_s"] = float(document["trial_timeout_s"]) or None
     return {
-        "graphs": sweep_graphs(path, document.get("graphs")),
+        "graphs": _graphs(path, document.get("graphs")),
         "arms": _arms(path, document.get("strategies", ["random", "grid", "bayes"])),
         "budget": int(document.get("budget", 20)),
         "knobs": _knobs(path, document),

@@ -81,7 +81,7 @@ impl Default for SimConfig {
     }
 }
 
-/// The most workers, slots and tasks a worker may pop at once: the engine's limits.
+/// The most slots a simulation has (each is a row of per-instance state).
 const MAX_SLOTS: u32 = 1 << 16;
 /// Records per trace chunk handed to the sink.
 const TRACE_CHUNK: usize = 4096;
@@ -171,7 +171,8 @@ enum Event {
 #[derive(Clone, Copy)]
 struct Running {
     task: TomiiTask,
-    /// Per member of its group: start and end.
+    /// When it starts (after the pop's and the task's overheads) and ends (the sum of its
+    /// members' draws later).
     start: u64,
     end: u64,
 }
@@ -222,10 +223,11 @@ struct Sim<'a> {
     ready_at: Vec<u64>,
     /// Per node: durations drawn and their sum, for `cost_ns`.
     drawn: Vec<(u64, u64)>,
-    /// Frames started, completed; arrivals waiting for a slot.
+    /// Frames started and completed; frames of a paced source that arrived and wait for a slot
+    /// (they start in arrival order, numbered as they start); frames arrived.
     started: u64,
     done: u64,
-    waiting: VecDeque<u64>,
+    waiting: u64,
     arrived: u64,
     staged: Vec<TomiiTask>,
     /// Workers with nothing to run, and those a push woke, to ask for work after the event.
@@ -278,7 +280,7 @@ impl<'a> Sim<'a> {
             drawn: vec![(0, 0); graph.nodes.len()],
             started: 0,
             done: 0,
-            waiting: VecDeque::new(),
+            waiting: 0,
             arrived: 0,
             staged: Vec::new(),
             idle: (0..config.workers).collect(),
@@ -342,7 +344,7 @@ impl<'a> Sim<'a> {
         match self.slots.iter().position(|s| s.remaining == 0) {
             Some(slot) => self.start_frame(slot as u32, TOMII_NO_WORKER),
             None => {
-                self.waiting.push_back(self.arrived - 1);
+                self.waiting += 1;
                 Ok(())
             }
         }
@@ -582,7 +584,8 @@ impl<'a> Sim<'a> {
         }
         self.done += 1;
         self.scheduler.frame_completed(state.frame, slot, latency);
-        if let Some(_arrival) = self.waiting.pop_front() {
+        if self.waiting > 0 {
+            self.waiting -= 1;
             self.start_frame(slot, worker)?;
         } else if self.config.arrival_interval_ns.is_none() && self.started < self.config.frames {
             self.start_frame(slot, worker)?;
