@@ -457,23 +457,25 @@ pub unsafe fn call(
         instance: raw_ctx.instance,
         raw: raw_ctx,
     };
-    match catch_panic(|| kernel(&ctx, &args)) {
-        Ok(Ok(value)) => {
+    // The result is written inside the panic boundary, so only a status crosses it.
+    let written = catch_panic(|| match kernel(&ctx, &args) {
+        Ok(value) => {
             // SAFETY: `out` checked non-NULL; the host takes ownership of the value.
             unsafe { *out = value.into_raw() };
             TOMII_OK
         }
-        Ok(Err(error)) => {
-            // SAFETY: the host's error buffer is valid for `cap` bytes.
-            unsafe { write_error(raw_ctx.err, &error.0) };
-            TOMII_ERR
-        }
-        Err(panic) => {
-            // SAFETY: as above.
-            unsafe { write_error(raw_ctx.err, &format!("panicked: {panic}")) };
-            TOMII_ERR_PANIC
-        }
-    }
+        Err(error) => kernel_failed(raw_ctx.err, &error.0, TOMII_ERR),
+    });
+    written.unwrap_or_else(|panic| kernel_failed(raw_ctx.err, &format!("panicked: {panic}"), TOMII_ERR_PANIC))
+}
+
+/// Writes a failed kernel's message to the host's error buffer and returns `status`.
+#[cold]
+#[inline(never)]
+fn kernel_failed(err: TomiiErrorBuf, message: &str, status: i32) -> i32 {
+    // SAFETY: the host's error buffer is valid for `cap` bytes.
+    unsafe { write_error(err, message) };
+    status
 }
 
 /// Kernel flags by name, for `export_kernels!`'s `[flag]` prefix.

@@ -62,16 +62,22 @@ impl Watchdog {
         Watchdog { tick: AtomicU64::new(0), marks }
     }
 
+    /// The mark of `worker`'s calls; TOMII_NO_WORKER (u32::MAX) lands on the last, the host's. A
+    /// worker looks its mark up once and keeps it ([`watch_at`](Self::watch_at)).
     #[inline]
-    fn mark(&self, worker: u32) -> &AtomicU64 {
-        // TOMII_NO_WORKER (u32::MAX) lands on the last mark, the host's.
+    pub(super) fn mark(&self, worker: u32) -> &AtomicU64 {
         &self.marks[(worker as usize).min(self.marks.len() - 1)]
     }
 
     /// Runs `call` of the scheduler on `worker`, marked.
     #[inline]
     pub(super) fn watch<T>(&self, worker: u32, call: Call, body: impl FnOnce() -> T) -> T {
-        let mark = self.mark(worker);
+        self.watch_at(self.mark(worker), call, body)
+    }
+
+    /// Runs `call` of the scheduler, marked on `mark` (one of this watchdog's, from `mark`).
+    #[inline(always)]
+    pub(super) fn watch_at<T>(&self, mark: &AtomicU64, call: Call, body: impl FnOnce() -> T) -> T {
         mark.store(self.tick.load(Ordering::Relaxed) << 8 | call as u64, Ordering::Relaxed);
         let result = body();
         mark.store(0, Ordering::Relaxed);

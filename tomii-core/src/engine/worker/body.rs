@@ -12,8 +12,9 @@ use tomii_types::abi::{
 };
 use tomii_types::kernel::{Value, ValueRef};
 
-use std::ffi::{CStr, CString};
+use std::ffi::{CStr, CString, c_char};
 
+use super::records::{Record, SIMPLE};
 use super::{Engine, Local};
 use crate::engine::watchdog::Call;
 use crate::engine::{Output, RunError};
@@ -45,6 +46,15 @@ unsafe extern "C" fn never_run(
     1
 }
 
+/// What a kernel's call context says of where the call comes from: the node (its id and
+/// NUL-terminated name) and the instance's index within it.
+#[derive(Clone, Copy)]
+struct CallSite {
+    node: u32,
+    node_name: *const c_char,
+    index: u32,
+}
+
 /// A node's condition, bound to its function.
 pub(super) struct BoundCondition {
     pub(super) function: Kernel,
@@ -52,23 +62,26 @@ pub(super) struct BoundCondition {
 }
 
 impl Engine<'_> {
-    /// Runs the body of `instance`: `None` when its condition does not hold (the instance is
-    /// skipped), else the result of its kernel's last call, owned by the caller.
+    /// Runs the body of `instance`, whose record is `record`: `None` when its condition does not
+    /// hold (the instance is skipped), else the result of its kernel's last call, owned by the
+    /// caller.
     #[inline(always)]
     pub(super) fn run_body(
         &self,
         local: &mut Local,
-        node: u32,
+        record: &Record,
         slot: u32,
         instance: u32,
         frame: u64,
     ) -> Result<Option<TomiiValue>, RunError> {
-        let run = self.runs[node as usize];
-        if run.simple {
-            self.gather(local, slot, instance, self.graph.args_of(instance));
-            return self.call(local, run.kernel, node, slot, instance, frame).map(Some);
+        if record.flags & SIMPLE != 0 {
+            self.gather(local, slot, instance, self.records.args(record));
+            let kernel = Kernel { func: record.kernel, data: record.kernel_data, flags: 0 };
+            let site = CallSite { node: record.node, node_name: record.node_name, index: record.index };
+            return self.call_named(local, kernel, None, site, slot, instance, frame).map(Some);
         }
-        self.run_general_body(local, run, node, slot, instance, frame)
+        let node = record.node;
+        self.run_general_body(local, self.runs[node as usize], node, slot, instance, frame)
     }
 
     /// `run_body` for nodes with a condition, a loop or a variadic kernel.
@@ -120,8 +133,9 @@ impl Engine<'_> {
         frame: u64,
     ) -> Result<bool, RunError> {
         self.gather(local, slot, instance, self.graph.condition_args_of(instance));
+        let site = self.call_site(node, instance);
         let raw =
-            self.call_named(local, condition.function, Some(&condition.spec.function), node, slot, instance, frame)?;
+            self.call_named(local, condition.function, Some(&condition.spec.function), site, slot, instance, frame)?;
         // SAFETY: the function handed over ownership of its result.
         let value = unsafe { Value::from_raw(raw) };
         let ordering = compare(&value.view(), &condition.spec.value).map_err(|why| {
@@ -197,7 +211,16 @@ impl Engine<'_> {
         instance: u32,
         frame: u64,
     ) -> Result<TomiiValue, RunError> {
-        self.call_named(local, kernel, None, node, slot, instance, frame)
+        self.call_named(local, kernel, None, self.call_site(node, instance), slot, instance, frame)
+    }
+
+    /// Where a call of `instance` of `node` comes from, as its call context says.
+    fn call_site(&self, node: u32, instance: u32) -> CallSite {
+        CallSite {
+            node,
+            node_name: self.records.node_name(node).as_ptr(),
+            index: self.graph.inst_index[instance as usize],
+        }
     }
 
     /// Calls `kernel` (named `name` in errors, the node's kernel when `None`) with `local.args`; an
@@ -209,19 +232,20 @@ impl Engine<'_> {
         local: &mut Local,
         kernel: Kernel,
         name: Option<&str>,
-        node: u32,
+        site: CallSite,
         slot: u32,
         instance: u32,
         frame: u64,
     ) -> Result<TomiiValue, RunError> {
+        let node = site.node;
         local.error[0] = 0;
         let ctx = TomiiCallCtx {
             struct_size: size_of::<TomiiCallCtx>() as u32,
             worker: local.pusher.worker,
             frame,
             slot,
-            instance: self.graph.inst_index[instance as usize],
-            node: self.node_names[node as usize].as_ptr(),
+            instance: site.index,
+            node: site.node_name,
             err: TomiiErrorBuf { ptr: local.error.as_mut_ptr().cast(), cap: local.error.len() },
             data: kernel.data,
         };

@@ -142,7 +142,7 @@ impl Engine<'_> {
         let mut batch = Vec::new();
         let now = self.clock.now();
         self.ready_unclaimed(|slot, instance, generation, frame| {
-            batch.push(self.describe(instance, slot, generation, frame, now, TOMII_NO_WORKER));
+            batch.push(self.describe(self.inst(instance), slot, generation, frame, now, TOMII_NO_WORKER));
             true
         });
         self.containment.fifo().push(&batch);

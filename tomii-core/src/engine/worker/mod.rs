@@ -28,7 +28,7 @@ use setup::{bind_conditions, check_config};
 pub(crate) use setup::{scheduler_setup, templates};
 
 use fault::Containment;
-use records::{Inst, KEEPS_RESULT, Records, SINK};
+use records::{GROUPED, Inst, KEEPS_RESULT, Records, SINK};
 
 use super::clock::{Clock, Ticks};
 use super::door::{Door, Opened, Request};
@@ -92,15 +92,12 @@ pub(super) struct Engine<'a> {
     /// With post-nodes, per slot: its completed frame, held back from the source until the slot
     /// is reused or the post-nodes have read the last frame (README.md, "Frames and their source").
     held: Box<[Mutex<Option<FrameDone>>]>,
-    node_names: Vec<CString>,
     consts: Vec<Value>,
-    /// The descriptor of each instance, with the per-frame fields left blank.
-    templates: Vec<TomiiTask>,
     /// Instances without successors: their results are a frame's outputs, and a frame is complete
     /// when they all are.
     sinks: Vec<u32>,
     /// Per instance: what the hot path reads about it (README.md, "The per-task record").
-    records: Records,
+    records: Records<'a>,
     table: SlotTable,
     sleep: Arc<Sleep>,
     clock: Clock,
@@ -148,8 +145,10 @@ pub(super) struct Engine<'a> {
 }
 
 /// Ready tasks waiting to be pushed, and who pushes them.
-struct Pusher {
+struct Pusher<'e> {
     worker: u32,
+    /// The watchdog's mark of `worker`'s calls into the scheduler.
+    mark: &'e AtomicU64,
     ready: Vec<TomiiTask>,
     /// Whether the pushing worker will still take one of its pushed tasks itself.
     self_take: bool,
@@ -185,8 +184,8 @@ struct Claimed {
 }
 
 /// A worker's own buffers and counters.
-struct Local {
-    pusher: Pusher,
+struct Local<'e> {
+    pusher: Pusher<'e>,
     args: Vec<TomiiValue>,
     /// The elements of a variadic kernel's LIST argument.
     list: Vec<TomiiValue>,
@@ -256,7 +255,7 @@ impl<'a> Engine<'a> {
                 let simple = !variadic && node.condition.is_none() && !looped && graph.network.is_none();
                 NodeRun { kernel, variadic, simple, grouped: node.group_size > 1 }
             })
-            .collect();
+            .collect::<Vec<_>>();
         let node_names = graph
             .nodes
             .iter()
@@ -293,7 +292,15 @@ impl<'a> Engine<'a> {
         for &sink in &sinks {
             is_sink[sink as usize] = true;
         }
-        let records = Records::new(graph, config.workers, &keeps_result, &is_sink);
+        let records = Records::new(
+            graph,
+            config.workers,
+            &runs,
+            node_names,
+            &keeps_result,
+            &is_sink,
+            templates(graph, config.workers),
+        );
         let task_hooks = scheduler.has_task_hooks();
         Ok(Engine {
             graph,
@@ -315,9 +322,7 @@ impl<'a> Engine<'a> {
             )),
             wants_outputs: source.wants_outputs(),
             held: (0..if graph.post.is_empty() { 0 } else { config.slots }).map(|_| Mutex::new(None)).collect(),
-            node_names,
             consts: graph.consts.iter().map(|literal| literal.to_value()).collect(),
-            templates: templates(graph, config.workers),
             table: SlotTable::new(config.slots, instances, sinks.len()),
             sinks,
             records,
@@ -364,7 +369,12 @@ impl<'a> Engine<'a> {
     /// Asks the source for a frame for every slot, then gives it the door (so that the slots it
     /// does not take are free before its threads use the door), from the host thread.
     fn start_first_frames(&self, latency: &mut Histogram<u64>) -> Result<(), RunError> {
-        let mut pusher = Pusher { worker: TOMII_NO_WORKER, ready: Vec::with_capacity(PUSH_CHUNK), self_take: false };
+        let mut pusher = Pusher {
+            worker: TOMII_NO_WORKER,
+            mark: self.watchdog.mark(TOMII_NO_WORKER),
+            ready: Vec::with_capacity(PUSH_CHUNK),
+            self_take: false,
+        };
         for slot in 0..self.config.slots {
             match self.next_frame() {
                 NextFrame::Start { tag, inputs } => {
@@ -527,7 +537,12 @@ impl<'a> Engine<'a> {
     fn worker_main(&self, worker: u32) -> WorkerResult {
         self.sleep.register(worker);
         let mut local = Local {
-            pusher: Pusher { worker, ready: Vec::with_capacity(PUSH_CHUNK), self_take: true },
+            pusher: Pusher {
+                worker,
+                mark: self.watchdog.mark(worker),
+                ready: Vec::with_capacity(PUSH_CHUNK),
+                self_take: true,
+            },
             args: Vec::with_capacity(self.graph.max_args() + 1),
             list: Vec::with_capacity(self.graph.max_args()),
             error: vec![0; ERROR_CAPACITY],
@@ -621,7 +636,7 @@ impl<'a> Engine<'a> {
             return Some(self.containment.fifo().pop(local.pusher.worker, popped));
         }
         let worker = local.pusher.worker;
-        match self.watchdog.watch(worker, Call::Pop, || self.scheduler.pop_guarded(worker, popped)) {
+        match self.watchdog.watch_at(local.pusher.mark, Call::Pop, || self.scheduler.pop_guarded(worker, popped)) {
             Ok(count) => Some(count),
             Err(violation) => match self.contract_violation(violation) {
                 Ok(()) => Some(0),
@@ -759,20 +774,17 @@ impl<'a> Engine<'a> {
         let first_start = if self.timing { self.clock.now() } else { 0 };
         let (mut start, mut end) = (first_start, first_start);
         // The task runs its group's instances in order (just `instance` without groups).
-        let members =
-            if self.runs[node as usize].grouped { self.graph.group_of(instance) } else { instance..instance + 1 };
+        let members = if record.flags & GROUPED != 0 { self.graph.group_of(instance) } else { instance..instance + 1 };
         for member in members {
-            let result = self.run_body(local, node, slot, member, frame);
+            let member_record = if member == instance { record } else { self.records.get(self.inst(member)) };
+            let result = self.run_body(local, member_record, slot, member, frame);
             end = if self.timing { self.clock.now() } else { 0 };
-            // A member's own record says whether its result is kept (the leader's is at hand).
-            let keeps = if member == instance {
-                record.flags & KEEPS_RESULT != 0
-            } else {
-                self.records.check(member).is_some_and(|m| self.records.get(m).flags & KEEPS_RESULT != 0)
-            };
+            let keeps = member_record.flags & KEEPS_RESULT != 0;
             self.store(local, node, slot, member, frame, keeps, result?);
-            self.account(local, node, slot, member, instance, frame, start, end);
-            self.counters(local, frame).inlined += u64::from(popped.is_none());
+            let counters = if frame < self.config.warmup_frames { &mut local.warmup } else { &mut local.counters };
+            counters.inlined += u64::from(popped.is_none());
+            let (at, span) = ((slot, member, instance, frame), (start, end));
+            self.account(counters, &mut local.trace, worker, node, at, span);
             start = end;
         }
         if self.task_hooks
@@ -822,22 +834,19 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// Counters, cost estimate and trace record of one execution of `instance`, a member of the
-    /// task scheduled as `task` (itself without groups): the task's ready time is the member's.
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
+    /// Counters, cost estimate and trace record of one execution of `instance` (in `slot`, of
+    /// `frame`) on `worker`, a member of the task scheduled as `task` (itself without groups): the
+    /// task's ready time is the member's. `counters` are those the frame counts in.
+    #[inline(always)]
     fn account(
         &self,
-        local: &mut Local,
+        counters: &mut WorkerCounters,
+        trace: &mut WorkerTrace,
+        worker: u32,
         node: u32,
-        slot: u32,
-        instance: u32,
-        task: u32,
-        frame: u64,
-        start: Ticks,
-        end: Ticks,
+        (slot, instance, task, frame): (u32, u32, u32, u64),
+        (start, end): (Ticks, Ticks),
     ) {
-        let counters = self.counters(local, frame);
         counters.tasks += 1;
         let per_node = &mut counters.per_node[node as usize];
         per_node.count += 1;
@@ -853,19 +862,33 @@ impl<'a> Engine<'a> {
             }
         }
         if let Some(pool) = &self.trace_pool {
-            let cell = slot as usize * self.graph.instance_count() + task as usize;
-            let record = TraceRecord {
-                frame,
-                ready: self.ready_at[cell].load(Ordering::Relaxed),
-                start,
-                end,
-                node,
-                instance: self.graph.inst_index[instance as usize],
-                slot,
-                worker: local.pusher.worker,
-            };
-            local.trace.record(pool, record);
+            self.trace_task(pool, trace, worker, node, (slot, instance, task, frame), (start, end));
         }
+    }
+
+    /// The trace record of one execution (`account`'s arguments), apart from the per-task path.
+    #[inline(never)]
+    fn trace_task(
+        &self,
+        pool: &TracePool,
+        trace: &mut WorkerTrace,
+        worker: u32,
+        node: u32,
+        (slot, instance, task, frame): (u32, u32, u32, u64),
+        (start, end): (Ticks, Ticks),
+    ) {
+        let cell = slot as usize * self.graph.instance_count() + task as usize;
+        let record = TraceRecord {
+            frame,
+            ready: self.ready_at[cell].load(Ordering::Relaxed),
+            start,
+            end,
+            node,
+            instance: self.graph.inst_index[instance as usize],
+            slot,
+            worker,
+        };
+        trace.record(pool, record);
     }
 
     /// Counts this task's arrival on each successor and pushes those it made ready, except, with
@@ -903,7 +926,7 @@ impl<'a> Engine<'a> {
                 pusher.self_take = false;
                 continue;
             }
-            self.stage(pusher, next, slot, generation, frame, now, worker)?;
+            self.stage(pusher, next_inst, slot, generation, frame, now, worker)?;
         }
         self.flush(pusher)?;
         Ok(continuation)
@@ -915,16 +938,19 @@ impl<'a> Engine<'a> {
     fn stage(
         &self,
         pusher: &mut Pusher,
-        instance: u32,
+        inst: Inst,
         slot: u32,
         generation: u32,
         frame: u64,
         now: Ticks,
         locality: u32,
     ) -> Result<(), RunError> {
-        let task = self.describe(instance, slot, generation, frame, now, locality);
-        self.mark_ready(instance, slot, now);
-        pusher.ready.push(task);
+        self.mark_ready(inst.get(), slot, now);
+        // Described where it is pushed from: the 72-byte descriptor is copied once.
+        pusher.ready.push(*self.records.template(inst));
+        if let Some(task) = pusher.ready.last_mut() {
+            self.fill_in(task, inst.get(), slot, generation, frame, now, locality);
+        }
         if pusher.ready.len() == PUSH_CHUNK { self.flush(pusher) } else { Ok(()) }
     }
 
@@ -938,9 +964,25 @@ impl<'a> Engine<'a> {
     }
 
     /// The descriptor of a task that became ready at `now`.
+    fn describe(&self, inst: Inst, slot: u32, generation: u32, frame: u64, now: Ticks, locality: u32) -> TomiiTask {
+        let mut task = *self.records.template(inst);
+        self.fill_in(&mut task, inst.get(), slot, generation, frame, now, locality);
+        task
+    }
+
+    /// Fills in the per-frame fields of `task`, a copy of `instance`'s template.
     #[inline(always)]
-    fn describe(&self, instance: u32, slot: u32, generation: u32, frame: u64, now: Ticks, locality: u32) -> TomiiTask {
-        let mut task = self.templates[instance as usize];
+    #[allow(clippy::too_many_arguments)]
+    fn fill_in(
+        &self,
+        task: &mut TomiiTask,
+        instance: u32,
+        slot: u32,
+        generation: u32,
+        frame: u64,
+        now: Ticks,
+        locality: u32,
+    ) {
         task.handle = encode_handle(slot, instance, generation);
         task.frame = frame;
         task.slot = slot;
@@ -949,7 +991,6 @@ impl<'a> Engine<'a> {
             task.ready_ns = self.clock.ns_since_start(now);
             task.cost_ns = self.costs[task.node as usize].load(Ordering::Relaxed);
         }
-        task
     }
 
     /// Pushes the staged batch, if any (most completions of a chain or a pipeline stage none).
@@ -963,7 +1004,7 @@ impl<'a> Engine<'a> {
         if self.containment.is_ejected() {
             self.containment.fifo().push(&pusher.ready);
         } else if let Err(violation) =
-            self.watchdog.watch(pusher.worker, Call::Push, || self.scheduler.push(pusher.worker, &pusher.ready))
+            self.watchdog.watch_at(pusher.mark, Call::Push, || self.scheduler.push(pusher.worker, &pusher.ready))
         {
             // Under the fallback policy the ejection requeues these tasks from the counters.
             self.contract_violation(violation)?;
@@ -1000,7 +1041,7 @@ impl<'a> Engine<'a> {
         let generation = self.table.begin_frame(slot, frame, tag, serial, now);
         self.watchdog.watch(pusher.worker, Call::FrameStarted, || self.scheduler.frame_started(frame, slot));
         for &root in &self.graph.roots {
-            self.stage(pusher, root, slot, generation, frame, now, TOMII_NO_WORKER)?;
+            self.stage(pusher, self.inst(root), slot, generation, frame, now, TOMII_NO_WORKER)?;
         }
         let mut completed = false;
         for (&instance, value) in self.graph.inputs.iter().zip(inputs.into_iter().flatten()) {
