@@ -28,7 +28,7 @@ use setup::{bind_conditions, check_config};
 pub(crate) use setup::{scheduler_setup, templates};
 
 use fault::Containment;
-use records::{GROUPED, Inst, KEEPS_RESULT, Records, SINK};
+use records::{GROUPED, Inst, KEEPS_RESULT, Record, Records, SINK};
 
 use super::clock::{Clock, Ticks};
 use super::door::{Door, Opened, Request};
@@ -765,28 +765,18 @@ impl<'a> Engine<'a> {
         let Claimed { slot, inst, generation, frame } = claimed;
         let instance = inst.get();
         let record = self.records.get(inst);
-        let node = record.node;
         if self.task_hooks
             && let Some(task) = popped
         {
             self.watchdog.watch(worker, Call::TaskStarted, || self.scheduler.task_started(worker, task));
         }
         let first_start = if self.timing { self.clock.now() } else { 0 };
-        let (mut start, mut end) = (first_start, first_start);
-        // The task runs its group's instances in order (just `instance` without groups).
-        let members = if record.flags & GROUPED != 0 { self.graph.group_of(instance) } else { instance..instance + 1 };
-        for member in members {
-            let member_record = if member == instance { record } else { self.records.get(self.inst(member)) };
-            let result = self.run_body(local, member_record, slot, member, frame);
-            end = if self.timing { self.clock.now() } else { 0 };
-            let keeps = member_record.flags & KEEPS_RESULT != 0;
-            self.store(local, node, slot, member, frame, keeps, result?);
-            let counters = if frame < self.config.warmup_frames { &mut local.warmup } else { &mut local.counters };
-            counters.inlined += u64::from(popped.is_none());
-            let (at, span) = ((slot, member, instance, frame), (start, end));
-            self.account(counters, &mut local.trace, worker, node, at, span);
-            start = end;
-        }
+        let inlined = popped.is_none();
+        let end = if record.flags & GROUPED == 0 {
+            self.run_member(local, record, slot, (instance, instance), frame, inlined, first_start)?
+        } else {
+            self.run_group(local, record, slot, instance, frame, inlined, first_start)?
+        };
         if self.task_hooks
             && let Some(task) = popped
         {
@@ -798,6 +788,52 @@ impl<'a> Engine<'a> {
             self.finish_frame(&mut local.pusher, slot, frame, &mut local.latency)?;
         }
         Ok(continuation)
+    }
+
+    /// Runs one instance of the task (`member` of the task scheduled as `task`; both the same
+    /// without groups), whose record is `record`, from `start`: its body, its result kept or
+    /// dropped, its counters. Returns when it ended.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn run_member(
+        &self,
+        local: &mut Local,
+        record: &Record,
+        slot: u32,
+        (member, task): (u32, u32),
+        frame: u64,
+        inlined: bool,
+        start: Ticks,
+    ) -> Result<Ticks, RunError> {
+        let result = self.run_body(local, record, slot, member, frame);
+        let end = if self.timing { self.clock.now() } else { 0 };
+        let node = record.node;
+        self.store(local, node, slot, member, frame, record.flags & KEEPS_RESULT != 0, result?);
+        let counters = if frame < self.config.warmup_frames { &mut local.warmup } else { &mut local.counters };
+        counters.inlined += u64::from(inlined);
+        self.account(counters, &mut local.trace, local.pusher.worker, node, (slot, member, task, frame), (start, end));
+        Ok(end)
+    }
+
+    /// Runs the instances of the group the task `leader` (whose record is `record`) runs, in order.
+    /// Returns when the last ended.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn run_group(
+        &self,
+        local: &mut Local,
+        record: &Record,
+        slot: u32,
+        leader: u32,
+        frame: u64,
+        inlined: bool,
+        mut start: Ticks,
+    ) -> Result<Ticks, RunError> {
+        for member in self.graph.group_of(leader) {
+            let member_record = if member == leader { record } else { self.records.get(self.inst(member)) };
+            start = self.run_member(local, member_record, slot, (member, leader), frame, inlined, start)?;
+        }
+        Ok(start)
     }
 
     /// The counters a task of `frame` counts in: those of warm-up frames are left out of the
