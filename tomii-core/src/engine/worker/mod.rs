@@ -442,7 +442,9 @@ impl<'a> Engine<'a> {
     /// A worker's part of the run, on a pooled thread: the worker loop, whose counters and trace go
     /// to its `finished` cell (a panic fails the run instead), then the host is told it exited.
     fn work(&self, worker: u32) {
-        match catch_unwind(AssertUnwindSafe(|| self.worker_main(worker))) {
+        let result = catch_unwind(AssertUnwindSafe(|| self.worker_main(worker)));
+        self.sleep.leave(worker);
+        match result {
             Ok(result) => *self.finished[worker as usize].lock().unwrap_or_else(|p| p.into_inner()) = Some(result),
             Err(payload) => {
                 self.fail(RunError::Internal(format!("a worker panicked: {}", tomii_types::panic_message(&*payload))))
@@ -483,7 +485,7 @@ impl<'a> Engine<'a> {
                 self.interrupted.store(true, Ordering::Relaxed);
                 self.door.end();
             }
-            if self.door.is_finished() {
+            if !stopped && self.door.is_finished() {
                 self.stop_run();
             }
             if let Some(progress) = &self.config.progress
