@@ -1272,14 +1272,21 @@ impl<'a> Engine<'a> {
         sink: &mut TraceSink,
         wall_s: f64,
     ) -> Result<RunOutcome, RunFailure> {
-        let mut latency = host_latency.clone();
+        // The histograms merged: the first one taken whole, not added bucket by bucket into an
+        // empty one (each has as many buckets as its longest latency needs: thousands).
+        let mut latency = (!host_latency.is_empty()).then(|| host_latency.clone());
         let mut counters = Vec::with_capacity(self.finished.len());
         let mut unreported = Vec::new();
         for (worker, finished) in self.finished.iter().enumerate() {
             match finished.lock().unwrap_or_else(|p| p.into_inner()).take() {
                 Some((worker_counters, chunk, worker_latency)) => {
                     sink.take(chunk, None, &self.clock);
-                    let _ = latency.add(&worker_latency);
+                    match &mut latency {
+                        Some(latency) => {
+                            let _ = latency.add(&worker_latency);
+                        }
+                        None => latency = Some(worker_latency),
+                    }
                     counters.push(worker_counters);
                 }
                 None => {
@@ -1289,6 +1296,7 @@ impl<'a> Engine<'a> {
                 }
             }
         }
+        let latency = latency.unwrap_or_else(|| host_latency.clone());
         let trace_error = sink.finish();
         let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner()).take();
         if failure.is_none() && !self.door.is_finished() {
