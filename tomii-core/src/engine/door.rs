@@ -244,7 +244,9 @@ impl Door {
     /// No frame will be accepted any more: the run ends once the frames in flight are done.
     pub fn end(&self) {
         self.ended.store(true, Ordering::SeqCst);
-        self.wake_waiters();
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            self.wake_waiters();
+        }
         if self.in_flight.load(Ordering::SeqCst) == 0 {
             self.host.unpark();
         }
@@ -332,7 +334,9 @@ impl Door {
     /// dropped).
     pub(super) fn drain(&self) -> Vec<u64> {
         self.ended.store(true, Ordering::SeqCst);
-        self.wake_waiters();
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            self.wake_waiters();
+        }
         while self.entering.load(Ordering::SeqCst) > 0 {
             std::thread::yield_now();
         }

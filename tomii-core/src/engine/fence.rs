@@ -12,16 +12,18 @@
 
 use std::sync::atomic::{Ordering, compiler_fence, fence};
 
-/// Which pair of fences this process uses, decided once per run.
+/// Which pair of fences this process uses, decided once per process.
 #[derive(Clone, Copy, Debug)]
 pub struct Fences {
     membarrier: bool,
 }
 
 impl Fences {
-    /// Uses `membarrier` when the kernel offers the private expedited command.
+    /// Uses `membarrier` when the kernel offers the private expedited command (asked, and the
+    /// process registered, by the first run; a registration holds for the process's life).
     pub fn new() -> Self {
-        Fences { membarrier: membarrier::register() }
+        static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        Fences { membarrier: *REGISTERED.get_or_init(membarrier::register) }
     }
 
     /// The hot side: a compiler fence, or a full fence without `membarrier`.

@@ -12,7 +12,7 @@
 //! task is left behind while a worker that could run it sleeps.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, Ordering};
 use std::thread::Thread;
 use std::time::Duration;
 
@@ -36,6 +36,8 @@ pub struct Sleep {
     state: Box<[AtomicU8]>,
     /// Per worker: its thread, registered when it starts.
     threads: Box<[OnceLock<Thread>]>,
+    /// Per worker: whether it left the run (its thread, a pooled one, may be in another run now).
+    left: Box<[AtomicBool]>,
     /// Workers between `prepare` and `finish`.
     sleepers: AtomicU32,
     /// Workers spinning in search of work (they will find a task without being woken).
@@ -55,6 +57,7 @@ impl Sleep {
             fences: Fences::new(),
             state: (0..workers).map(|_| AtomicU8::new(AWAKE)).collect(),
             threads: (0..workers).map(|_| OnceLock::new()).collect(),
+            left: (0..workers).map(|_| AtomicBool::new(false)).collect(),
             sleepers: AtomicU32::new(0),
             spinners: AtomicU32::new(0),
             next_scan: AtomicU32::new(0),
@@ -64,6 +67,11 @@ impl Sleep {
     /// Called by each worker thread when it starts.
     pub fn register(&self, worker: u32) {
         let _ = self.threads[worker as usize].set(std::thread::current());
+    }
+
+    /// Called by each worker thread when it leaves the run: `wake_all` no longer unparks it.
+    pub fn leave(&self, worker: u32) {
+        self.left[worker as usize].store(true, Ordering::Relaxed);
     }
 
     pub fn start_spinning(&self) {
@@ -174,11 +182,13 @@ impl Sleep {
         woke
     }
 
-    /// Wakes every worker (the run finished or failed).
+    /// Wakes every worker still in the run (the run finished or failed).
     pub fn wake_all(&self) {
         for worker in 0..self.state.len() as u32 {
             self.wake(worker);
-            if let Some(thread) = self.threads[worker as usize].get() {
+            if let Some(thread) = self.threads[worker as usize].get()
+                && !self.left[worker as usize].load(Ordering::Relaxed)
+            {
                 thread.unpark();
             }
         }

@@ -2,8 +2,9 @@
 //! (version, size, callbacks and, for Rust schedulers, the `abi_stable` layout) however many runs
 //! load it.
 //!
-//! A file is known by its canonical path and its identity on disk (device, inode, size, mtime): a
-//! file that changed since it was checked is never taken for the checked one, but checked again.
+//! A file is known by its identity on disk (device, inode, size, mtime), recorded under its
+//! canonical path: a file that changed since it was checked is never taken for the checked one,
+//! but checked again.
 //! Only a passed check is remembered; a failing file is checked (and reported) again on every load.
 
 use std::collections::HashMap;
@@ -54,6 +55,16 @@ impl<T: Clone> Checked<T> {
     /// this record existed. (The dynamic loader may still hand back the library it loaded under
     /// that path before, since a library is never unloaded: that was so before too.)
     pub fn get_or_check(&self, path: &Path, check: impl FnOnce() -> Result<T, PluginError>) -> Result<T, PluginError> {
+        // The file the path names now (one `stat`), if it is one checked already under any path:
+        // the same device and inode with the same size and mtime is the same file, so a repeated
+        // load costs no canonicalization (a `readlink` per path component).
+        if let Some(id) = FileId::of(path) {
+            let files = self.files.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if let Some((_, checked)) = files.as_ref().and_then(|files| files.values().find(|(known, _)| *known == id))
+            {
+                return Ok(checked.clone());
+            }
+        }
         let Some((canonical, id)) = std::fs::canonicalize(path).ok().and_then(|c| FileId::of(&c).map(|id| (c, id)))
         else {
             // Missing or unreadable: the check reports it as it always has.

@@ -33,6 +33,7 @@ use records::{GROUPED, Inst, KEEPS_RESULT, Record, Records, SINK};
 use super::clock::{Clock, Ticks};
 use super::door::{Door, Opened, Request};
 use super::durations::Durations;
+use super::pool;
 use super::report::{self, NodeCounters, WorkerCounters};
 use super::sleep::{Sleep, Wake};
 use super::slots::{ClaimError, SlotTable, decode_handle, encode_handle};
@@ -118,8 +119,6 @@ pub(super) struct Engine<'a> {
     stop: AtomicBool,
     /// When `stop` was first set: the end of the run's wall time.
     stopped_at: OnceLock<Instant>,
-    /// Where workers wait, ready, for the first frames to start.
-    start_line: StartLine,
     failure: Mutex<Option<RunError>>,
     /// Per worker: what it counted and traced, put there when it exits.
     finished: Box<[Mutex<Option<WorkerResult>>]>,
@@ -154,23 +153,15 @@ struct Pusher<'e> {
     self_take: bool,
 }
 
-/// Workers report ready here, their buffers made, and wait for `go`: the host starts the first
-/// frames, and the wall clock, once every worker is ready, so thread start-up is not timed.
-struct StartLine {
-    ready: AtomicU32,
-    go: AtomicBool,
-}
+/// Stops the run when the host thread unwinds, so that the workers return and `Crew::run`'s wait
+/// for them ends.
+struct StopOnUnwind<'e, 'a>(&'e Engine<'a>);
 
-/// Lets the workers go from the start line when dropped; when dropped by a panic of the host
-/// thread, stops the run first, so that the scope's join does not wait for a run nobody started.
-struct GoOnDrop<'e, 'a>(&'e Engine<'a>);
-
-impl Drop for GoOnDrop<'_, '_> {
+impl Drop for StopOnUnwind<'_, '_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             self.0.stop_run();
         }
-        self.0.start_line.go.store(true, Ordering::Release);
     }
 }
 
@@ -337,7 +328,6 @@ impl<'a> Engine<'a> {
             interrupted: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             stopped_at: OnceLock::new(),
-            start_line: StartLine { ready: AtomicU32::new(0), go: AtomicBool::new(false) },
             failure: Mutex::new(None),
             finished: (0..config.workers).map(|_| Mutex::new(None)).collect(),
             exited: AtomicU32::new(0),
@@ -405,92 +395,82 @@ impl<'a> Engine<'a> {
     }
 
     /// Runs the workers to the end of the run (README.md, "The run") and returns its outcome.
-    /// Meanwhile the host thread watches the run (`watch`). Wall time runs from the first frames'
-    /// start, once every worker is ready, to the run's stop.
+    /// The workers are threads of the pool ("The worker pool"), handed the run once its first
+    /// frames started; meanwhile the host thread watches the run (`watch`). Wall time runs from the
+    /// first frames' start to the run's stop.
     ///
-    /// A worker stuck in a call cannot be joined: with `on_hang`, the outcome is made of what the
-    /// other workers did once they exited and handed to it first.
+    /// A worker stuck in a call cannot be waited for: with `on_hang`, the outcome is made of what
+    /// the other workers did once they exited and handed to it first.
     fn run_workers(&self, sink: &mut TraceSink) -> Result<RunOutcome, RunFailure> {
         let mut host_latency = latency_histogram();
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..self.config.workers)
-                .map(|worker| {
-                    std::thread::Builder::new().name(format!("{}{worker}", tomii_types::WORKER_PREFIX)).spawn_scoped(
-                        scope,
-                        move || {
-                            let result = catch_unwind(AssertUnwindSafe(|| self.worker_main(worker))).map(|result| {
-                                *self.finished[worker as usize].lock().unwrap_or_else(|p| p.into_inner()) =
-                                    Some(result);
-                            });
-                            self.exited.fetch_add(1, Ordering::Release);
-                            self.host.unpark();
-                            result
-                        },
-                    )
-                })
-                .collect();
-            // Whatever happens below, even a panic, the workers leave the start line.
-            let _go = GoOnDrop(self);
-            let spawned = handles.iter().filter(|h| h.is_ok()).count() as u32;
-            let mut lost = spawned < self.config.workers;
-            while !lost && self.start_line.ready.load(Ordering::Acquire) < spawned {
-                lost = handles.iter().flatten().any(|h| h.is_finished());
-                std::thread::yield_now();
+        let crew = pool::hire(self.config.workers);
+        let wall = Instant::now();
+        let crew = match crew {
+            Ok(crew) => {
+                if let Err(error) = self.start_first_frames(&mut host_latency) {
+                    self.fail(error);
+                }
+                crew
             }
-            let wall = Instant::now();
-            if lost {
-                // A worker that never started or died before the start line cannot be counted on
-                // (the run could wait for it forever): stop; joining reports why.
-                self.fail(RunError::Internal("a worker thread did not start".into()));
-            } else if let Err(error) = self.start_first_frames(&mut host_latency) {
-                self.fail(error);
+            Err(error) => {
+                // No frame starts, and no worker runs: the report lists them all as unreported.
+                self.fail(RunError::Internal(format!("cannot start a worker thread: {error}")));
+                pool::Crew::none()
             }
-            self.start_line.go.store(true, Ordering::Release);
-            let stuck = self.watch(wall, sink, spawned);
-            // With warm-up frames, the wall time starts with the first frame after them (none
-            // started: no wall time).
-            let measured_from = || match self.config.warmup_frames {
-                0 => Some(wall),
-                _ => self.measured_from.get().copied(),
-            };
-            let wall_s = || {
-                let stopped = self.stopped_at.get().copied().unwrap_or_else(Instant::now);
-                measured_from().map_or(0.0, |from| stopped.saturating_duration_since(from).as_secs_f64())
-            };
-            let handed = match &self.config.on_hang {
-                Some(on_hang) if stuck > 0 => {
+        };
+        let hired = crew.len();
+        // With warm-up frames, the wall time starts with the first frame after them (none
+        // started: no wall time).
+        let measured_from = || match self.config.warmup_frames {
+            0 => Some(wall),
+            _ => self.measured_from.get().copied(),
+        };
+        let wall_s = || {
+            let stopped = self.stopped_at.get().copied().unwrap_or_else(Instant::now);
+            measured_from().map_or(0.0, |from| stopped.saturating_duration_since(from).as_secs_f64())
+        };
+        let handed = crew.run(&|worker| self.work(worker), |crew| {
+            let _stop = StopOnUnwind(self);
+            let stuck = self.watch(wall, sink, hired);
+            stuck.iter().for_each(|&worker| crew.retire(worker));
+            match &self.config.on_hang {
+                Some(on_hang) if !stuck.is_empty() => {
                     (on_hang.0)(self.outcome(&host_latency, sink, wall_s()));
                     true
                 }
                 _ => false,
-            };
-            for spawned in handles {
-                match spawned.map(|handle| handle.join()) {
-                    Ok(Ok(Ok(()))) => {}
-                    Ok(Ok(Err(payload)) | Err(payload)) => self.fail(RunError::Internal(format!(
-                        "a worker panicked: {}",
-                        tomii_types::panic_message(&*payload)
-                    ))),
-                    Err(e) => self.fail(RunError::Internal(format!("cannot start a worker thread: {e}"))),
-                }
             }
-            if handed {
-                let error = RunError::Internal(
-                    "the run's outcome was handed to on_hang, the call it was stuck in returned".into(),
-                );
-                return Err(RunFailure { error, partial: None });
+        });
+        if handed {
+            let error =
+                RunError::Internal("the run's outcome was handed to on_hang, the call it was stuck in returned".into());
+            return Err(RunFailure { error, partial: None });
+        }
+        self.outcome(&host_latency, sink, wall_s())
+    }
+
+    /// A worker's part of the run, on a pooled thread: the worker loop, whose counters and trace go
+    /// to its `finished` cell (a panic fails the run instead), then the host is told it exited.
+    fn work(&self, worker: u32) {
+        let result = catch_unwind(AssertUnwindSafe(|| self.worker_main(worker)));
+        self.sleep.leave(worker);
+        match result {
+            Ok(result) => *self.finished[worker as usize].lock().unwrap_or_else(|p| p.into_inner()) = Some(result),
+            Err(payload) => {
+                self.fail(RunError::Internal(format!("a worker panicked: {}", tomii_types::panic_message(&*payload))))
             }
-            self.outcome(&host_latency, sink, wall_s())
-        })
+        }
+        self.exited.fetch_add(1, Ordering::Release);
+        self.host.unpark();
     }
 
     /// The host thread's part while the workers run: takes the trace chunks workers hand over,
     /// turns a stop request into the end of the source (the frames in flight then complete), ends
     /// the run when the door ended with nothing in flight, and reports progress; until the run
     /// stops and each of the `spawned` workers exited or was found stuck in a call (one that does
-    /// not return keeps its worker from exiting, even after the run's last frame). Returns how many
-    /// were found stuck.
-    fn watch(&self, wall: Instant, sink: &mut TraceSink, spawned: u32) -> usize {
+    /// not return keeps its worker from exiting, even after the run's last frame). Returns those
+    /// found stuck.
+    fn watch(&self, wall: Instant, sink: &mut TraceSink, spawned: u32) -> Vec<u32> {
         let mut reported: Option<Instant> = None;
         let limit_ms = u64::try_from(self.config.scheduler_call_timeout.as_millis()).unwrap_or(u64::MAX);
         let kernel_limit_ms =
@@ -515,7 +495,7 @@ impl<'a> Engine<'a> {
                 self.interrupted.store(true, Ordering::Relaxed);
                 self.door.end();
             }
-            if self.door.is_finished() {
+            if !stopped && self.door.is_finished() {
                 self.stop_run();
             }
             if let Some(progress) = &self.config.progress
@@ -528,7 +508,7 @@ impl<'a> Engine<'a> {
             }
             let found = stuck[..self.config.workers as usize].iter().filter(|s| **s).count();
             if stopped && self.exited.load(Ordering::Acquire) as usize + found >= spawned as usize {
-                return found;
+                return (0..self.config.workers).filter(|&worker| stuck[worker as usize]).collect();
             }
             std::thread::park_timeout(WATCH_EVERY);
         }
@@ -558,10 +538,6 @@ impl<'a> Engine<'a> {
             trace: WorkerTrace::new(self.trace_pool.as_ref()),
             latency: latency_histogram(),
         };
-        self.start_line.ready.fetch_add(1, Ordering::Release);
-        while !self.start_line.go.load(Ordering::Acquire) {
-            std::thread::yield_now();
-        }
         // The buffer the scheduler pops into, apart from `local`: its descriptors are read in place.
         let mut popped = PopBuffer::new(self.config.pop_batch as usize);
         while let Some(count) = self.next_tasks(&mut local, &mut popped) {
@@ -1373,14 +1349,21 @@ impl<'a> Engine<'a> {
         sink: &mut TraceSink,
         wall_s: f64,
     ) -> Result<RunOutcome, RunFailure> {
-        let mut latency = host_latency.clone();
+        // The histograms merged: the first one taken whole, not added bucket by bucket into an
+        // empty one (each has as many buckets as its longest latency needs: thousands).
+        let mut latency = (!host_latency.is_empty()).then(|| host_latency.clone());
         let mut counters = Vec::with_capacity(self.finished.len());
         let mut unreported = Vec::new();
         for (worker, finished) in self.finished.iter().enumerate() {
             match finished.lock().unwrap_or_else(|p| p.into_inner()).take() {
                 Some((worker_counters, chunk, worker_latency)) => {
                     sink.take(chunk, None, &self.clock);
-                    let _ = latency.add(&worker_latency);
+                    match &mut latency {
+                        Some(latency) => {
+                            let _ = latency.add(&worker_latency);
+                        }
+                        None => latency = Some(worker_latency),
+                    }
                     counters.push(worker_counters);
                 }
                 None => {
@@ -1390,6 +1373,7 @@ impl<'a> Engine<'a> {
                 }
             }
         }
+        let latency = latency.unwrap_or_else(|| host_latency.clone());
         let trace_error = sink.finish();
         let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner()).take();
         if failure.is_none() && !self.door.is_finished() {
