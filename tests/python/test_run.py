@@ -155,6 +155,31 @@ def test_a_failed_run_raises_with_what_it_did_and_writes_its_files(tmp_path: Pat
     assert len(trace.read_text().splitlines()) == 1 + 500 + 499
 
 
+def test_a_forked_child_runs_graphs_with_its_own_threads() -> None:
+    """A process forked after runs (multiprocessing's default on Linux) inherits the kept runner
+    and worker threads' records but not the threads: its runs start their own, and finish."""
+    graph = {"nodes": [{"name": "a", "function": "checksum", "args": [{"type": "$index"}]}]}
+    for workers in (1, 2):
+        tomii.run_graph(graph, dylibs=[SYNTHETIC], workers=workers)
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through its exit status
+        code = 1
+        try:
+            result = tomii.run_graph(graph, dylibs=[SYNTHETIC], workers=2, frames=3)
+            code = 0 if result.report["frames"] == 3 else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 30
+    while (finished := os.waitpid(child, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if finished[0] == 0:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+        pytest.fail("the forked child's run did not finish within 30 s")
+    assert os.waitstatus_to_exitcode(finished[1]) == 0
+    assert tomii.run_graph(graph, dylibs=[SYNTHETIC], workers=2).report["frames"] == 1
+
+
 def test_a_scheduler_stuck_in_pop_raises_hang_error_and_the_next_run_works(tmp_path: Path) -> None:
     """A pop that never returns: HangError within the limit, naming the scheduler and the call,
     with the partial result; the stuck thread stays behind and the next run is unaffected."""

@@ -18,8 +18,9 @@ use std::time::Duration;
 /// A run, or whatever else must run on the runner.
 type Job = Box<dyn FnOnce() + Send>;
 
-/// The runner's queue; `None` before the first run and after a runner was left behind.
-static RUNNER: Mutex<Option<Sender<Job>>> = Mutex::new(None);
+/// The runner's queue, with the id of the process whose thread reads it; `None` before the first
+/// run and after a runner was left behind.
+static RUNNER: Mutex<Option<(u32, Sender<Job>)>> = Mutex::new(None);
 
 /// The runner's stack: what the caller's main thread would have had (post-node kernels and the
 /// host's part of the run execute there).
@@ -74,11 +75,17 @@ where
     Err(gave_up)
 }
 
-/// Queues `job` on the runner, starting one if there is none (or it is gone).
+/// Queues `job` on the runner, starting one if there is none (or it is gone). A process forked
+/// from one with a runner has no runner thread, only its queue: the queue is forgotten (leaked,
+/// never touched) and the child starts its own runner.
 fn submit(job: Job) {
     let mut runner = RUNNER.lock().unwrap_or_else(|p| p.into_inner());
+    let pid = std::process::id();
+    if runner.as_ref().is_some_and(|(owner, _)| *owner != pid) {
+        std::mem::forget(runner.take());
+    }
     let job = match runner.as_ref() {
-        Some(queue) => match queue.send(job) {
+        Some((_, queue)) => match queue.send(job) {
             Ok(()) => return,
             Err(mpsc::SendError(job)) => job,
         },
@@ -96,7 +103,7 @@ fn submit(job: Job) {
         return job();
     }
     let _ = queue.send(job);
-    *runner = Some(queue);
+    *runner = Some((pid, queue));
 }
 
 /// While it lives, SIGINT sets `stop` (the run's stop request) and is counted, after Python's own

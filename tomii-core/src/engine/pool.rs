@@ -29,8 +29,27 @@ struct Hand {
     thread: Thread,
 }
 
-/// Idle threads, per worker index.
-static IDLE: Mutex<Vec<Vec<Arc<Hand>>>> = Mutex::new(Vec::new());
+/// Idle threads, per worker index, of the process `pid`.
+struct Idle {
+    pid: u32,
+    hands: Vec<Vec<Arc<Hand>>>,
+}
+
+static IDLE: Mutex<Idle> = Mutex::new(Idle { pid: 0, hands: Vec::new() });
+
+/// The idle threads of this process. A child forked from a process with a pool has only the
+/// forking thread: the hands it inherited name threads it does not have, and a job handed to one
+/// would never run. They are forgotten (leaked, never touched), and the child starts its own.
+/// (A fork while another thread held this lock leaves it held in the child, as for any lock.)
+fn idle() -> std::sync::MutexGuard<'static, Idle> {
+    let mut idle = IDLE.lock().unwrap_or_else(|p| p.into_inner());
+    let pid = std::process::id();
+    if idle.pid != pid {
+        std::mem::forget(std::mem::take(&mut idle.hands));
+        idle.pid = pid;
+    }
+    idle
+}
 
 /// What the host of a run waits on: how many jobs have not released yet, and which workers were
 /// found stuck (their threads end instead of going back to the pool).
@@ -74,9 +93,9 @@ pub fn hire(workers: u32) -> std::io::Result<Crew> {
     let mut crew = Crew { hands: Vec::with_capacity(workers as usize) };
     let mut missing = Vec::new();
     {
-        let mut idle = IDLE.lock().unwrap_or_else(|p| p.into_inner());
+        let mut idle = idle();
         for worker in 0..workers {
-            match idle.get_mut(worker as usize).and_then(Vec::pop) {
+            match idle.hands.get_mut(worker as usize).and_then(Vec::pop) {
                 Some(hand) => crew.hands.push(hand),
                 None => missing.push(worker),
             }
@@ -190,12 +209,12 @@ fn take_job(hand: &Hand) -> Job {
 
 /// Puts `hand` back on its index's idle list.
 fn give_back(hand: Arc<Hand>) {
-    let mut idle = IDLE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut idle = idle();
     let index = hand.worker as usize;
-    if idle.len() <= index {
-        idle.resize_with(index + 1, Vec::new);
+    if idle.hands.len() <= index {
+        idle.hands.resize_with(index + 1, Vec::new);
     }
-    idle[index].push(hand);
+    idle.hands[index].push(hand);
 }
 
 #[cfg(test)]
