@@ -601,7 +601,7 @@ def _prepare(
     else:
         plugin = find_scheduler(str(scheduler))
     kernels = {k.name: k for k in python_kernels}
-    for name in _python_names(text, source):
+    for name in _python_names(text, graph if isinstance(graph, dict) else None):
         if name not in kernels:
             kernels[name] = find_exported(name)
     return text, source, plugin, [(k.name, k.function, k.variadic) for k in kernels.values()]
@@ -619,12 +619,16 @@ def _knob_names() -> set[str]:
     return {knob["name"] for knob in catalog["knobs"]} | {"dylibs", "sched_opts", "collect_outputs"}
 
 
-def _python_names(text: str, source: str) -> list[str]:
-    """The function names of the graph that name Python kernels ("module.function")."""
-    try:
-        spec = json.loads(text)
-    except json.JSONDecodeError:
-        return []  # the runtime's parser reports it, naming the line and column
+def _python_names(text: str, spec: Any = None) -> list[str]:
+    """The function names of the graph `text` (or of `spec`, the dict it was made from) that name
+    Python kernels ("module.function")."""
+    if spec is None:
+        if "." not in text:
+            return []  # no name of a Python kernel, and no need to read the text again
+        try:
+            spec = json.loads(text)
+        except json.JSONDecodeError:
+            return []  # the runtime's parser reports it, naming the line and column
     if not isinstance(spec, dict):
         return []
     names: list[str] = []
