@@ -223,13 +223,22 @@ mod tests {
     use std::sync::atomic::AtomicU64;
     use std::thread::ThreadId;
 
+    /// Runs a crew of `workers`, retiring `retire` while its job runs (as the host retires a worker
+    /// stuck in a call); the name and id of each worker's thread.
     fn names_and_ids(workers: u32, retire: Option<u32>) -> Vec<(String, ThreadId)> {
         let seen = Mutex::new(vec![None; workers as usize]);
+        let retired = AtomicBool::new(false);
         let work = |worker: u32| {
             let me = std::thread::current();
             seen.lock().unwrap()[worker as usize] = Some((me.name().unwrap_or_default().to_owned(), me.id()));
+            while retire == Some(worker) && !retired.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
         };
-        hire(workers).expect("threads").run(&work, |crew| retire.iter().for_each(|&w| crew.retire(w)));
+        hire(workers).expect("threads").run(&work, |crew| {
+            retire.iter().for_each(|&w| crew.retire(w));
+            retired.store(true, Ordering::SeqCst);
+        });
         seen.into_inner().unwrap().into_iter().map(|seen| seen.expect("every worker ran")).collect()
     }
 
