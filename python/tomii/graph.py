@@ -732,8 +732,8 @@ class Graph:
         network needed) drawing the graph in layers, node kinds (nodes, conditional nodes,
         post-nodes, inputs, `$network`) and edge kinds (`$res`, `$dep`, `$barrier`) styled apart,
         factors and priorities on the nodes, a node's details on click, and "Export Python" (a
-        builder script that rebuilds the graph). It is written to a temporary file, whose path is
-        returned; with `html_path`, the page is written there instead, no browser is opened, and
+        builder script that rebuilds the graph). It is written to a temporary file, kept a day
+        for the browser (a later page removes it), whose path is returned; with `html_path`, the page is written there instead, no browser is opened, and
         `html_path` is returned.
 
         `editable=True` (with `mode="web"`) serves the page from 127.0.0.1:`port` (default 0: any

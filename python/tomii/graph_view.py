@@ -9,7 +9,6 @@ parser. It never loads anything from the network.
 
 from __future__ import annotations
 
-import tempfile
 import warnings
 import webbrowser
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 from ._warnings import GraphWarning
 from .export_python import builder_script
-from .webpage import assemble
+from .webpage import assemble, temporary_page
 
 __all__ = ["graph_page", "graph_payload", "load_graph_file", "open_page", "write_graph_page"]
 
@@ -74,10 +73,8 @@ def write_graph_page(graph: dict[str, Any], path: str | Path, *, title: str | No
 
 
 def open_page(graph: dict[str, Any], *, title: str | None = None) -> tuple[Path, bool]:
-    """Writes the graph view to a new temporary file, kept for the browser to read, and opens it
-    there. Returns the file and whether a browser was started."""
-    handle, name = tempfile.mkstemp(prefix="tomii-graph-", suffix=".html")
-    with open(handle, "w", encoding="utf-8") as page:
-        page.write(graph_page(graph, title=title))
-    path = Path(name)
+    """Writes the graph view to a new temporary file, kept a day for the browser to read
+    (`webpage.temporary_page`), and opens it there. Returns the file and whether a browser was
+    started."""
+    path = temporary_page("tomii-graph-", graph_page(graph, title=title))
     return path, webbrowser.open(path.resolve().as_uri())

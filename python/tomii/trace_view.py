@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import csv
 import json
-import tempfile
 import webbrowser
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._tomii import TomiiError
-from .webpage import assemble
+from .webpage import assemble, temporary_page
 
 if TYPE_CHECKING:
     from . import RunResult
@@ -176,12 +175,10 @@ def write_trace_page(payload: dict[str, Any], path: str | Path) -> Path:
 def view_trace(source: str | Path | RunResult, *, html_path: str | Path | None = None) -> Path:
     """Opens the trace view of `source` (a trace file, or a RunResult with its trace in memory)
     in the browser, or, with `html_path`, writes the page there without opening it. Returns the
-    page's path (a temporary file, kept for the browser to read, when none is given)."""
+    page's path (a temporary file, kept a day for the browser to read, when none is given)."""
     payload = load_trace(source) if isinstance(source, (str, Path)) else result_payload(source)
     if html_path is not None:
         return write_trace_page(payload, html_path)
-    handle, name = tempfile.mkstemp(prefix="tomii-trace-", suffix=".html")
-    with open(handle, "w", encoding="utf-8") as page:
-        page.write(trace_page(payload))
-    webbrowser.open(Path(name).as_uri())
-    return Path(name)
+    path = temporary_page("tomii-trace-", trace_page(payload))
+    webbrowser.open(path.resolve().as_uri())
+    return path

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import tempfile
+import time
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LIBRARIES", "assemble", "library_script"]
+__all__ = ["LIBRARIES", "assemble", "library_script", "temporary_page"]
 
 #: The JavaScript libraries a page may use: name → (XStatic package, file in its BASE_DIR).
 LIBRARIES = {
@@ -25,6 +28,10 @@ LIBRARIES = {
     # The full bundle: dagre with the graphlib and lodash it needs.
     "dagre": ("xstatic.pkg.dagre", "dagre.min.js"),
 }
+
+#: How long a page opened in a browser is kept in the temporary directory: the browser reads it
+#: after the process that wrote it may have ended, so it is removed by a later page, not at exit.
+TEMPORARY_PAGES_KEPT_S = 24 * 3600
 
 #: What a template marks for `assemble` to fill, each on a line of its own.
 _TITLE, _STYLES, _SCRIPTS = "{{title}}", "{{styles}}", "{{scripts}}"
@@ -54,6 +61,25 @@ def assemble(
     page = page.replace(_TITLE, _html_text(title)).replace(_STYLES, style)
     # The scripts go in last, so that no marker inside them is ever taken for the template's.
     return page.replace(_SCRIPTS, "\n".join(code))
+
+
+def temporary_page(prefix: str, page: str) -> Path:
+    """Writes `page` to a new file `<prefix>XXXX.html` of the temporary directory, for a browser
+    to read, and removes this user's earlier pages of that prefix there that are older than
+    TEMPORARY_PAGES_KEPT_S (a page still open in a browser stays on screen)."""
+    folder = Path(tempfile.gettempdir())
+    now = time.time()
+    for old in folder.glob(f"{prefix}*.html"):
+        try:
+            info = old.lstat()
+            if info.st_uid == os.getuid() and now - info.st_mtime > TEMPORARY_PAGES_KEPT_S:
+                old.unlink()
+        except OSError:
+            continue  # gone meanwhile, or not ours to remove
+    handle, name = tempfile.mkstemp(prefix=prefix, suffix=".html")
+    with open(handle, "w", encoding="utf-8") as file:
+        file.write(page)
+    return Path(name)
 
 
 def library_script(name: str) -> str:

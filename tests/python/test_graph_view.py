@@ -10,6 +10,8 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -20,6 +22,7 @@ import pytest
 from reference import GRAPHS, ROOT
 
 import tomii
+from tomii import webpage
 from tomii.export_python import builder_script
 from tomii.graph_editor import GraphEditor
 from tomii.graph_view import graph_page, load_graph_file
@@ -81,6 +84,26 @@ def test_a_template_must_hold_each_marker_once() -> None:
 
 
 # The command line.
+
+
+def test_temporary_pages_are_removed_by_a_later_page_after_a_day(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page opened in a browser outlives the process that wrote it; a later page removes this
+    user's pages of its kind older than a day, and only those."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    old, recent, other = (
+        tmp_path / name
+        for name in ("tomii-graph-old.html", "tomii-graph-new.html", "tomii-graph-keep.txt")
+    )
+    for file in (old, recent, other):
+        file.write_text("<html></html>")
+    two_days_ago = time.time() - 2 * webpage.TEMPORARY_PAGES_KEPT_S
+    os.utime(old, (two_days_ago, two_days_ago))
+    os.utime(other, (two_days_ago, two_days_ago))
+    page = webpage.temporary_page("tomii-graph-", "<html>new</html>")
+    assert page.parent == tmp_path and page.read_text() == "<html>new</html>"
+    assert not old.exists() and recent.exists() and other.exists()
 
 
 def test_save_writes_the_page_of_either_dialect(tmp_path: Path) -> None:
