@@ -21,7 +21,9 @@ pub use graphs::{
 };
 pub use plugins::{Plugins, SHIPPED_SCHEDULERS, plugin_dir, plugins, schedulers, synthetic_file};
 pub use push_pop::{FIFO_TARGET_NS, PREFILL, PushPop, SLOTS, TwoThreads, setup, task};
-pub use startup::{StartupParse, chain_json, run_graph_1_task, run_graph_1_task_as_before, run_graph_config};
+pub use startup::{
+    StartupParse, chain_json, rich_json, run_graph_1_task, run_graph_1_task_as_before, run_graph_config,
+};
 
 use tomii_core::engine::RunConfig;
 

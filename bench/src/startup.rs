@@ -53,6 +53,41 @@ pub fn chain_json(n: u32) -> String {
     text
 }
 
+/// The text of a graph of `n` nodes that uses most of the format, one node per line: two
+/// initializations, every node of factor `"width"` (4) with priority `"high"`, and each but the
+/// first with 7 arguments: a plain and a typed literal, a `$ref`, `$index`, and three `$res` from
+/// the node before (instance i, i − 1 around the ring, and the range i … i + 1 around it); every
+/// fourth node also waits on all of it with a `$barrier`.
+pub fn rich_json(n: u32) -> String {
+    let mut text = format!(
+        "{{\"name\": \"rich_{n}\", \"initializations\": [{{\"name\": \"width\", \"value\": 4}}, \
+         {{\"name\": \"scale\", \"value\": {{\"type\": \"f64\", \"value\": 0.5}}}}],\n\"nodes\": [\n"
+    );
+    for i in 0..n {
+        let mut args = String::from(
+            "[7, {\"type\": \"u64\", \"value\": 5}, {\"type\": \"$ref\", \"name\": \"scale\"}, {\"type\": \"$index\"}",
+        );
+        if i > 0 {
+            let p = i - 1;
+            args.push_str(&format!(
+                ", {{\"type\": \"$res\", \"predecessor\": {{\"name\": \"n{p}\"}}}}, \
+                 {{\"type\": \"$res\", \"predecessor\": {{\"name\": \"n{p}\", \"index\": -1, \"wrap\": true}}}}, \
+                 {{\"type\": \"$res\", \"predecessor\": {{\"name\": \"n{p}\", \"index\": \"0-2\", \"wrap\": true}}}}"
+            ));
+            if i % 4 == 0 {
+                args.push_str(&format!(", {{\"type\": \"$barrier\", \"predecessor\": {{\"name\": \"n{p}\"}}}}"));
+            }
+        }
+        args.push(']');
+        let comma = if i + 1 < n { "," } else { "" };
+        text.push_str(&format!(
+            "  {{\"name\": \"n{i}\", \"function\": \"spin\", \"factor\": \"width\", \"priority\": \"high\", \"args\": {args}}}{comma}\n"
+        ));
+    }
+    text.push_str("]}\n");
+    text
+}
+
 /// How a benchmark parses a graph: as `graph::parse_str` does, or through one of its two paths.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StartupParse {
@@ -88,5 +123,20 @@ impl StartupParse {
         };
         graph::parse_str_via(source, text, path)
             .unwrap_or_else(|e: GraphError| panic!("{source} through the {} path: {e}", self.name()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{StartupParse, chain_json, rich_json};
+
+    #[test]
+    fn the_start_up_graphs_compile_alike_every_way() {
+        for (source, text) in [("chain.json", chain_json(50)), ("rich.json", rich_json(50))] {
+            let graphs = StartupParse::ALL.map(|how| how.parse(source, &text));
+            assert!(graphs.iter().all(|graph| *graph == graphs[0]), "{source}: the ways differ");
+        }
+        let rich = StartupParse::Fast.parse("rich.json", &rich_json(50));
+        assert_eq!((rich.nodes.len(), rich.instance_count()), (50, 200));
     }
 }

@@ -17,7 +17,8 @@ const MAX_ENTRIES: u64 = u32::MAX as u64;
 /// Builds the compiled graph. `source` names the input in messages; `default_name` is used when
 /// the file has no `"name"`.
 pub(crate) fn compile(resolved: Resolved, source: &str, default_name: &str) -> Result<CompiledGraph, Issue> {
-    let Resolved { name, inits, mut nodes, args, groups, consts, computed, post, network } = resolved;
+    let Resolved { name, inits, mut nodes, args, arg_starts, groups, consts, computed, post, network } = resolved;
+    let args: Vec<&[Arg]> = arg_starts.windows(2).map(|span| &args[span[0]..span[1]]).collect();
     let count = assign_instances(&mut nodes)?;
     check_selections(&nodes, &args, &groups)?;
     check_post_selections(&nodes, &post)?;
@@ -64,7 +65,7 @@ fn assign_instances(nodes: &mut [CompiledNode]) -> Result<u32, Issue> {
 }
 
 /// Every selection of every instance must stay inside its predecessor's instances.
-fn check_selections(nodes: &[CompiledNode], args: &[Vec<Arg>], groups: &[[usize; 2]]) -> Result<(), Issue> {
+fn check_selections(nodes: &[CompiledNode], args: &[&[Arg]], groups: &[[usize; 2]]) -> Result<(), Issue> {
     for ((node, node_args), &group_sizes) in nodes.iter().zip(args).zip(groups) {
         for (k, arg) in node_args.iter().enumerate() {
             let Arg::Edge(edge) = arg else { continue };
@@ -103,7 +104,7 @@ fn computed_inits(computed: Vec<(ComputedInit, Vec<Arg>)>) -> Vec<ComputedInit> 
 /// instance's index: it must not have more instances than the initialization has elements.
 fn check_elements(
     nodes: &[CompiledNode],
-    args: &[Vec<Arg>],
+    args: &[&[Arg]],
     groups: &[[usize; 2]],
     computed: &[ComputedInit],
 ) -> Result<(), Issue> {
@@ -259,11 +260,11 @@ struct Sizes {
 }
 
 /// Counts arguments and edges over all instances; both must fit the u32 CSR offsets.
-fn check_sizes(nodes: &[CompiledNode], args: &[Vec<Arg>]) -> Result<Sizes, Issue> {
+fn check_sizes(nodes: &[CompiledNode], args: &[&[Arg]]) -> Result<Sizes, Issue> {
     let mut total = Sizes::default();
     for (node, node_args) in nodes.iter().zip(args) {
         let mut per = Sizes::default();
-        for arg in node_args {
+        for arg in node_args.iter() {
             match arg {
                 Arg::Const(_) | Arg::Computed(_) | Arg::Index | Arg::Workers => per.args += 1,
                 Arg::Edge(edge) => {
@@ -290,7 +291,7 @@ fn check_sizes(nodes: &[CompiledNode], args: &[Vec<Arg>]) -> Result<Sizes, Issue
 }
 
 /// Fills the per-instance arrays: node, index, arguments, predecessors and dependency counts.
-fn build_instances(graph: &mut CompiledGraph, args: &[Vec<Arg>], groups: &[[usize; 2]], count: u32, sizes: Sizes) {
+fn build_instances(graph: &mut CompiledGraph, args: &[&[Arg]], groups: &[[usize; 2]], count: u32, sizes: Sizes) {
     let n = count as usize;
     graph.inst_node.reserve_exact(n);
     graph.inst_index.reserve_exact(n);

@@ -13,6 +13,7 @@ mod compile;
 mod compiled;
 mod error;
 mod literal;
+mod names;
 mod order;
 mod resolve;
 mod schema;

@@ -4,11 +4,10 @@
 //!
 //! Works per node and per argument, never per instance; bounds are checked later by `compile.rs`.
 
-use std::collections::HashMap;
-
 use super::compiled::{CompiledNode, ComputedInit, Condition, NetworkConfig, SocketType};
 use super::error::{ArgGroup, Issue, Place, invalid, quote};
 use super::literal::Literal;
+use super::names::{self, NameMap};
 use super::select::{self, Selection};
 use super::spec::{
     ArgSpec, EdgeKind, EdgeSpec, FactorSpec, GraphSpec, IndexSpec, InitSpec, InitValue, NETWORK_INPUT, NetworkSpec,
@@ -26,9 +25,11 @@ pub(crate) struct Resolved {
     pub name: Option<String>,
     pub inits: Vec<(String, Literal)>,
     pub nodes: Vec<CompiledNode>,
-    /// Arguments of each node, in order: its kernel arguments, then its loop arguments, then its
-    /// condition's arguments.
-    pub args: Vec<Vec<Arg>>,
+    /// Arguments of every node, node after node; each node's are its kernel arguments, then its
+    /// loop arguments, then its condition's arguments.
+    pub args: Vec<Arg>,
+    /// Where each node's arguments start in `args`, and (last) their end.
+    pub arg_starts: Vec<usize>,
     /// Per node: how many of `args` are kernel arguments and how many loop arguments.
     pub groups: Vec<[usize; 2]>,
     pub consts: Vec<Literal>,
@@ -73,18 +74,18 @@ enum InitRef {
 /// Names and the constant pool, shared by the per-node passes.
 struct Scope<'a> {
     inits: &'a [(String, Literal)],
-    init_ids: HashMap<&'a str, InitRef>,
+    init_ids: NameMap<&'a str, InitRef>,
     /// Computed initializations resolved so far (a `$ref` may name only those).
     computed_done: u32,
-    node_ids: HashMap<&'a str, usize>,
+    node_ids: NameMap<&'a str, usize>,
     /// Post-node names, so that an edge naming one gets a precise message.
-    post_names: HashMap<&'a str, usize>,
+    post_names: NameMap<&'a str, usize>,
     consts: Vec<Literal>,
     /// Pool index of each initialization already passed by `$ref`.
-    ref_consts: HashMap<usize, u32>,
+    ref_consts: NameMap<usize, u32>,
 }
 
-pub(crate) fn resolve(spec: GraphSpec) -> Result<Resolved, Issue> {
+pub(crate) fn resolve(mut spec: GraphSpec) -> Result<Resolved, Issue> {
     if spec.nodes.is_empty() {
         return invalid(r#"the graph has no nodes; add at least one to "nodes""#.to_owned());
     }
@@ -93,11 +94,11 @@ pub(crate) fn resolve(spec: GraphSpec) -> Result<Resolved, Issue> {
     let mut scope = Scope {
         init_ids,
         computed_done: 0,
-        node_ids: unique(spec.nodes.iter().map(|node| node.name.as_str()), "nodes", "node")?,
+        node_ids: unique(spec.nodes.iter().map(|node| node.name.as_ref()), "nodes", "node")?,
         post_names: unique_post_names(&spec)?,
         inits: &inits,
         consts: Vec::new(),
-        ref_consts: HashMap::new(),
+        ref_consts: names::map(0),
     };
     let mut computed = Vec::with_capacity(computed_specs.len());
     for spec in computed_specs {
@@ -106,28 +107,30 @@ pub(crate) fn resolve(spec: GraphSpec) -> Result<Resolved, Issue> {
     }
     let mut nodes = Vec::with_capacity(spec.nodes.len());
     let mut args = Vec::with_capacity(spec.nodes.len());
+    let mut arg_starts = Vec::with_capacity(spec.nodes.len() + 1);
     let mut groups = Vec::with_capacity(spec.nodes.len());
     for node in &spec.nodes {
+        arg_starts.push(args.len());
         nodes.push(scope.node(node)?);
         let cond_args = node.condition.as_ref().map_or(&[][..], |c| &c.args[..]);
         let lists = [
-            (ArgGroup::Kernel, &node.args[..]),
-            (ArgGroup::Loop, &node.loop_args[..]),
+            (ArgGroup::Kernel, &spec.args[node.args.clone()]),
+            (ArgGroup::Loop, &spec.args[node.loop_args.clone()]),
             (ArgGroup::Condition, cond_args),
         ];
-        let mut all = Vec::new();
         for (group, list) in lists {
             for (k, arg) in list.iter().enumerate() {
-                all.push(scope.arg(node, group, k, arg)?);
+                args.push(scope.arg(node, group, k, arg)?);
             }
         }
         groups.push([node.args.len(), node.loop_args.len()]);
-        args.push(all);
     }
+    arg_starts.push(args.len());
     let mut post = Vec::with_capacity(spec.post_nodes.len());
     for node in &spec.post_nodes {
         let resolved = scope.node(node)?;
-        let args = node.args.iter().enumerate().map(|(k, arg)| scope.arg(node, ArgGroup::Kernel, k, arg));
+        let args = spec.args[node.args.clone()].iter().enumerate();
+        let args = args.map(|(k, arg)| scope.arg(node, ArgGroup::Kernel, k, arg));
         post.push((resolved, args.collect::<Result<_, _>>()?));
     }
     let network = match &spec.network {
@@ -136,18 +139,18 @@ pub(crate) fn resolve(spec: GraphSpec) -> Result<Resolved, Issue> {
     };
     let consts = std::mem::take(&mut scope.consts);
     // Names are looked up no more: the nodes take theirs from the spec instead of copies.
-    for (compiled, node) in
-        nodes.iter_mut().chain(post.iter_mut().map(|(node, _)| node)).zip(spec.nodes.into_iter().chain(spec.post_nodes))
-    {
-        (compiled.name, compiled.function) = (node.name, node.function);
+    let specs = spec.nodes.iter_mut().chain(&mut spec.post_nodes);
+    for (compiled, node) in nodes.iter_mut().chain(post.iter_mut().map(|(node, _)| node)).zip(specs) {
+        compiled.name = std::mem::take(&mut node.name).into_owned();
+        compiled.function = std::mem::take(&mut node.function).into_owned();
     }
-    Ok(Resolved { name: spec.name, inits, nodes, args, groups, consts, computed, post, network })
+    Ok(Resolved { name: spec.name, inits, nodes, args, arg_starts, groups, consts, computed, post, network })
 }
 
 /// The post-nodes' names: unique among themselves and distinct from every node's.
-fn unique_post_names(spec: &GraphSpec) -> Result<HashMap<&str, usize>, Issue> {
-    let names = unique(spec.post_nodes.iter().map(|node| node.name.as_str()), "post_nodes", "post-node")?;
-    match spec.nodes.iter().find(|node| names.contains_key(node.name.as_str())) {
+fn unique_post_names<'a>(spec: &'a GraphSpec<'_>) -> Result<NameMap<&'a str, usize>, Issue> {
+    let names = unique(spec.post_nodes.iter().map(|node| node.name.as_ref()), "post_nodes", "post-node")?;
+    match spec.nodes.iter().find(|node| names.contains_key(node.name.as_ref())) {
         Some(node) => invalid(format!(
             "node {} and a post-node share the name; give every node and post-node a unique name",
             quote(&node.name)
@@ -157,8 +160,12 @@ fn unique_post_names(spec: &GraphSpec) -> Result<HashMap<&str, usize>, Issue> {
 }
 
 /// Maps each name to its position; a repeated name is an error naming both positions.
-fn unique<'a>(names: impl Iterator<Item = &'a str>, list: &str, what: &str) -> Result<HashMap<&'a str, usize>, Issue> {
-    let mut ids = HashMap::new();
+fn unique<'a>(
+    names: impl ExactSizeIterator<Item = &'a str>,
+    list: &str,
+    what: &str,
+) -> Result<NameMap<&'a str, usize>, Issue> {
+    let mut ids = names::map(names.len());
     for (position, name) in names.enumerate() {
         if let Some(earlier) = ids.insert(name, position) {
             return invalid(format!(
@@ -172,11 +179,11 @@ fn unique<'a>(names: impl Iterator<Item = &'a str>, list: &str, what: &str) -> R
 
 /// The initializations split by kind: literal ones (name, value), computed ones, and one map from
 /// every name to its place.
-type SplitInits<'a> = (Vec<(String, Literal)>, Vec<&'a InitSpec>, HashMap<&'a str, InitRef>);
+type SplitInits<'a> = (Vec<(String, Literal)>, Vec<&'a InitSpec<'a>>, NameMap<&'a str, InitRef>);
 
 /// Splits the initializations into literal ones and computed ones, with one map over both.
-fn split_inits<'a>(specs: &'a [InitSpec], positions: &HashMap<&'a str, usize>) -> SplitInits<'a> {
-    let (mut literals, mut computed, mut ids) = (Vec::new(), Vec::new(), HashMap::new());
+fn split_inits<'a>(specs: &'a [InitSpec], positions: &NameMap<&'a str, usize>) -> SplitInits<'a> {
+    let (mut literals, mut computed, mut ids) = (Vec::new(), Vec::new(), names::map(positions.len()));
     for spec in specs.iter().filter(|s| positions.contains_key(s.name.as_str())) {
         let id = match &spec.value {
             InitValue::Literal(value) => {
@@ -433,14 +440,14 @@ impl Scope<'_> {
     }
 
     fn edge(&self, edge: &EdgeSpec, at: Place<'_>) -> Result<Edge, Issue> {
-        if self.post_names.contains_key(edge.pred.as_str()) {
+        if !self.post_names.is_empty() && self.post_names.contains_key(edge.pred.as_ref()) {
             return invalid(format!(
                 "{at}: predecessor {} is a post-node; post-nodes run after the last frame and can be read by \
                  nothing (a post-node reads regular nodes only)",
                 quote(&edge.pred)
             ));
         }
-        let pred = self.node_ids.get(edge.pred.as_str()).copied().ok_or_else(|| {
+        let pred = self.node_ids.get(edge.pred.as_ref()).copied().ok_or_else(|| {
             if edge.pred == NETWORK_INPUT {
                 return Issue::Invalid(format!(
                     "{at}: reads {}, the packets of a network source, but the graph has no \"network_config\"; add one",
@@ -455,7 +462,8 @@ impl Scope<'_> {
         let sel = match &edge.index {
             _ if edge.group_by.is_some() => Selection::Group(edge.group_by.unwrap_or(1)),
             IndexSpec::Default if edge.kind == EdgeKind::Barrier => Selection::All,
-            IndexSpec::Default => Selection::Offsets(vec![0]),
+            IndexSpec::Default => Selection::offset(0),
+            IndexSpec::Offset(k) => Selection::offset(*k),
             IndexSpec::Offsets(offsets) => Selection::Offsets(offsets.clone()),
             IndexSpec::Text(text) => select::parse_text(text, |name| self.lookup(name))
                 .map_err(|e| Issue::Invalid(format!("{at}: index {}: {e}", quote(text))))?,

@@ -25,6 +25,15 @@ pub(crate) enum Selection {
 }
 
 impl Selection {
+    /// Instance i selects i + k: the range k..k + 1, which selects as the list `[k]` does
+    /// (the same instances, bounds and messages) without a list to allocate.
+    pub(crate) fn offset(k: i64) -> Selection {
+        match k.checked_add(1) {
+            Some(end) => Selection::Range(k, end),
+            None => Selection::Offsets(vec![k]),
+        }
+    }
+
     /// Number of predecessor instances each successor instance selects.
     pub(crate) fn len(&self, pred_factor: u32) -> u64 {
         match self {
@@ -83,10 +92,10 @@ pub(crate) fn parse_text<'a>(text: &str, lookup: impl Fn(&str) -> Option<&'a Lit
         return Ok(Selection::All);
     }
     if let Ok(k) = text.parse::<i64>() {
-        return Ok(Selection::Offsets(vec![k]));
+        return Ok(Selection::offset(k));
     }
     if let Some(literal) = lookup(text) {
-        return bound(text, Some(literal)).map(|k| Selection::Offsets(vec![k]));
+        return bound(text, Some(literal)).map(Selection::offset);
     }
     let mut first_error = None;
     for (at, _) in text.match_indices('-') {

@@ -4,6 +4,9 @@
 //!
 //! Never panics on any JSON; every error names the node, argument or field at fault.
 
+use std::borrow::Cow;
+use std::ops::Range;
+
 use serde_json::{Map, Value as Json};
 
 use super::error::{ArgGroup, Issue, Place, invalid, quote};
@@ -12,15 +15,18 @@ use super::typed::{self, show};
 
 /// The whole file, checked for shape.
 #[derive(Debug)]
-pub(crate) struct GraphSpec {
+pub(crate) struct GraphSpec<'a> {
     pub name: Option<String>,
-    pub inits: Vec<InitSpec>,
+    pub inits: Vec<InitSpec<'a>>,
     /// The nodes, then the inputs (nodes with `input` set, no function and no arguments).
-    pub nodes: Vec<NodeSpec>,
+    pub nodes: Vec<NodeSpec<'a>>,
     /// Nodes run once, after the last frame.
-    pub post_nodes: Vec<NodeSpec>,
+    pub post_nodes: Vec<NodeSpec<'a>>,
+    /// The `args` and `loop_args` of every node and post-node, in file order (each node holds
+    /// the ranges of its own), so that reading a node makes no list of its own.
+    pub args: Vec<ArgSpec<'a>>,
     /// `network_config`: packets feed the `$network` input (its node is among `nodes`).
-    pub network: Option<NetworkSpec>,
+    pub network: Option<NetworkSpec<'a>>,
 }
 
 /// The name of the input a `network_config` block adds: nodes read packets from it.
@@ -28,7 +34,7 @@ pub const NETWORK_INPUT: &str = "$network";
 
 /// `network_config`, checked for shape; numbers may be initializations' names.
 #[derive(Debug)]
-pub(crate) struct NetworkSpec {
+pub(crate) struct NetworkSpec<'a> {
     pub socket_type: String,
     /// A literal address, or the name of a String initialization holding one.
     pub address: String,
@@ -39,51 +45,54 @@ pub(crate) struct NetworkSpec {
     pub extract_packet_func: Option<String>,
     pub id_function: Option<String>,
     /// `index_function`: its kernel and the arguments passed after the packet.
-    pub index_function: Option<(String, Vec<ArgSpec>)>,
+    pub index_function: Option<(String, Vec<ArgSpec<'a>>)>,
 }
 
 #[derive(Debug)]
-pub(crate) struct InitSpec {
+pub(crate) struct InitSpec<'a> {
     pub name: String,
-    pub value: InitValue,
+    pub value: InitValue<'a>,
 }
 
 /// What an initialization holds.
 #[derive(Debug)]
-pub(crate) enum InitValue {
+pub(crate) enum InitValue<'a> {
     /// `"value"`: a literal.
     Literal(Literal),
     /// `"function"` (with `"args"` and `"factor"`): computed by a kernel when a run starts.
-    Computed { function: String, args: Vec<ArgSpec>, factor: FactorSpec },
+    Computed { function: String, args: Vec<ArgSpec<'a>>, factor: FactorSpec },
 }
 
+/// Names are borrowed from the text (or its JSON tree) where they can be.
 #[derive(Debug)]
-pub(crate) struct NodeSpec {
-    pub name: String,
+pub(crate) struct NodeSpec<'a> {
+    pub name: Cow<'a, str>,
     /// An input: its values come from the frame source, not from a kernel.
     pub input: bool,
-    pub function: String,
+    pub function: Cow<'a, str>,
     pub factor: FactorSpec,
     pub priority: i32,
     /// Half-open worker range.
     pub use_workers: Option<(u32, u32)>,
-    pub args: Vec<ArgSpec>,
+    /// Its `args`: a range of [`GraphSpec::args`].
+    pub args: Range<usize>,
     /// `loop.factor`: iterations per instance (absent: one).
     pub iterations: Option<FactorSpec>,
-    /// `loop_args`: appended to `args` in the loop's first iteration.
-    pub loop_args: Vec<ArgSpec>,
-    pub condition: Option<ConditionSpec>,
+    /// `loop_args`, appended to `args` in the loop's first iteration: a range of
+    /// [`GraphSpec::args`].
+    pub loop_args: Range<usize>,
+    pub condition: Option<Box<ConditionSpec<'a>>>,
     /// `group_size`: instances per task (absent: one).
     pub group_size: Option<u32>,
 }
 
 /// A node's `condition`: run the instance only if `function(args) <op> value`.
 #[derive(Debug)]
-pub(crate) struct ConditionSpec {
+pub(crate) struct ConditionSpec<'a> {
     pub op: CmpOp,
     pub value: Literal,
     pub function: String,
-    pub args: Vec<ArgSpec>,
+    pub args: Vec<ArgSpec<'a>>,
 }
 
 /// A condition's comparison.
@@ -134,10 +143,10 @@ pub(crate) enum FactorSpec {
 }
 
 #[derive(Debug)]
-pub(crate) enum ArgSpec {
+pub(crate) enum ArgSpec<'a> {
     Literal(Literal),
     Ref(String),
-    Edge(EdgeSpec),
+    Edge(EdgeSpec<'a>),
     /// `$index`: the instance's own index within its node.
     Index,
     /// `$workers`: the number of workers of the run.
@@ -163,9 +172,9 @@ impl EdgeKind {
 }
 
 #[derive(Debug)]
-pub(crate) struct EdgeSpec {
+pub(crate) struct EdgeSpec<'a> {
     pub kind: EdgeKind,
-    pub pred: String,
+    pub pred: Cow<'a, str>,
     pub index: IndexSpec,
     /// `group_by` g: instance i reads the predecessor's instances i·g … i·g + g − 1.
     pub group_by: Option<u32>,
@@ -178,7 +187,9 @@ pub(crate) struct EdgeSpec {
 pub(crate) enum IndexSpec {
     /// Absent or null.
     Default,
-    /// An integer or a list of integers.
+    /// An integer.
+    Offset(i64),
+    /// A list of integers.
     Offsets(Vec<i64>),
     /// A string: "all", "k", "name", "a-b"; parsed once initializations are known.
     Text(String),
@@ -212,7 +223,7 @@ const REF_FIELDS: &[&str] = &["type", "name"];
 const PLAIN_FIELDS: &[&str] = &["type"];
 
 /// Reads the top-level object.
-pub(crate) fn read(root: &Json) -> Result<GraphSpec, Issue> {
+pub(crate) fn read(root: &Json) -> Result<GraphSpec<'_>, Issue> {
     let Json::Object(top) = root else {
         return invalid(format!(r#"the top level must be an object with a "nodes" list, got {}"#, show(root)));
     };
@@ -225,7 +236,9 @@ pub(crate) fn read(root: &Json) -> Result<GraphSpec, Issue> {
     let inits = list(top.get("initializations"), "initializations", false)?;
     let inits = inits.iter().enumerate().map(|(k, json)| init(json, k)).collect::<Result<_, _>>()?;
     let nodes = list(top.get("nodes"), "nodes", true)?;
-    let mut nodes: Vec<NodeSpec> = nodes.iter().enumerate().map(|(k, json)| node(json, k)).collect::<Result<_, _>>()?;
+    let mut args = Vec::new();
+    let mut nodes: Vec<NodeSpec> =
+        nodes.iter().enumerate().map(|(k, json)| node(json, k, &mut args)).collect::<Result<_, _>>()?;
     let inputs = list(top.get("inputs"), "inputs", false)?;
     for (k, json) in inputs.iter().enumerate() {
         add_input(&mut nodes, input(json, k)?)?;
@@ -240,19 +253,19 @@ pub(crate) fn read(root: &Json) -> Result<GraphSpec, Issue> {
                     quote(NETWORK_INPUT)
                 ));
             }
-            nodes.push(input_spec(NETWORK_INPUT.to_owned(), frame_packets));
+            nodes.push(input_spec(Cow::Borrowed(NETWORK_INPUT), frame_packets));
             Some(network)
         }
     };
     let post_nodes = list(top.get("post_nodes"), "post_nodes", false)?;
     let post_nodes: Vec<NodeSpec> =
-        post_nodes.iter().enumerate().map(|(k, json)| node(json, k)).collect::<Result<_, _>>()?;
+        post_nodes.iter().enumerate().map(|(k, json)| node(json, k, &mut args)).collect::<Result<_, _>>()?;
     check_post_nodes(&post_nodes)?;
-    Ok(GraphSpec { name, inits, nodes, post_nodes, network })
+    Ok(GraphSpec { name, inits, nodes, post_nodes, args, network })
 }
 
 /// Adds `input` after the nodes (and the inputs before it); its name must be new.
-pub(crate) fn add_input(nodes: &mut Vec<NodeSpec>, input: NodeSpec) -> Result<(), Issue> {
+pub(crate) fn add_input<'a>(nodes: &mut Vec<NodeSpec<'a>>, input: NodeSpec<'a>) -> Result<(), Issue> {
     if nodes.iter().any(|node| node.name == input.name) {
         return invalid(format!(
             "input {} has the name of a node (or of another input); give every node and input a unique name",
@@ -276,7 +289,7 @@ pub(crate) fn check_post_nodes(post_nodes: &[NodeSpec]) -> Result<(), Issue> {
 
 /// `network_config` (README.md, "Network sources"), and the factor of `$network`: its
 /// `frame_packets` (or `stream_packets`).
-fn network(json: &Json) -> Result<(NetworkSpec, FactorSpec), Issue> {
+fn network(json: &Json) -> Result<(NetworkSpec<'_>, FactorSpec), Issue> {
     let at = Place::Network;
     let Json::Object(object) = json else {
         return invalid(format!("{at} must be an object {{\"start_port\": ..., \"packet_length\": ..., ...}}"));
@@ -387,14 +400,19 @@ fn is_empty(value: &Json) -> bool {
 
 /// A required, non-empty string field of `object`.
 fn name_field(object: &Map<String, Json>, field: &str, at: Place<'_>, hint: &str) -> Result<String, Issue> {
+    name_ref(object, field, at, hint).map(str::to_owned)
+}
+
+/// [`name_field`], borrowed from the JSON.
+fn name_ref<'a>(object: &'a Map<String, Json>, field: &str, at: Place<'_>, hint: &str) -> Result<&'a str, Issue> {
     match object.get(field) {
-        Some(Json::String(text)) if !text.is_empty() => Ok(text.clone()),
+        Some(Json::String(text)) if !text.is_empty() => Ok(text),
         None | Some(Json::Null) => invalid(format!("{at}: {} is missing; {hint}", quote(field))),
         Some(other) => invalid(format!("{at}: {} must be a non-empty string, got {}", quote(field), show(other))),
     }
 }
 
-fn init(json: &Json, position: usize) -> Result<InitSpec, Issue> {
+fn init(json: &Json, position: usize) -> Result<InitSpec<'_>, Issue> {
     let Json::Object(object) = json else {
         return invalid(format!(r#"initializations[{position}] must be an object {{"name": ..., "value": ...}}"#));
     };
@@ -432,7 +450,7 @@ fn init(json: &Json, position: usize) -> Result<InitSpec, Issue> {
 }
 
 /// The initialization `name` holding the literal `value`.
-pub(crate) fn literal_init(name: String, value: &Json) -> Result<InitSpec, Issue> {
+pub(crate) fn literal_init(name: String, value: &Json) -> Result<InitSpec<'static>, Issue> {
     let at = Place::Init(&name);
     if dollar_type(value).is_some() {
         return invalid(format!("{at}: the value must be a literal, not a {} argument", show(&value["type"])));
@@ -442,7 +460,7 @@ pub(crate) fn literal_init(name: String, value: &Json) -> Result<InitSpec, Issue
 }
 
 /// Argument `k` of a computed initialization: a literal, `$ref`, `$index` or `$workers`.
-fn init_arg(json: &Json, init: &str, k: usize) -> Result<ArgSpec, Issue> {
+fn init_arg<'a>(json: &'a Json, init: &str, k: usize) -> Result<ArgSpec<'a>, Issue> {
     let spec = arg(json, init, ArgGroup::Kernel, k).map_err(|issue| match issue {
         Issue::Invalid(text) => {
             Issue::Invalid(text.replacen(&format!("node {init:?}"), &format!("initialization {init:?}"), 1))
@@ -472,43 +490,43 @@ fn dollar_type(json: &Json) -> Option<&str> {
 
 /// `inputs[position]`: `{"name": N, "factor": F}`, a node whose instances' values each frame's
 /// source gives.
-fn input(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
+fn input(json: &Json, position: usize) -> Result<NodeSpec<'_>, Issue> {
     let Json::Object(object) = json else {
         return invalid(format!(r#"inputs[{position}] must be an object {{"name": ..., "factor": ...}}"#));
     };
-    let name = name_field(object, "name", Place::InputAt(position), "give every input a unique name")?;
-    check_fields(object, INPUT_FIELDS, &[], Place::Input(&name))?;
-    let factor = factor(object.get("factor"), Place::Input(&name))?;
-    Ok(input_spec(name, factor))
+    let name = name_ref(object, "name", Place::InputAt(position), "give every input a unique name")?;
+    check_fields(object, INPUT_FIELDS, &[], Place::Input(name))?;
+    let factor = factor(object.get("factor"), Place::Input(name))?;
+    Ok(input_spec(Cow::Borrowed(name), factor))
 }
 
 /// An input called `name` with `factor` instances.
-pub(crate) fn input_spec(name: String, factor: FactorSpec) -> NodeSpec {
+pub(crate) fn input_spec(name: Cow<'_, str>, factor: FactorSpec) -> NodeSpec<'_> {
     NodeSpec {
         name,
         input: true,
-        function: String::new(),
+        function: Cow::Borrowed(""),
         factor,
         priority: 0,
         use_workers: None,
-        args: Vec::new(),
+        args: 0..0,
         iterations: None,
-        loop_args: Vec::new(),
+        loop_args: 0..0,
         condition: None,
         group_size: None,
     }
 }
 
-fn node(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
+fn node<'a>(json: &'a Json, position: usize, pool: &mut Vec<ArgSpec<'a>>) -> Result<NodeSpec<'a>, Issue> {
     let Json::Object(object) = json else {
         return invalid(format!(r#"nodes[{position}] must be an object {{"name": ..., "function": ...}}"#));
     };
-    let name = name_field(object, "name", Place::NodeAt(position), "give every node a unique name")?;
-    let at = Place::Node(&name);
+    let name = name_ref(object, "name", Place::NodeAt(position), "give every node a unique name")?;
+    let at = Place::Node(name);
     check_fields(object, NODE_FIELDS, &[], at)?;
-    let function = name_field(object, "function", at, "name the kernel this node runs")?;
-    let args = arg_list(object.get("args"), "args", &name, ArgGroup::Kernel)?;
-    let loop_args = arg_list(object.get("loop_args"), "loop_args", &name, ArgGroup::Loop)?;
+    let function = name_ref(object, "function", at, "name the kernel this node runs")?;
+    let args = args_into(object.get("args"), "args", name, ArgGroup::Kernel, pool)?;
+    let loop_args = args_into(object.get("loop_args"), "loop_args", name, ArgGroup::Loop, pool)?;
     let fields = NodeFields {
         factor: object.get("factor"),
         priority: object.get("priority"),
@@ -517,7 +535,7 @@ fn node(json: &Json, position: usize) -> Result<NodeSpec, Issue> {
         group_size: object.get("group_size"),
     };
     let condition = |name: &str| condition(object.get("condition"), name);
-    node_spec(name, function, args, loop_args, fields, condition)
+    node_spec(Cow::Borrowed(name), Cow::Borrowed(function), args, loop_args, fields, condition)
 }
 
 /// The fields of a node besides its name, function and argument lists, as written.
@@ -531,14 +549,14 @@ pub(crate) struct NodeFields<'j> {
 
 /// A node from its parts, read by either path (`node` here, `typed_spec`); `condition` reads
 /// its condition, given the node's name.
-pub(crate) fn node_spec(
-    name: String,
-    function: String,
-    args: Vec<ArgSpec>,
-    loop_args: Vec<ArgSpec>,
+pub(crate) fn node_spec<'a>(
+    name: Cow<'a, str>,
+    function: Cow<'a, str>,
+    args: Range<usize>,
+    loop_args: Range<usize>,
     fields: NodeFields<'_>,
-    condition: impl FnOnce(&str) -> Result<Option<ConditionSpec>, Issue>,
-) -> Result<NodeSpec, Issue> {
+    condition: impl FnOnce(&str) -> Result<Option<ConditionSpec<'a>>, Issue>,
+) -> Result<NodeSpec<'a>, Issue> {
     let at = Place::Node(&name);
     let iterations = loop_spec(fields.loop_, at)?;
     if iterations.is_none() && !loop_args.is_empty() {
@@ -548,7 +566,7 @@ pub(crate) fn node_spec(
         factor: factor(fields.factor, at)?,
         priority: priority(fields.priority, at)?,
         use_workers: use_workers(fields.use_workers, at)?,
-        condition: condition(&name)?,
+        condition: condition(&name)?.map(Box::new),
         group_size: group_size(fields.group_size, at)?,
         iterations,
         loop_args,
@@ -571,13 +589,34 @@ pub(crate) fn group_size(json: Option<&Json>, at: Place<'_>) -> Result<Option<u3
     }
 }
 
-/// A list of arguments (`args`, `loop_args`, a condition's `args`); absent or null is empty.
-fn arg_list(json: Option<&Json>, field: &str, node: &str, group: ArgGroup) -> Result<Vec<ArgSpec>, Issue> {
+/// A list of arguments (a condition's `args`, `index_function`'s); absent or null is empty.
+fn arg_list<'a>(json: Option<&'a Json>, field: &str, node: &str, group: ArgGroup) -> Result<Vec<ArgSpec<'a>>, Issue> {
+    let mut list = Vec::new();
+    args_into(json, field, node, group, &mut list)?;
+    Ok(list)
+}
+
+/// A list of arguments appended to `pool`: their range there.
+fn args_into<'a>(
+    json: Option<&'a Json>,
+    field: &str,
+    node: &str,
+    group: ArgGroup,
+    pool: &mut Vec<ArgSpec<'a>>,
+) -> Result<Range<usize>, Issue> {
+    let start = pool.len();
     match json {
-        None | Some(Json::Null) => Ok(Vec::new()),
-        Some(Json::Array(items)) => items.iter().enumerate().map(|(k, item)| arg(item, node, group, k)).collect(),
-        Some(other) => invalid(format!(r#"{}: "{field}" must be a list, got {}"#, Place::Node(node), show(other))),
+        None | Some(Json::Null) => {}
+        Some(Json::Array(items)) => {
+            for (k, item) in items.iter().enumerate() {
+                pool.push(arg(item, node, group, k)?);
+            }
+        }
+        Some(other) => {
+            return invalid(format!(r#"{}: "{field}" must be a list, got {}"#, Place::Node(node), show(other)));
+        }
     }
+    Ok(start..pool.len())
 }
 
 /// `"loop": {"name": NAME, "factor": N | VAR}`: the number of iterations per instance.
@@ -601,7 +640,7 @@ pub(crate) fn loop_spec(json: Option<&Json>, at: Place<'_>) -> Result<Option<Fac
 }
 
 /// `"condition": {"operation": OP, "value": V, "value_type": T, "function": F, "args": [...]}`.
-fn condition(json: Option<&Json>, node: &str) -> Result<Option<ConditionSpec>, Issue> {
+fn condition<'a>(json: Option<&'a Json>, node: &str) -> Result<Option<ConditionSpec<'a>>, Issue> {
     let at = Place::Node(node);
     let object = match json {
         None | Some(Json::Null) => return Ok(None),
@@ -698,7 +737,7 @@ fn bad_workers<T>(at: Place<'_>, got: &str) -> Result<T, Issue> {
 }
 
 /// Argument `k` of node `node`.
-fn arg(json: &Json, node: &str, group: ArgGroup, k: usize) -> Result<ArgSpec, Issue> {
+fn arg<'a>(json: &'a Json, node: &str, group: ArgGroup, k: usize) -> Result<ArgSpec<'a>, Issue> {
     let at = Place::Arg(node, group, k);
     let Some(kind) = dollar_type(json) else {
         return literal(json).map(ArgSpec::Literal).map_err(|e| Issue::Invalid(format!("{at}: {e}")));
@@ -729,19 +768,19 @@ fn arg(json: &Json, node: &str, group: ArgGroup, k: usize) -> Result<ArgSpec, Is
         return invalid(format!(r#"{at}: a {} argument needs "predecessor": {{"name": NODE}}"#, kind.name()));
     };
     check_fields(pred, PRED_FIELDS, &[], pred_at)?;
-    let pred_name = name_field(pred, "name", pred_at, "name the node to read from")?;
+    let pred_name = Cow::Borrowed(name_ref(pred, "name", pred_at, "name the node to read from")?);
     edge(kind, pred_name, [pred.get("index"), pred.get("group_by"), pred.get("wrap")], at, pred_at).map(ArgSpec::Edge)
 }
 
 /// An edge of `kind` from `pred_name` with the predecessor's `[index, group_by, wrap]` as written;
 /// `at` is the argument's place, `pred_at` its predecessor's.
-pub(crate) fn edge(
+pub(crate) fn edge<'a>(
     kind: EdgeKind,
-    pred_name: String,
+    pred_name: Cow<'a, str>,
     [index_json, group_by, wrap]: [Option<&Json>; 3],
     at: Place<'_>,
     pred_at: Place<'_>,
-) -> Result<EdgeSpec, Issue> {
+) -> Result<EdgeSpec<'a>, Issue> {
     let index = index(index_json, at)?;
     let group_by = match group_by {
         None | Some(Json::Null) => None,
@@ -773,7 +812,7 @@ fn index(json: Option<&Json>, at: Place<'_>) -> Result<IndexSpec, Issue> {
     match json {
         None | Some(Json::Null) => Ok(IndexSpec::Default),
         Some(number @ Json::Number(n)) => match n.as_i64() {
-            Some(k) => Ok(IndexSpec::Offsets(vec![k])),
+            Some(k) => Ok(IndexSpec::Offset(k)),
             None => bad(number),
         },
         Some(Json::String(text)) => Ok(IndexSpec::Text(text.trim().to_owned())),

@@ -147,3 +147,53 @@ fn tomii_1_2_forms_and_invalid_files_leave_the_typed_path() {
         assert!(error.contains("appears twice"), "{error}");
     }
 }
+
+/// Names with escapes are owned where the others are borrowed from the text (`Cow`), and every
+/// form of number and white space means what it means on the JSON-value path.
+#[test]
+fn the_typed_path_reads_escapes_numbers_and_white_space() {
+    let node = |name: &str, more: &str| format!(r#"{{"nodes": [{{"name": {name}, "function": "f"{more}}}]}}"#);
+    let two = |arg: &str| {
+        format!(
+            r#"{{"nodes": [{{"name": "a", "function": "f", "factor": 2}}, {{"name": "b", "function": "f", "args": [{arg}]}}]}}"#
+        )
+    };
+    let deep = format!(r#", "loop": {{"name": {}{}, "factor": 2}}"#, "[".repeat(126), "]".repeat(126));
+    let read = [
+        // Escapes and other characters in names and strings.
+        node(r#""a\"b""#, ""),
+        node(r#""\u00e9\n""#, ""),
+        node(r#""é€😀 long name of more than eight bytes""#, ""),
+        two(r#""text with \\ and \" inside""#),
+        two(r#"{"type": "$res", "predecessor": {"name": "\u0061"}}"#),
+        // Numbers of every form.
+        two("-0"),
+        two("1e2"),
+        two("-1.5E-3"),
+        two("18446744073709551615"),
+        two("18446744073709551616"),
+        two("-9223372036854775808"),
+        two(r#"{"type": "$res", "predecessor": {"name": "a", "index": -1, "wrap": true}}"#),
+        // White space of every kind, and none.
+        "\r\n\t {\"nodes\":[{\"name\":\"a\",\"function\":\"f\",\"factor\":2}] }\n".to_owned(),
+        node(r#""a""#, r#", "factor": null, "args": null, "priority": null"#),
+    ];
+    for text in &read {
+        assert!(both_paths("case.json", text), "the typed path gave up on {text}");
+    }
+    let refused = [
+        format!("{} x", node(r#""a""#, "")),
+        node(r#""a""#, r#", "factor": 01"#),
+        node(r#""a""#, r#", "factor": 1.0"#),
+        node("\"tab\there\"", ""),
+        node(r#""a""#, r#", "args": [1,]"#),
+        node(r#""a""#, r#",, "factor": 1"#),
+        node(r#""a""#, &deep),
+        two("nul"),
+        two("truex"),
+        two(r#""\x""#),
+    ];
+    for text in &refused {
+        assert!(!both_paths("case.json", text), "the typed path read {text}");
+    }
+}
