@@ -746,7 +746,7 @@ impl<'a> Engine<'a> {
         {
             self.watchdog.watch(worker, Call::TaskStarted, || self.scheduler.task_started(worker, task));
         }
-        let first_start = if self.timing { self.clock.now() } else { 0 };
+        let first_start = if self.timing { self.clock.now_after_loads() } else { 0 };
         let inlined = popped.is_none();
         let end = if record.flags & GROUPED == 0 {
             self.run_member(local, record, slot, (instance, instance), frame, inlined, first_start)?
