@@ -155,10 +155,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
             eprintln!("warning: {warning}");
         }
     }
-    let scheduler = match &args.scheduler_plugin {
-        Some(path) => SchedulerPlugin::load(path)?,
-        None => SchedulerPlugin::find(args.legacy.scheduler().unwrap_or(&args.scheduler))?,
-    };
+    let scheduler = args.sched.load(args.legacy.scheduler())?;
     let record_path =
         args.record.clone().map(|path| path.unwrap_or_else(|| default_record_path(args.timing.as_deref())));
     let output = args.legacy.output().map(Path::to_owned);
@@ -197,7 +194,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         task_timing: !args.no_task_timing,
         collect_outputs: false,
         stall_timeout: Duration::from_millis(args.stall_timeout_ms),
-        scheduler_options: args.sched_opts,
+        scheduler_options: args.sched.sched_opts,
         on_fault: match args.on_scheduler_fault {
             OnFault::Stop => FaultPolicy::Stop,
             OnFault::Fallback => FaultPolicy::Fallback,

@@ -20,6 +20,8 @@ use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
+use crate::plugin::{PluginError, SchedulerPlugin};
+
 /// Tomii: replay a streaming task graph over many frames with a pluggable scheduler.
 #[derive(Parser)]
 #[command(name = "tomii", version, flatten_help = true)]
@@ -132,16 +134,8 @@ pub struct RunArgs {
     /// reports (as interrupted); 0: no limit.
     #[arg(long, alias = "max-runtime", default_value_t = 0, value_name = "S")]
     pub max_runtime_s: u64,
-    /// Scheduler by name: loads libtomii_sched_NAME.so from $TOMII_SCHEDULER_PATH or beside this
-    /// binary.
-    #[arg(long, value_name = "NAME", default_value = "fifo", conflicts_with = "scheduler_plugin")]
-    pub scheduler: String,
-    /// Scheduler by path to its .so (Rust or C).
-    #[arg(long, value_name = "PATH")]
-    pub scheduler_plugin: Option<PathBuf>,
-    /// An option of the scheduler, KEY=VALUE; repeat for several.
-    #[arg(long = "sched-opt", value_name = "KEY=VALUE", value_parser = parse_key_value)]
-    pub sched_opts: Vec<(String, String)>,
+    #[command(flatten)]
+    pub sched: SchedulerArgs,
     /// Stream the trace (one row per task execution, in the order workers hand them over) to this
     /// CSV file.
     #[arg(long, value_name = "FILE")]
@@ -218,6 +212,32 @@ pub struct RunArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub legacy: legacy::LegacyArgs,
+}
+
+/// Which scheduler runs, and its options: the same flags for `tomii run` and `tomii simulate`.
+#[derive(Args)]
+pub struct SchedulerArgs {
+    /// Scheduler by name: loads libtomii_sched_NAME.so from $TOMII_SCHEDULER_PATH or beside this
+    /// binary.
+    #[arg(long, value_name = "NAME", default_value = "fifo", conflicts_with = "scheduler_plugin")]
+    pub scheduler: String,
+    /// Scheduler by path to its .so (Rust or C).
+    #[arg(long, value_name = "PATH")]
+    pub scheduler_plugin: Option<PathBuf>,
+    /// An option of the scheduler, KEY=VALUE; repeat for several.
+    #[arg(long = "sched-opt", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    pub sched_opts: Vec<(String, String)>,
+}
+
+impl SchedulerArgs {
+    /// The scheduler: `--scheduler-plugin`'s file, else the one named `name` (`--scheduler`'s
+    /// when `None`) on the search path.
+    pub fn load(&self, name: Option<&str>) -> Result<SchedulerPlugin, PluginError> {
+        match &self.scheduler_plugin {
+            Some(path) => SchedulerPlugin::load(path),
+            None => SchedulerPlugin::find(name.unwrap_or(&self.scheduler)),
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

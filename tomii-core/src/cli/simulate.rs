@@ -8,9 +8,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use super::app::{say, summary, write_report};
-use super::{TraceFormat, parse_key_value};
+use super::{SchedulerArgs, TraceFormat};
 use crate::engine::{ChromeLayout, ChromeTraceFile};
-use crate::plugin::SchedulerPlugin;
 use crate::sim::{self, CostSpec, SimConfig};
 
 #[derive(Args)]
@@ -33,15 +32,8 @@ pub struct SimulateArgs {
     /// The most tasks a virtual worker takes from the scheduler at once.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub pop_batch: u32,
-    /// Scheduler by name (libtomii_sched_NAME.so on $TOMII_SCHEDULER_PATH or beside this binary).
-    #[arg(long, default_value = "fifo", value_name = "NAME")]
-    pub scheduler: String,
-    /// Scheduler by path to its .so (Rust or C).
-    #[arg(long, value_name = "PATH")]
-    pub scheduler_plugin: Option<PathBuf>,
-    /// An option of the scheduler, KEY=VALUE; repeat for several.
-    #[arg(long = "sched-opt", value_name = "KEY=VALUE", value_parser = parse_key_value)]
-    pub sched_opts: Vec<(String, String)>,
+    #[command(flatten)]
+    pub sched: SchedulerArgs,
     /// Task durations: a JSON cost model ({"default": D, "nodes": {NAME: D}}) or the trace CSV of
     /// a real run (its durations per node as samples). Default: what the graph says (spin nodes
     /// their µs argument, noop nothing).
@@ -79,10 +71,7 @@ pub struct SimulateArgs {
 
 pub fn simulate(args: &SimulateArgs) -> Result<()> {
     let graph = super::convert::load(&args.graph, args.workers)?;
-    let scheduler = match &args.scheduler_plugin {
-        Some(path) => SchedulerPlugin::load(path)?,
-        None => SchedulerPlugin::find(&args.scheduler)?,
-    };
+    let scheduler = args.sched.load(None)?;
     let cost = match &args.cost_model {
         Some(path) => CostSpec::read(path).map_err(anyhow::Error::msg)?,
         None => CostSpec::default(),
@@ -110,7 +99,7 @@ pub fn simulate(args: &SimulateArgs) -> Result<()> {
         arrival_interval_ns,
         overhead_pop_ns: args.overhead_pop_ns,
         overhead_task_ns: args.overhead_task_ns,
-        scheduler_options: args.sched_opts.clone(),
+        scheduler_options: args.sched.sched_opts.clone(),
         trace: false,
         trace_file: args.trace.clone().filter(|_| args.trace_format == TraceFormat::Csv),
         trace_taps: chrome.iter().map(|c| c.tap()).collect(),
@@ -124,7 +113,7 @@ pub fn simulate(args: &SimulateArgs) -> Result<()> {
                 frames: args.frames,
                 warmup_frames: args.warmup_frames,
                 pop_batch: args.pop_batch,
-                scheduler_options: &args.sched_opts,
+                scheduler_options: &args.sched.sched_opts,
             };
             let (source, text) = (args.graph.display().to_string(), crate::graph::read_file(&args.graph)?);
             let graph_text = super::replay::Recording { source: &source, text: &text };
