@@ -77,6 +77,24 @@ pub const TRACE_COST_VARIANTS: [(&str, bool, bool); 4] = [
     ("trace=on,timing=on", true, true),
 ];
 
+/// The options of a measuring binary called `name` from its command line, read by `parse`; `Err`
+/// is the exit code once `--help` printed `usage`, or a bad option was reported with it.
+pub fn command_line<T>(
+    name: &str,
+    usage: &str,
+    parse: impl FnOnce(std::vec::IntoIter<String>) -> Result<T, String>,
+) -> Result<T, std::process::ExitCode> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{usage}");
+        return Err(std::process::ExitCode::SUCCESS);
+    }
+    parse(args.into_iter()).map_err(|message| {
+        eprintln!("{name}: {message}\n{usage}");
+        std::process::ExitCode::from(2)
+    })
+}
+
 /// The median of `values` (the mean of the middle two for an even count); NaN when empty.
 pub fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();

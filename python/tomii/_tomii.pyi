@@ -1,7 +1,17 @@
 """Type stubs of the compiled module `tomii._tomii` (tomii-py/src/lib.rs)."""
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeAlias
+
+#: What `run_json` and `simulate_json` return: the report's JSON, each frame's outputs, the
+#: post-nodes' outputs, the packed trace (if kept) and the exception the run ended with (if any).
+_Finished: TypeAlias = tuple[
+    str,
+    list[list[tuple[str, int, Any]]],
+    list[tuple[str, int, Any]],
+    tuple[bytes, list[str]] | None,
+    BaseException | None,
+]
 
 class TomiiError(Exception): ...
 class GraphError(TomiiError): ...
@@ -62,13 +72,7 @@ def run_json(
     record_path: str | None,
     trace_format: str,
     decisions_path: str | None,
-) -> tuple[
-    str,
-    list[list[tuple[str, int, Any]]],
-    list[tuple[str, int, Any]],
-    tuple[bytes, list[str]] | None,
-    BaseException | None,
-]: ...
+) -> _Finished: ...
 
 class SessionBusy(TomiiError): ...
 class SessionClosed(TomiiError): ...
@@ -123,10 +127,4 @@ def simulate_json(
     trace: bool,
     trace_path: str | None,
     trace_format: str,
-) -> tuple[
-    str,
-    list[list[tuple[str, int, Any]]],
-    list[tuple[str, int, Any]],
-    tuple[bytes, list[str]] | None,
-    BaseException | None,
-]: ...
+) -> _Finished: ...

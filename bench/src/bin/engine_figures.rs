@@ -165,17 +165,9 @@ fn parse_repeats(mut args: impl Iterator<Item = String>) -> Result<usize, String
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    let repeats = match parse_repeats(args.into_iter()) {
+    let repeats = match tomii_bench::command_line("engine_figures", USAGE, parse_repeats) {
         Ok(repeats) => repeats,
-        Err(message) => {
-            eprintln!("engine_figures: {message}\n{USAGE}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let plugins = plugins();
     let (chain, fan, pipe) = (chain(CHAIN_LEN), fan_out(FAN_WIDTH), pipeline(PIPELINE.0, PIPELINE.1));

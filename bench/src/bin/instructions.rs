@@ -192,17 +192,9 @@ fn valgrind_version() -> Result<String, String> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    let options = match parse_options(args.into_iter()) {
+    let options = match tomii_bench::command_line("instructions", USAGE, parse_options) {
         Ok(options) => options,
-        Err(message) => {
-            eprintln!("instructions: {message}\n{USAGE}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     match measure_all(&options) {
         Ok(()) => ExitCode::SUCCESS,

@@ -100,17 +100,9 @@ fn parse_options(mut args: impl Iterator<Item = String>) -> Result<Options, Stri
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    let options = match parse_options(args.into_iter()) {
+    let options = match tomii_bench::command_line("scheduler_figures", USAGE, parse_options) {
         Ok(options) => options,
-        Err(message) => {
-            eprintln!("scheduler_figures: {message}\n{USAGE}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let schedulers = schedulers();
     let mut cases: Vec<Case<'_>> = schedulers.iter().map(|(name, plugin)| Case::new(name, plugin)).collect();

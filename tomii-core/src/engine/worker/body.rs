@@ -76,6 +76,7 @@ impl Engine<'_> {
     ) -> Result<Option<TomiiValue>, RunError> {
         if record.flags & SIMPLE != 0 {
             self.gather(local, slot, instance, self.records.args(record));
+            // A simple body's kernel is not variadic, its only flag (`NodeRun::simple`).
             let kernel = Kernel { func: record.kernel, data: record.kernel_data, flags: 0 };
             let site = CallSite { node: record.node, node_name: record.node_name, index: record.index };
             return self.call_named(local, kernel, None, site, slot, instance, frame).map(Some);
