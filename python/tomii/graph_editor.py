@@ -145,6 +145,8 @@ class _Handler(BaseHTTPRequestHandler):
         editor = self.server.editor
         actions = {"/save": editor.save, "/export-python": editor.python}
         if self.path == "/quit":
+            # Answered first, so the page hears it before edit() returns and the process
+            # ends; the event is therefore set a moment after the answer arrives.
             self._answer(HTTPStatus.OK, {"stopped": True})
             editor.stopped.set()
             return

@@ -286,4 +286,5 @@ def test_the_editor_answers_its_own_page_only(editor: GraphEditor) -> None:
     assert request(editor, "/nothing", {"graph": graph})[0] == 404
     assert not editor.save_path.exists()
     assert request(editor, "/quit", {}) == (200, {"stopped": True})
-    assert editor.stopped.is_set()
+    # The server sets the event after it has answered, so wait for it briefly.
+    assert editor.stopped.wait(timeout=10)
