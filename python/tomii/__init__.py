@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from . import graphs, knobs, network
+from ._options import check_run_options
 from ._tomii import (
     ConfigError,
     GraphError,
@@ -476,6 +477,7 @@ def run_graph(
     Ctrl-C stops the run (the frames in flight complete) and raises KeyboardInterrupt carrying
     the `result`; a second Ctrl-C stops waiting for a run that does not end.
     """
+    check_run_options(locals())
     options: dict[str, Any] = {}
     for name, value in legacy.items():
         if name in ("fifo", "custom"):
@@ -494,6 +496,7 @@ def run_graph(
                 _knob_names() | set(_RENAMED) | set(_WITHOUT_EFFECT) | {"fifo", "custom"}
             )
             raise ConfigError(f"unknown run option {name!r}; valid options: {', '.join(valid)}")
+    check_run_options(options)
     frames = options.get("frames", frames)
     warmup_frames = options.get("warmup_frames", warmup_frames)
     max_runtime_s = options.get("max_runtime_s", max_runtime_s)

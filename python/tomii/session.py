@@ -25,6 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from ._options import check_run_options
 from ._tomii import ConfigError, NativeSession, NativeTicket, SessionBusy, SessionClosed, TomiiError
 
 if TYPE_CHECKING:
@@ -126,6 +127,7 @@ class Session:
     ) -> None:
         from . import _prepare
 
+        check_run_options(locals())
         if busy not in _BUSY:
             raise ConfigError(f"busy={busy!r}: use one of {', '.join(map(repr, _BUSY))}")
         self._timeout = 0.0 if busy == "raise" else timeout

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
+from ._options import check_run_options
 from ._tomii import ConfigError, TomiiError, simulate_json
 from .graphs import Fixed, LogNormal, Uniform
 
@@ -62,6 +63,7 @@ def simulate(
     partial result."""
     from . import _check_output, _prepare, _run_result
 
+    check_run_options(locals())
     text, source, plugin, _kernels = _prepare(graph, (), scheduler, scheduler_plugin)
     trace_path = None if isinstance(trace, bool) or trace is None else str(trace)
     for output in (report, trace_path):

@@ -1,12 +1,17 @@
 """The knob catalog and the Python API cannot drift apart: every runtime option of `tomii knobs` is
-a keyword of `run_graph` (list knobs in the plural) with the same default."""
+a keyword of `run_graph` (list knobs in the plural) with the same default, and the catalog's
+domains are what the callers accept."""
 
 from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import pytest
 from reference import FIFO, SYNTHETIC
 
 import tomii
@@ -55,3 +60,53 @@ def test_trace_and_report_files_are_written(tmp_path: Path) -> None:
     )
     assert len(trace.read_text().splitlines()) == 1 + 3 * 2
     assert json.loads(report.read_text())["tasks"] == 6
+
+
+def _bad_values(domain: dict[str, Any]) -> list[Any]:
+    """Values of the wrong type or just outside `domain` (an int, bool or choice domain)."""
+    if domain["kind"] == "bool":
+        return [1, "yes", None]
+    if domain["kind"] == "choice":
+        return ["no such choice", 0]
+    outside = [domain["min"] - 1] + ([domain["max"] + 1] if domain["max"] < 2**64 - 1 else [])
+    return [*outside, "2", 2.5, True, None]
+
+
+#: The callers that take run options, each with the keyword arguments a call needs besides them.
+_CALLERS: dict[str, tuple[Callable[..., Any], dict[str, Any]]] = {
+    "run_graph": (tomii.run_graph, {"dylibs": [SYNTHETIC], "scheduler_plugin": FIFO}),
+    "Session": (tomii.Session, {"dylibs": [SYNTHETIC], "scheduler_plugin": FIFO}),
+    "simulate": (tomii.simulate, {"scheduler_plugin": FIFO}),
+}
+
+
+@pytest.mark.parametrize("caller", sorted(_CALLERS))
+def test_a_bad_option_value_is_refused_naming_the_option_and_its_domain(caller: str) -> None:
+    """Every int, bool and choice knob a caller takes refuses a value of the wrong type or outside
+    the catalog's domain with a ConfigError that names it (not the binding's bare conversion
+    error), before anything runs."""
+    function, needed = _CALLERS[caller]
+    parameters = inspect.signature(function).parameters
+    graph = {"nodes": [{"name": "x", "function": "noop"}]}
+    checked = 0
+    for knob in json.loads(_tomii.knobs_json())["knobs"]:
+        kind = knob["domain"]["kind"]
+        if knob["name"] not in parameters or kind not in ("int", "bool", "choice"):
+            continue
+        for value in _bad_values(knob["domain"]):
+            with pytest.raises(tomii.ConfigError, match=rf"^{knob['name']} is .*: it must be"):
+                function(graph, **needed, **{knob["name"]: value})
+            checked += 1
+    assert checked >= 20, f"{caller}: only {checked} bad values tried"
+
+
+def test_numpy_integers_are_ints() -> None:
+    """Sweeps and tuners often hold knob values in NumPy arrays: their integers pass as ints."""
+    knobs: dict[str, Any] = {"workers": np.int64(2), "frames": np.uint32(3)}
+    result = tomii.run_graph(
+        {"nodes": [{"name": "x", "function": "noop"}]},
+        dylibs=[SYNTHETIC],
+        scheduler_plugin=FIFO,
+        **knobs,
+    )
+    assert result.report["frames"] == 3

@@ -200,9 +200,8 @@ impl Role {
     }
 }
 
-/// The most slots a run may have (the engine's `MAX_SLOTS`, 2^24).
-const MAX_SLOTS: u64 = 1 << 24;
-/// The most workers and the largest pop batch (the engine's `MAX_WORKERS`, `MAX_POP_BATCH`).
+/// The engine's most slots, most workers and largest pop batch.
+const MAX_SLOTS: u64 = crate::engine::MAX_SLOTS as u64;
 const MAX_WORKERS: u64 = crate::engine::MAX_WORKERS as u64;
 const MAX_POP_BATCH: u64 = crate::engine::MAX_POP_BATCH as u64;
 
@@ -526,6 +525,22 @@ pub const CATALOG: &[Knob] = &[
 /// The knob called `name`, if any.
 pub fn find(name: &str) -> Option<&'static Knob> {
     CATALOG.iter().find(|knob| knob.name == name)
+}
+
+/// Checks `value` of the integer knob `name` against the catalog's domain, which is therefore the
+/// one statement of what the runtime accepts. The message names the knob, its value and range, then
+/// its flag and what it is.
+///
+/// # Panics
+/// If `name` is not an integer knob of the catalog: a caller's typo, caught by any test.
+pub fn check_int(name: &str, value: u64) -> Result<(), String> {
+    let knob = find(name).unwrap_or_else(|| panic!("{name} is not a knob of the catalog"));
+    let Domain::Int { min, max, .. } = knob.domain else { panic!("{name} is not an integer knob") };
+    if (min..=max).contains(&value) {
+        return Ok(());
+    }
+    let range = if max == u64::MAX { format!("at least {min}") } else { format!("between {min} and {max}") };
+    Err(format!("{name} is {value}: it must be {range}. {name} ({}): {}", knob.cli, knob.description))
 }
 
 /// One entry of `tomii knobs --json`: name, cli, type, default, domain, role, description,

@@ -379,7 +379,10 @@ fn check_report(json: &serde_json::Value, frames: u64, workers: usize) {
 #[test]
 fn sizes_that_drive_allocations_are_refused_before_allocating() {
     let graph = fixture("checksum_chain.json");
-    assert_error(&run_graph(&graph, &["--pop-batch", "1000000000"]), &["pop batch is 1000000000", "4096"]);
+    assert_error(
+        &run_graph(&graph, &["--pop-batch", "1000000000"]),
+        &["pop_batch is 1000000000", "4096", "--pop-batch"],
+    );
     assert_error(&run_graph(&graph, &["--workers", "100000"]), &["workers is 100000", "1024"]);
     let dir = tempfile::tempdir().unwrap();
     let huge = dir.path().join("huge.json");

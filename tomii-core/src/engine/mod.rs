@@ -36,6 +36,7 @@ pub use report::{Latency, NodeReport, Report, SchedulerReport, WorkerReport};
 pub(crate) use report::{NodeCounters, Parts as ReportParts, WorkerCounters, assemble as assemble_report};
 pub use report_schema::report_schema;
 pub use session::{FrameResult, Session, SubmitError, Ticket};
+pub use slots::MAX_SLOTS;
 pub use source::{Counted, FrameDone, FrameSource, NextFrame};
 pub(crate) use trace::TraceSink;
 pub use trace::{TraceChunk, TraceRecord, TraceTap};
@@ -169,6 +170,30 @@ pub struct ProgressFn(pub Arc<dyn Fn(Progress) + Send + Sync>);
 impl std::fmt::Debug for ProgressFn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ProgressFn")
+    }
+}
+
+impl RunConfig {
+    /// Refuses an integer option outside the knob catalog's domain, which is thereby the one
+    /// statement of what a run accepts. The network options are checked whatever the graph: a
+    /// value outside its domain is a mistake even where it has no effect.
+    pub(crate) fn check_ranges(&self) -> Result<(), RunError> {
+        let millis = |time: Duration| u64::try_from(time.as_millis()).unwrap_or(u64::MAX);
+        let network = &self.network;
+        let integers = [
+            ("workers", u64::from(self.workers)),
+            ("slots", u64::from(self.slots)),
+            ("pop_batch", u64::from(self.pop_batch)),
+            ("stall_timeout_ms", millis(self.stall_timeout)),
+            ("scheduler_call_timeout_ms", millis(self.scheduler_call_timeout)),
+            ("receiver_threads", u64::from(network.receiver_threads)),
+            ("socket_recv_buf_bytes", network.socket_recv_buf_bytes),
+            ("frame_timeout_ms", millis(network.frame_timeout)),
+            ("frame_window", u64::from(network.frame_window)),
+        ];
+        integers
+            .into_iter()
+            .try_for_each(|(name, value)| crate::knobs::check_int(name, value).map_err(RunError::Config))
     }
 }
 

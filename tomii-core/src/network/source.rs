@@ -86,8 +86,8 @@ impl NetworkSource {
                 graph.source, other.name
             )));
         }
+        check_options(config)?;
         let options = config.network.clone();
-        check_options(&options, config.slots)?;
         let resolve = |what: &str, name: &str| kernels.resolve(|| format!("network_config {what}"), name);
         let extract = network.extract_packet_func.as_deref().map(|f| resolve("extract_packet_func", f)).transpose()?;
         let id = network.id_function.as_deref().map(|f| resolve("id_function", f)).transpose()?;
@@ -199,10 +199,9 @@ impl Drop for NetworkSource {
 }
 
 /// The options, checked against the run: one line each.
-fn check_options(options: &NetworkOptions, slots: u32) -> Result<(), RunError> {
-    if options.receiver_threads == 0 {
-        return Err(RunError::Config("receiver_threads is 0; a network source needs at least one".into()));
-    }
+fn check_options(config: &RunConfig) -> Result<(), RunError> {
+    config.check_ranges()?;
+    let (options, slots) = (&config.network, config.slots);
     if options.frame_window < slots {
         return Err(RunError::Config(format!(
             "frame_window {} is smaller than slots {slots}: every slot could not hold a frame; raise frame_window",

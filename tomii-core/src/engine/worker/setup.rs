@@ -6,8 +6,7 @@ use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask};
 
 use super::MAX_CELLS;
 use super::body::{self, BoundCondition};
-use crate::engine::slots::{MAX_SLOTS, SlotTable};
-use crate::engine::{MAX_POP_BATCH, MAX_WORKERS};
+use crate::engine::slots::SlotTable;
 use crate::engine::{RunConfig, RunError};
 use crate::graph::{CompiledGraph, quote_name};
 use crate::plugin::{KernelSet, SchedulerSetup};
@@ -15,21 +14,7 @@ use crate::plugin::{KernelSet, SchedulerSetup};
 /// Rejects configurations the engine cannot run, with a message naming the option.
 pub(super) fn check_config(graph: &CompiledGraph, config: &RunConfig) -> Result<(), RunError> {
     let bad = |message: String| Err(RunError::Config(message));
-    if config.workers == 0 || config.workers > MAX_WORKERS {
-        return bad(format!(
-            "workers is {}: it must be between 1 and {MAX_WORKERS} (each worker is a thread)",
-            config.workers
-        ));
-    }
-    if config.slots == 0 || config.slots > MAX_SLOTS {
-        return bad(format!("slots is {}: it must be between 1 and {MAX_SLOTS}", config.slots));
-    }
-    if config.pop_batch == 0 || config.pop_batch > MAX_POP_BATCH {
-        return bad(format!(
-            "pop batch is {}: it must be between 1 and {MAX_POP_BATCH} (the tasks a worker takes from the scheduler at once)",
-            config.pop_batch
-        ));
-    }
+    config.check_ranges()?;
     if config.frames > 0 && config.warmup_frames >= config.frames {
         return bad(format!(
             "warm-up frames is {} of {} frames: no frame would be left to measure; run more frames or fewer warm-up ones",
