@@ -80,6 +80,16 @@ def test_a_bad_sweep_file_is_one_error_line(tmp_path: Path) -> None:
     done = sweep(str(config), cwd=tmp_path)
     assert done.returncode == 1 and "not valid TOML" in done.stderr
     assert "Traceback" not in done.stderr
+    # What the file names is checked too: a scheduler, a graph file, a knob's values.
+    for body, says in [
+        ('schedulers = ["fifo", "lifo"]\n', "scheduler 'lifo' not found"),
+        ('schedulers = ["fifo"]\n[graphs]\nfiles = ["missing.json"]\n', "cannot read the graph"),
+        ('schedulers = ["fifo"]\n[knobs]\nworkers = [0]\n', "takes positive integers, got 0"),
+    ]:
+        config.write_text(body, encoding="utf-8")
+        done = sweep(str(config), cwd=tmp_path)
+        [line] = done.stderr.strip().splitlines()
+        assert done.returncode == 1 and line.startswith(f"error: {config}: ") and says in line
 
 
 def test_the_baseline_is_a_swept_scheduler(tmp_path: Path) -> None:

@@ -393,6 +393,30 @@ def test_tomii_tune_runs_a_comparison_from_a_toml_file(
     assert (tmp_path / "results" / "convergence.png").is_file()
 
 
+def test_tomii_tune_fails_naming_an_arm_that_never_made_a_proposal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An agent that exits without answering leaves its arm without a valid trial, for a reason
+    in the arm, not in the graph: the command says which arm and why, keeps what it wrote, and
+    exits non-zero."""
+    (tmp_path / "agent.py").write_text("import sys; sys.exit(3)", encoding="utf-8")
+    config = tmp_path / "tune.toml"
+    config.write_text(
+        'strategies = [{ agent = "{python} agent.py", label = "mute" }]\n'
+        'budget = 2\nframes = 5\nwarmup = 0\nout = "results"\n'
+        'search = ["slots"]\n[values]\nslots = [1, 2]\n'
+        '[graphs]\nfiles = ["graph.json"]\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "graph.json").write_text(json.dumps(GRAPH), encoding="utf-8")
+    assert cli_main(["tune", str(config), "--quiet"]) == 1
+    printed = capsys.readouterr().err.splitlines()
+    assert printed[0].startswith("warning: mute found no valid trial on verify: agent `")
+    assert printed[0].endswith("exited with status 3 without an answer")
+    assert printed[1] == "error: a strategy never made a proposal the verifier could read"
+    assert len((tmp_path / "results" / "trials.csv").read_text().splitlines()) == 1 + 2
+
+
 def test_a_config_with_an_unknown_key_is_an_error_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

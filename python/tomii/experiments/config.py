@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import graphs as generators
-from .._tomii import ConfigError
+from .._tomii import ConfigError, TomiiError
 from .stats import distinct, is_valid, run_knobs
 from .sweep import Scheduler, scheduler_labels, sweep
 from .verdict import Comparisons, choose_baseline, compare, verdict
@@ -352,23 +352,29 @@ def main(argv: Sequence[str] | None = None) -> int:
                 trial_timeout_s=trial_timeout_s,
                 source=args.config,
             )
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
+    except (TomiiError, ValueError, TypeError, OSError) as error:
+        # What the file or a path it names got wrong (a scheduler, graph or knob value).
+        where = "" if str(args.config) in str(error) else f"{args.config}: "
+        print(f"error: {where}{error}", file=sys.stderr)
         return 1
     print(summary(result.rows, baseline=_swept(result.rows, baseline)))
     written = [out / "results.csv"]
     if not args.no_plots and result.rows:
         from .plot import plot
 
-        written += plot(
-            result.rows,
-            result.frames,
-            result.traces,
-            out_dir=out,
-            formats=tuple(plots.get("formats", ("png",))),
-            percentile=plots.get("percentile", "p50"),
-            baseline=_swept(result.rows, baseline),
-        )
+        try:
+            written += plot(
+                result.rows,
+                result.frames,
+                result.traces,
+                out_dir=out,
+                formats=tuple(plots.get("formats", ("png",))),
+                percentile=plots.get("percentile", "p50"),
+                baseline=_swept(result.rows, baseline),
+            )
+        except (ValueError, OSError) as error:
+            print(f"error: no figures: {error}; {written[0]} holds the trials", file=sys.stderr)
+            return 1
     print(f"\n{len(result.rows)} trials; wrote {', '.join(str(p) for p in written)}")
     if result.interrupted:
         print("interrupted: the table holds the trials that finished", file=sys.stderr)

@@ -8,6 +8,7 @@ It only calls `tune` and summarises its rows: the verifier and the measurements 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,26 @@ class Comparison:
             cells = [_cell(row[c]) for c in SUMMARY_COLUMNS]
             lines.append("| " + " | ".join(cells) + " |")
         return "\n".join(lines)
+
+    def without_valid_trial(self) -> list[tuple[str, str, str, bool]]:
+        """The arms that found no valid trial on a graph: `(graph, strategy, the commonest
+        reason, whether the strategy itself failed every time)`. The last is true when no trial
+        got as far as the verifier's checks (each was an unreadable or missing proposal, such as
+        an agent that did not answer): a mistake in the arm, not a finding."""
+        found = []
+        for summary in self.table:
+            if summary["valid"]:
+                continue
+            rows = [
+                row
+                for row in self.rows
+                if row["graph"] == summary["graph"] and row["strategy"] == summary["strategy"]
+            ]
+            reasons = Counter(str(row["reason"]) for row in rows)
+            commonest = reasons.most_common(1)[0][0] if reasons else "no trial ran"
+            broken = bool(rows) and all(row["invariant"] == "proposal" for row in rows)
+            found.append((summary["graph"], summary["strategy"], commonest, broken))
+        return found
 
     def save(self, directory: str | Path, *, plot: bool = True) -> list[Path]:
         """trials.csv, summary.csv, summary.md, environment.json and convergence.png."""

@@ -172,9 +172,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         out = args.out or config.pop("out") or Path("out") / args.config.stem
         config.pop("out", None)
         result = compare(out=out, plot=not args.no_plots, progress=not args.quiet, **config)
-    except (TomiiError, ValueError) as error:  # AgentError included: it names the agent
+    except (TomiiError, ValueError, TypeError, OSError) as error:  # AgentError included
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(result.text())
     print(f"\n{len(result.rows)} trials; wrote {out}/ (trials.csv, summary.md, convergence.png)")
+    failed = result.without_valid_trial()
+    for graph, strategy, reason, _ in failed:
+        print(f"warning: {strategy} found no valid trial on {graph}: {reason}", file=sys.stderr)
+    if any(broken for *_, broken in failed):
+        print("error: a strategy never made a proposal the verifier could read", file=sys.stderr)
+        return 1
     return 0
