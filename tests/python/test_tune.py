@@ -372,19 +372,27 @@ def test_a_small_real_tuning_run_goes_through_the_whole_machinery(tmp_path: Path
     assert (tmp_path / "out" / "convergence.png").stat().st_size > 0
 
 
-def test_tomii_tune_runs_a_comparison_from_a_toml_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    (tmp_path / "agent.py").write_text(EXHAUSTIVE_AGENT, encoding="utf-8")
+def tune_file(tmp_path: Path, strategies: str, agent: str) -> Path:
+    """A `tomii tune` file in `tmp_path`: `strategies` (TOML) with the agent script `agent.py`
+    reading `agent`, two trials each over slots on GRAPH, results into results/."""
+    (tmp_path / "agent.py").write_text(agent, encoding="utf-8")
+    (tmp_path / "graph.json").write_text(json.dumps(GRAPH), encoding="utf-8")
     config = tmp_path / "tune.toml"
     config.write_text(
-        'strategies = ["grid", { agent = "{python} agent.py", label = "stand-in" }]\n'
+        f"strategies = {strategies}\n"
         'budget = 2\nframes = 5\nwarmup = 0\nout = "results"\n'
         'search = ["slots"]\n[values]\nslots = [1, 2]\n'
         '[graphs]\nfiles = ["graph.json"]\n',
         encoding="utf-8",
     )
-    (tmp_path / "graph.json").write_text(json.dumps(GRAPH), encoding="utf-8")
+    return config
+
+
+def test_tomii_tune_runs_a_comparison_from_a_toml_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    strategies = '["grid", { agent = "{python} agent.py", label = "stand-in" }]'
+    config = tune_file(tmp_path, strategies, EXHAUSTIVE_AGENT)
     assert cli_main(["tune", str(config), "--quiet"]) == 0
     printed = capsys.readouterr().out
     assert "| verify | grid |" in printed and "| verify | stand-in |" in printed
@@ -399,16 +407,8 @@ def test_tomii_tune_fails_naming_an_arm_that_never_made_a_proposal(
     """An agent that exits without answering leaves its arm without a valid trial, for a reason
     in the arm, not in the graph: the command says which arm and why, keeps what it wrote, and
     exits non-zero."""
-    (tmp_path / "agent.py").write_text("import sys; sys.exit(3)", encoding="utf-8")
-    config = tmp_path / "tune.toml"
-    config.write_text(
-        'strategies = [{ agent = "{python} agent.py", label = "mute" }]\n'
-        'budget = 2\nframes = 5\nwarmup = 0\nout = "results"\n'
-        'search = ["slots"]\n[values]\nslots = [1, 2]\n'
-        '[graphs]\nfiles = ["graph.json"]\n',
-        encoding="utf-8",
-    )
-    (tmp_path / "graph.json").write_text(json.dumps(GRAPH), encoding="utf-8")
+    strategies = '[{ agent = "{python} agent.py", label = "mute" }]'
+    config = tune_file(tmp_path, strategies, "import sys; sys.exit(3)")
     assert cli_main(["tune", str(config), "--quiet"]) == 1
     printed = capsys.readouterr().err.splitlines()
     assert printed[0].startswith("warning: mute found no valid trial on verify: agent `")
