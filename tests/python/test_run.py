@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -207,7 +208,10 @@ def test_a_scheduler_stuck_in_pop_raises_hang_error_and_the_next_run_works(tmp_p
 def test_a_second_ctrl_c_stops_waiting_for_a_stuck_run(tmp_path: Path) -> None:
     """With a stuck pop and a long limit, the first Ctrl-C asks the run to stop (it cannot), the
     second raises KeyboardInterrupt at once."""
-    stuck = compile_c_scheduler("fifo_sched.c", tmp_path / "libhang.so", "-DHANG_POP_AFTER=50")
+    mark = tmp_path / "stuck"
+    stuck = compile_c_scheduler(
+        "fifo_sched.c", tmp_path / "libhang.so", "-DHANG_POP_AFTER=50", f'-DHANG_MARK="{mark}"'
+    )
     child = _running_script(
         tmp_path,
         f"tomii.run_graph({str(GRAPHS / 'diamond.json')!r}, dylibs=[{str(SYNTHETIC)!r}],\n"
@@ -215,7 +219,7 @@ def test_a_second_ctrl_c_stops_waiting_for_a_stuck_run(tmp_path: Path) -> None:
         "    scheduler_call_timeout_ms=600_000)",
         "print('interrupted', flush=True)",
     )
-    time.sleep(1.0)  # stuck by now
+    _wait_for(child, lambda: mark.exists(), "the scheduler's pop to get stuck")
     child.send_signal(signal.SIGINT)
     time.sleep(0.3)
     assert child.poll() is None, "the first Ctrl-C cannot end a stuck run"
@@ -248,17 +252,32 @@ def _running_script(directory: Path, run: str, on_interrupt: str) -> subprocess.
     return child
 
 
+def _wait_for(child: subprocess.Popen[str], condition: Callable[[], bool], what: str) -> None:
+    """Waits up to 30 s for `condition`; fails, killing `child`, if it does not hold by then."""
+    deadline = time.monotonic() + 30
+    while not condition():
+        if time.monotonic() > deadline or child.poll() is not None:
+            child.kill()
+            _, err = child.communicate()
+            pytest.fail(f"no sign of {what} within 30 s (exit status {child.returncode}): {err}")
+        time.sleep(0.02)
+
+
 def test_ctrl_c_stops_an_in_process_run_and_raises_with_what_it_did(tmp_path: Path) -> None:
     """`run_graph(frames=0)` in a child Python; SIGINT after it started: KeyboardInterrupt within
     a second, carrying the run's result (interrupted, frames done)."""
+    trace = tmp_path / "trace.csv"
     child = _running_script(
         tmp_path,
         "graph = {'nodes': [{'name': 'a', 'function': 'noop'}]}\n"
-        f"tomii.run_graph(graph, dylibs=[{str(SYNTHETIC)!r}], frames=0, collect_outputs=False)",
+        f"tomii.run_graph(graph, dylibs=[{str(SYNTHETIC)!r}], frames=0, collect_outputs=False,\n"
+        f"    trace={str(trace)!r})",
         "report = stop.result.report\n"
         "print('interrupted', report['interrupted'], report['frames'] > 0, flush=True)",
     )
-    time.sleep(0.5)  # inside the run
+    # The streamed trace reaches the file in large blocks: once it has any, frames have run (a
+    # signal before the run started would raise a KeyboardInterrupt without a result).
+    _wait_for(child, lambda: trace.exists() and trace.stat().st_size > 0, "frames running")
     child.send_signal(signal.SIGINT)
     sent = time.monotonic()
     out, err = child.communicate(timeout=30)

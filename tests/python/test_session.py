@@ -78,7 +78,9 @@ def test_numpy_inputs_reach_the_kernel_without_a_copy() -> None:
 def slow_graph() -> tm.Graph:
     app = tm.Graph()
     x = app.input("x")
-    app.node("slow", func="spin", args=[tm.u64(50_000), x.dep()])
+    # Half a second of work keeps the one slot busy until the next submit, however late the
+    # test's thread runs on a loaded machine.
+    app.node("slow", func="spin", args=[tm.u64(500_000), x.dep()])
     return app
 
 

@@ -116,8 +116,17 @@ fn an_unbounded_run_stops_cleanly_on_ctrl_c() {
     command.args(["--frames", "0", "--slots", "2", "--workers", "2", "--quiet", "--report"]).arg(&report);
     command.arg("--trace").arg(&trace);
     let mut child = command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tomii");
-    // Long enough to be running frames, whatever the machine's load.
-    std::thread::sleep(Duration::from_millis(700));
+    // The streamed trace reaches the file in large blocks: once it has any, frames have run. A
+    // fixed pause could end before the run started, on a loaded machine.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !std::fs::metadata(&trace).is_ok_and(|m| m.len() > 0) {
+        assert!(child.try_wait().expect("waiting").is_none(), "an unbounded run ended on its own");
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("no trace row within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(child.try_wait().expect("waiting").is_none(), "an unbounded run ended on its own");
     // SAFETY: sending a signal to our own child process.
     assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);

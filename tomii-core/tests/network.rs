@@ -118,6 +118,15 @@ fn udp_sender() -> UdpSocket {
     UdpSocket::bind("127.0.0.1:0").unwrap()
 }
 
+/// Waits until the source has read `count` packets. The run starts after the sender, possibly
+/// late on a loaded machine: a pause meant to separate packets counts from here, not from the
+/// send, and a sender that waits here never overruns the socket's buffer.
+fn wait_received(source: &NetworkSource, count: u64) {
+    while source.packets_received() < count {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 #[test]
 fn udp_frames_end_to_end_match_the_reference_with_three_schedulers() {
     for scheduler in ["fifo", "priority", "work-stealing"] {
@@ -169,7 +178,8 @@ fn frames_spread_over_two_sockets_wait_for_slots_without_blocking_their_receiver
                     socket.send_to(&packet(frame, index), ports[index as usize % 2]).unwrap();
                 }
                 if frame % 16 == 15 {
-                    std::thread::sleep(Duration::from_millis(1)); // within the socket buffers
+                    // Within the socket buffers: at most 16 frames ahead of what the receiver read.
+                    wait_received(source, (frame - 15) * u64::from(PACKETS));
                 }
             }
         });
@@ -211,10 +221,11 @@ fn tcp_frames_end_to_end_match_the_reference_across_reconnects() {
 /// of `fft` 0 and the ready time of `fft` of the last packet.
 fn paced_first_frame(dispatch: Dispatch) -> (u64, u64) {
     let config = RunConfig { network: NetworkOptions { dispatch, ..NetworkOptions::default() }, ..config(1, 1) };
-    let outcome = Run::new(graph("udp", 0), "fifo", config).go(|_, to| {
+    let outcome = Run::new(graph("udp", 0), "fifo", config).go(|source, to| {
         let socket = udp_sender();
         for index in 0..PACKETS {
             if index == PACKETS - 1 {
+                wait_received(source, u64::from(PACKETS - 1));
                 std::thread::sleep(Duration::from_millis(100));
             }
             socket.send_to(&packet(0, index), to).unwrap();
@@ -267,9 +278,7 @@ fn every_drop_is_counted_by_its_cause_under_overload() {
                     socket.send_to(&packet(frame, index), to).unwrap();
                 }
             }
-            while source.packets_received() < sent {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            wait_received(source, sent);
             stop.store(true, Ordering::Relaxed);
         });
         let outcome = outcome.unwrap_or_else(|e| panic!("{e}"));
@@ -291,22 +300,26 @@ fn every_drop_is_counted_by_its_cause_under_overload() {
 #[test]
 fn a_frame_missing_a_packet_is_abandoned_at_its_deadline_and_the_next_one_runs() {
     within_timeout(TIMEOUT, "timeout", || {
-        let network = NetworkOptions { frame_timeout: Duration::from_millis(50), ..NetworkOptions::default() };
+        // Long enough that frame 1's packets, sent together, arrive within it even if the sender
+        // loses the processor between two of them.
+        let network = NetworkOptions { frame_timeout: Duration::from_millis(500), ..NetworkOptions::default() };
         let config = RunConfig { network, ..config(1, 2) };
-        let outcome = Run::new(graph("udp", 0), "fifo", config).go(|_, to| {
+        let outcome = Run::new(graph("udp", 0), "fifo", config).go(|source, to| {
             let socket = udp_sender();
             for index in 0..PACKETS - 1 {
                 socket.send_to(&packet(0, index), to).unwrap();
             }
-            std::thread::sleep(Duration::from_millis(200));
+            // Frame 1 comes well after frame 0's deadline, counted from when frame 0 was read.
+            wait_received(source, u64::from(PACKETS - 1));
+            std::thread::sleep(Duration::from_millis(1000));
             for index in 0..PACKETS {
                 socket.send_to(&packet(1, index), to).unwrap();
             }
         });
         let outcome = outcome.unwrap_or_else(|e| panic!("{e}"));
         let network = &outcome.report.source_section["network"];
-        assert_eq!(network["frames_incomplete"], 1);
-        assert_eq!(network["frames_complete"], 1);
+        assert_eq!(network["frames_incomplete"], 1, "{network}");
+        assert_eq!(network["frames_complete"], 1, "{network}");
         assert_eq!(outcome.report.frames, 1);
         assert_eq!(outcome.report.frames_abandoned, 1);
         // Frame 0 ran none of its tasks after it was abandoned: its sink never ran the kernel.

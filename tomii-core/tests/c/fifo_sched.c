@@ -9,7 +9,9 @@
  * "bad option KEY" (this scheduler has none), which the tests use to make `create` fail.
  *
  * With -DHANG_POP_AFTER=N, pop number N (counting from 0) never returns: a scheduler stuck in a
- * callback, for the watchdog's tests. With -DHUGE_STATS, stats claims its text needs 2^40 bytes.
+ * callback, for the watchdog's tests; with -DHANG_MARK='"PATH"' as well, the first stuck pop
+ * creates the file PATH, so that a test knows the run is stuck without guessing how long it takes.
+ * With -DHUGE_STATS, stats claims its text needs 2^40 bytes.
  * With -DPOP_HANDLES, the table sets TOMII_SCHED_POP_HANDLES and pop writes each descriptor's
  * handle and fills the rest of it with 0xA5 bytes: the host must read nothing but handles.
  */
@@ -109,7 +111,16 @@ static int32_t fifo_pop(void *state, uint32_t worker, TomiiTask *out, size_t max
     Fifo *fifo = state;
 #ifdef HANG_POP_AFTER
     static _Atomic unsigned long pops;
-    if (pops++ >= HANG_POP_AFTER) {
+    unsigned long pop = pops++;
+    if (pop >= HANG_POP_AFTER) {
+#ifdef HANG_MARK
+        if (pop == HANG_POP_AFTER) {
+            FILE *mark = fopen(HANG_MARK, "w");
+            if (mark != NULL) {
+                fclose(mark);
+            }
+        }
+#endif
         for (;;) {
         }
     }
