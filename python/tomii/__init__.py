@@ -240,6 +240,25 @@ class Report(dict[str, Any]):
     def per_worker(self) -> list[dict[str, Any]]:
         return list(self["per_worker"])
 
+    def summary(self) -> str:
+        """The run in one line, as `tomii run` prints it at the end (a failed or interrupted run
+        says so first)."""
+        latency = self.latency_us
+        line = (
+            f"{self.scheduler} on {self['graph'] or 'graph'}: {self.frames} frames "
+            f"({self.tasks} tasks) in {self.wall_time_s:.3f} s: "
+            f"{self.throughput_frames_per_s:.0f} frames/s, {self.tasks_per_s:.0f} tasks/s; "
+            f"frame latency p50 {latency['p50']:.1f} µs, p95 {latency['p95']:.1f} µs, "
+            f"p99 {latency['p99']:.1f} µs"
+        )
+        if self.get("frames_excluded"):
+            line += f"; {self['frames_excluded']} warm-up frame(s) left out"
+        if self.get("status", "completed") != "completed":
+            return f"{self['status']} ({self.get('error')}): {line}"
+        if self.get("interrupted"):
+            return f"interrupted: {line}"
+        return line
+
 
 @dataclass(frozen=True)
 class RunResult:
@@ -254,6 +273,14 @@ class RunResult:
     trace: np.ndarray[Any, Any] | None = None
     #: The graph's node names; a trace record's `node` indexes them.
     node_names: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        """The report's one line and what else the result holds: the whole report and every
+        output would bury a notebook's cell (`result.report` shows the report)."""
+        held = [f"outputs of {len(self.outputs)} frame(s)"] if self.outputs else []
+        held += [f"{len(self.post_outputs)} post-node output(s)"] if self.post_outputs else []
+        held += [f"trace of {len(self.trace)} record(s)"] if self.trace is not None else []
+        return f"RunResult({'; '.join([self.report.summary(), *held])})"
 
     def output(self, node: str, instance: int = 0, frame: int = -1) -> Any:
         """The value sink `node` (instance `instance`) produced in `frame` (default: the last)."""

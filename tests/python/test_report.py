@@ -3,9 +3,12 @@ search space (`knob_space`): a runtime knob of the catalog or a graph knob of th
 
 from __future__ import annotations
 
+import json
+import subprocess
+from pathlib import Path
 from typing import Any
 
-from reference import SYNTHETIC
+from reference import FIFO, GRAPHS, SYNTHETIC, TARGET
 
 import tomii as tm
 from tomii.knobs import knob_space
@@ -64,3 +67,28 @@ def test_every_suggested_knob_is_in_the_search_space() -> None:
     for suggestion in suggested:
         assert suggestion["knob"] in names, suggestion
         assert suggestion["rule"] and suggestion["estimated_speedup"] >= 1.0
+
+
+def test_the_summary_line_is_tomii_runs_and_the_result_shows_it(tmp_path: Path) -> None:
+    """`Report.summary()` is the line `tomii run` prints for the same report, and a result's repr
+    is that line with what else it holds, not the whole report and every output."""
+    report = tmp_path / "report.json"
+    command = [
+        str(TARGET / "tomii"),
+        "run",
+        str(GRAPHS / "diamond.json"),
+        "--dylib",
+        str(SYNTHETIC),
+    ]
+    command += ["--scheduler-plugin", str(FIFO), "--frames", "40", "--warmup-frames", "2"]
+    printed = subprocess.run(
+        [*command, "--report", str(report)], capture_output=True, text=True, check=True, timeout=60
+    )
+    line = tm.Report(json.loads(report.read_text())).summary()
+    assert printed.stdout.strip() == line
+    assert line.endswith("; 2 warm-up frame(s) left out")
+    result = tm.run_graph(GRAPHS / "diamond.json", dylibs=[SYNTHETIC], frames=3, trace=True)
+    shown = repr(result)
+    assert result.trace is not None
+    assert shown.startswith(f"RunResult(fifo on diamond: 3 frames ({result.report.tasks} tasks)")
+    assert shown.endswith(f"; outputs of 3 frame(s); trace of {len(result.trace)} record(s))")
