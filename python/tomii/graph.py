@@ -687,7 +687,7 @@ class Graph:
         self, *, dylib: str | Path | Sequence[str | Path] | None = None, **knobs: Any
     ) -> Session:
         """Starts the graph once and returns a `Session` that takes frames from this program
-        (`submit(inputs)`); `dylib` and the knobs are `run()`'s, without `frames`."""
+        (`submit(inputs)`); `dylib` is `run()`'s, and the knobs are `Session`'s."""
         from .session import Session
 
         return Session(

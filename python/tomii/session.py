@@ -100,9 +100,9 @@ class Frame:
 class Session:
     """A graph started once, fed frames by this program (see the module's documentation).
 
-    `graph` is JSON text, a dict or a path (as for `tomii.run_graph`), and the knobs are
-    `run_graph`'s apart from `frames`, the trace and the outputs: the program decides the frames
-    and takes every output. `busy` says what `submit` does when every slot is busy: `"wait"`
+    `graph` is JSON text, a dict or a path (as for `tomii.run_graph`), and the knobs are those of
+    `run_graph`'s that shape the engine and the scheduler (the signature lists them): the program
+    decides the frames and takes every output, and nothing is written to files. `busy` says what `submit` does when every slot is busy: `"wait"`
     (up to `timeout` seconds, or without limit) or `"raise"` (`SessionBusy` at once).
     """
 

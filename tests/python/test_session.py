@@ -5,6 +5,8 @@ frame and ends the session with its error."""
 
 from __future__ import annotations
 
+import inspect
+import re
 from pathlib import Path
 
 import numpy as np
@@ -125,6 +127,17 @@ def test_the_guide_example_runs(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     assert len(lines) == 1 + 100 + 1, done.stdout
     assert "p99" in lines[-1]
+
+
+def test_the_guide_lists_the_knobs_a_session_takes() -> None:
+    """python/README.md names every run knob `Session` takes (its signature, `busy` and `timeout`
+    being the session's own), so that a reader knows which `run_graph` knobs have no session form."""
+    guide = (ROOT / "python" / "README.md").read_text(encoding="utf-8")
+    start = guide.index("- `tomii.Session(graph, **knobs)`")
+    listed = guide[start : guide.index("have no session form", start)].split("(`Graph.session`")[0]
+    named = set(re.findall(r"`(\w+)`", listed))
+    knobs = set(inspect.signature(tm.Session).parameters) - {"graph", "busy", "timeout"}
+    assert named - {"run_graph"} == knobs
 
 
 def test_a_running_session_changes_its_schedulers_options() -> None:

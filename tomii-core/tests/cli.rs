@@ -316,6 +316,18 @@ fn help_mentions_every_run_flag() {
     }
 }
 
+/// The commands the Python package's `tomii` runs itself (python/tomii/cli.py) are in the
+/// native binary's help too, and there each says where to find it instead of being unknown.
+#[test]
+fn every_python_package_command_is_listed_and_points_at_the_package() {
+    let help = run(&["--help"]);
+    for command in ["sweep", "tune", "new", "sdk"] {
+        assert!(help.stdout.contains(&format!("tomii {command}")), "--help does not list {command}:\n{}", help.stdout);
+        let line = assert_error(&run(&[command, "x"]), &[&format!("`tomii {command}`"), "part of the Python package"]);
+        assert!(line.contains("pip install ."), "{line}");
+    }
+}
+
 /// checksum_chain.json: (node, factor) in file order.
 const CHAIN: [(&str, u64); 3] = [("a", 4), ("b", 4), ("c", 1)];
 

@@ -58,6 +58,10 @@ pub fn main(args: impl IntoIterator<Item = OsString>, provider: Option<&dyn Kern
             "`tomii sweep` is part of the Python package: `pip install .` from the repository, then run the \
              `tomii` command it installs (or `python -m tomii.experiments CONFIG`)"
         )),
+        Command::Tune(_) => Err(anyhow::anyhow!(
+            "`tomii tune` is part of the Python package: `pip install .` from the repository, then run the \
+             `tomii` command it installs (or `python -m tomii.tune CONFIG`)"
+        )),
         Command::New(_) | Command::Sdk(_) => Err(anyhow::anyhow!(
             "`tomii new` and `tomii sdk` are part of the Python package: `pip install .` from the repository, \
              then run the `tomii` command it installs"

@@ -49,6 +49,10 @@ pub enum Command {
     /// Compare schedulers over graphs and knobs as CONFIG (TOML) describes: a table and figures.
     /// Part of the Python package (`pip install .`), whose `tomii` command runs it.
     Sweep(SweepArgs),
+    /// Compare tuning strategies on one budget as CONFIG (TOML) describes (`tomii tune CONFIG`):
+    /// the trials, the best configurations and figures. Part of the Python package, whose `tomii`
+    /// command runs it.
+    Tune(PythonOnlyArgs),
     /// Write a new scheduler project (`tomii new scheduler NAME --lang rust|c`), ready to build
     /// against the installed SDK. Part of the Python package, whose `tomii` command runs it.
     New(PythonOnlyArgs),
