@@ -102,8 +102,9 @@ class Session:
 
     `graph` is JSON text, a dict or a path (as for `tomii.run_graph`), and the knobs are those of
     `run_graph`'s that shape the engine and the scheduler (the signature lists them): the program
-    decides the frames and takes every output, and nothing is written to files. `busy` says what `submit` does when every slot is busy: `"wait"`
-    (up to `timeout` seconds, or without limit) or `"raise"` (`SessionBusy` at once).
+    decides the frames and takes every output, and nothing is written to files. `busy` says what
+    `submit` does when every slot is busy: `"wait"` (up to `timeout` seconds, or without limit)
+    or `"raise"` (`SessionBusy` at once).
     """
 
     def __init__(
