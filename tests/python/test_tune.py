@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -424,3 +425,38 @@ def test_a_config_with_an_unknown_key_is_an_error_naming_it(
     config.write_text('strategies = ["random"]\nbudgt = 3\n', encoding="utf-8")
     assert cli_main(["tune", str(config)]) == 1
     assert "unknown key(s) budgt in the file" in capsys.readouterr().err
+
+
+#: Tunes GRAPH for far longer than the test waits; the second trial arms a Ctrl-C (SIGINT to the
+#: process) that lands in a later trial's measurement or verification.
+INTERRUPTED_TUNE = """\
+import json, os, signal, sys, threading
+import tomii
+
+def on_trial(row):
+    if row["trial"] == 1:
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+result = tomii.tune(json.loads(sys.argv[1]), knobs={"slots": [1, 2, 4, 8]}, budget=500,
+                    frames=2000, dylibs=[sys.argv[2]], progress=False, on_trial=on_trial,
+                    out=sys.argv[3])
+print(json.dumps({"interrupted": result.interrupted, "trials": len(result.rows)}))
+"""
+
+
+def test_ctrl_c_stops_the_search_and_keeps_the_finished_trials(tmp_path: Path) -> None:
+    """Each trial is a sweep, which keeps a Ctrl-C to itself and returns what it has; the search
+    must still stop there (it went on to the next trial), returning and saving the trials that
+    finished, marked interrupted."""
+    script = tmp_path / "tune_then_interrupt.py"
+    script.write_text(INTERRUPTED_TUNE, encoding="utf-8")
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, str(script), json.dumps(GRAPH), str(SYNTHETIC), str(out)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert printed["interrupted"] is True
+    assert 2 <= printed["trials"] < 500
+    assert len((out / "trials.csv").read_text().splitlines()) == 1 + printed["trials"]

@@ -7,6 +7,7 @@ It only calls `tune` and summarises its rows: the verifier and the measurements 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -45,6 +46,8 @@ class Comparison:
     rows: list[dict[str, Any]]
     table: list[dict[str, Any]]
     environment: dict[str, Any]
+    #: Ctrl-C stopped it: the arm it cut holds its finished trials, and the arms after it none.
+    interrupted: bool = False
 
     def text(self) -> str:
         """The summary as a Markdown table."""
@@ -130,27 +133,32 @@ def compare(
     **options: Any,
 ) -> Comparison:
     """Tunes each graph with each arm (`tune(graph, strategy=..., budget=budget, **options)`);
-    with `out`, saves the comparison there."""
+    with `out`, saves the comparison there. Ctrl-C stops it after the trials that finished, which
+    are kept and saved (`interrupted`)."""
     rows: list[dict[str, Any]] = []
     table: list[dict[str, Any]] = []
     environment: dict[str, Any] = {}
-    for graph in graphs:
-        for spec in arms:
-            arm = _arm(spec)
-            label = arm.label or arm.strategy
-            result = tune(
-                graph, strategy=arm.strategy, agent=arm.agent, agent_timeout_s=arm.timeout_s,
-                budget=budget, label=label, plot=False, **options,
-            )  # fmt: skip
-            environment = environment or result.environment
-            rows += result.rows
-            direction = result.environment["parameters"]["direction"]
-            name = result.environment["parameters"]["graph"]
-            table.append(_summary(name, label, result.rows, direction))
+    interrupted = False
+    for graph, spec in itertools.product(graphs, arms):
+        arm = _arm(spec)
+        label = arm.label or arm.strategy
+        result = tune(
+            graph, strategy=arm.strategy, agent=arm.agent, agent_timeout_s=arm.timeout_s,
+            budget=budget, label=label, plot=False, **options,
+        )  # fmt: skip
+        environment = environment or result.environment
+        rows += result.rows
+        direction = result.environment["parameters"]["direction"]
+        name = result.environment["parameters"]["graph"]
+        table.append(_summary(name, label, result.rows, direction))
+        if result.interrupted:
+            interrupted = True
+            break
     parameters = dict(environment.get("parameters") or {})
     parameters["strategy"] = list(dict.fromkeys(row["strategy"] for row in table))
     parameters["graph"] = list(dict.fromkeys(row["graph"] for row in table))
     comparison = Comparison(rows, table, {**environment, "parameters": parameters})
+    comparison.interrupted = interrupted
     if out is not None:
         comparison.save(out, plot=plot)
     return comparison

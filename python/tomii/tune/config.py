@@ -180,6 +180,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed = result.without_valid_trial()
     for graph, strategy, reason, _ in failed:
         print(f"warning: {strategy} found no valid trial on {graph}: {reason}", file=sys.stderr)
+    if result.interrupted:
+        print("interrupted: the tables hold the trials that finished", file=sys.stderr)
+        return 130
     if any(broken for *_, broken in failed):
         print("error: a strategy never made a proposal the verifier could read", file=sys.stderr)
         return 1

@@ -106,14 +106,17 @@ def objective_of(spec: ObjectiveSpec, direction: str | None) -> Objective:
 class TuneResult:
     """What a tuning run produced: `rows` (one dict per trial, keys `COLUMNS`), `best` (the best
     valid trial: trial, value, knobs, changed, run (scheduler, sched_opts and run options), graph;
-    None when no trial was valid), the `space` searched (as the agent protocol sends it) and the
-    `environment` (machine, versions, commit, date, parameters)."""
+    None when no trial was valid), the `space` searched (as the agent protocol sends it), the
+    `environment` (machine, versions, commit, date, parameters) and whether Ctrl-C cut it short
+    (`interrupted`)."""
 
     rows: list[dict[str, Any]]
     best: dict[str, Any] | None
     space: dict[str, Any]
     environment: dict[str, Any]
     columns: list[str] = field(default_factory=lambda: list(COLUMNS))
+    #: Ctrl-C stopped the search: `rows` hold the trials that finished (the one it cut is not).
+    interrupted: bool = False
 
     def to_csv(self, path: str | Path) -> Path:
         """Writes the rows as CSV (`COLUMNS`, in order); returns the path."""
@@ -225,6 +228,9 @@ class _Measure:
             repeats=self.repeats, warmup=self.warmup, frames=self.frames, seed=self.seed,
             executor=self.child, check=True, progress=False, dylibs=self.dylibs,
         )  # fmt: skip
+        if result.interrupted:
+            # The sweep kept the Ctrl-C to itself, as a sweep does; here it stops the search.
+            raise KeyboardInterrupt
         return self._summary(result.rows)
 
     def _summary(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -433,7 +439,7 @@ def tune(
         name = str(label or getattr(chosen, "name", type(chosen).__name__))
         graph_name = str((original or {}).get("name") or "graph")
         search = _Search(tuned, chosen, verifier, measure, name, graph_name)
-        _run(search, budget, progress, on_trial)
+        interrupted = _run(search, budget, progress, on_trial)
     finally:
         if child is not None:
             child.close()
@@ -443,6 +449,7 @@ def tune(
     from ..experiments import environment
 
     result = TuneResult(search.rows, search.best, tuned.to_json(), environment(parameters))
+    result.interrupted = interrupted
     if out is not None:
         result.save(out, plot=plot)
     return result
@@ -450,7 +457,9 @@ def tune(
 
 def _run(
     search: _Search, budget: int, progress: bool, on_trial: Callable[[dict[str, Any]], None] | None
-) -> None:
+) -> bool:
+    """Runs the search's trials; returns whether Ctrl-C stopped it (the trial it cut is dropped,
+    the finished ones are kept)."""
     from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
     bar = tqdm(total=budget, desc=f"tune {search.label}", unit="trial", file=sys.stderr,
@@ -469,5 +478,8 @@ def _run(
             bar.update(1)
             if on_trial is not None:
                 on_trial(row)
+    except KeyboardInterrupt:
+        return True
     finally:
         bar.close()
+    return False
