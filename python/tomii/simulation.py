@@ -99,7 +99,13 @@ def simulate(
             error.result = _run_result(partial[:4], report)  # type: ignore[attr-defined]
             del error.partial  # type: ignore[attr-defined]
         raise
-    return _run_result(returned[:4], report)
+    result = _run_result(returned[:4], report)
+    signal = returned[4]
+    if signal is not None:
+        # Ctrl-C stopped the simulation, as it stops a run: the exception carries what it did.
+        signal.result = result  # type: ignore[attr-defined]
+        raise signal
+    return result
 
 
 def cost_model_json(model: CostModel) -> str | None:

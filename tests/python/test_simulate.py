@@ -6,6 +6,8 @@ partial result; the same trace files and report a real run writes."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +169,44 @@ def test_the_guides_example_runs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[1] == "256"
     assert (tmp_path / "run.decisions").read_text().startswith('{"format":"tomii-decisions"')
+
+
+#: Simulates far more frames than the test waits for, streaming the trace; a thread sends the
+#: process a Ctrl-C once the trace has rows (the simulation is then under way).
+INTERRUPTED_SIMULATION = """\
+import json, os, signal, sys, threading, time
+import tomii
+from tomii.graphs import Fixed, fork_join
+
+trace = sys.argv[1]
+
+def interrupt():
+    while not (os.path.exists(trace) and os.path.getsize(trace) > 0):
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Thread(target=interrupt, daemon=True).start()
+try:
+    tomii.simulate(fork_join(width=4, depth=1, cost=Fixed(10)), workers=2, slots=2,
+                   frames=10**12, trace=trace)
+except KeyboardInterrupt as stop:
+    report = stop.result.report
+    print(json.dumps({"interrupted": report["interrupted"], "frames": report["frames"],
+                      "tasks": report["tasks"]}))
+"""
+
+
+def test_ctrl_c_stops_a_simulation_and_raises_with_what_it_did(tmp_path: Path) -> None:
+    """As a run: the frames in flight complete and KeyboardInterrupt carries the result."""
+    script = tmp_path / "simulate_then_interrupt.py"
+    script.write_text(INTERRUPTED_SIMULATION, encoding="utf-8")
+    trace = tmp_path / "trace.csv"
+    done = subprocess.run(
+        [sys.executable, str(script), str(trace)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout.strip().splitlines()[-1])
+    assert printed["interrupted"] is True and printed["frames"] > 0
+    rows = len(trace.read_text().splitlines()) - 1
+    assert printed["tasks"] == rows and rows % printed["frames"] == 0, "whole frames only"

@@ -7,7 +7,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::cli::{Run, assert_error, finish, tomii};
@@ -115,11 +115,42 @@ fn an_unbounded_run_stops_cleanly_on_ctrl_c() {
     command.arg("run").arg(fixture("diamond.json")).arg("--dylib").arg(synthetic_lib());
     command.args(["--frames", "0", "--slots", "2", "--workers", "2", "--quiet", "--report"]).arg(&report);
     command.arg("--trace").arg(&trace);
+    let report = interrupt_once_traced(command, &trace, &report);
+    let frames = report["frames"].as_u64().expect("frames");
+    assert!(frames > 0, "no frame ran: {report}");
+    assert_eq!(report["tasks"].as_u64(), Some(frames * 3), "every frame completed all of its 3 tasks");
+    let rows = std::fs::read_to_string(&trace).expect("a trace").lines().count() as u64 - 1;
+    assert_eq!((rows, report["trace_lost"].as_u64()), (frames * 3, Some(0)), "one trace row per task");
+}
+
+/// A simulation of more frames than it could finish stops on Ctrl-C as a run does: the frames in
+/// flight complete, and the report and the trace hold every frame simulated.
+#[test]
+fn a_long_simulation_stops_cleanly_on_ctrl_c() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (report, trace) = (dir.path().join("report.json"), dir.path().join("trace.csv"));
+    let costs = dir.path().join("costs.json");
+    std::fs::write(&costs, r#"{"default": {"fixed": {"ns": 10000}}}"#).expect("the cost model");
+    let mut command = tomii();
+    command.arg("simulate").arg(fixture("diamond.json")).arg("--cost-model").arg(&costs);
+    command.args(["--frames", "1000000000000", "--slots", "2"]);
+    command.args(["--workers", "2", "--quiet", "--report"]).arg(&report).arg("--trace").arg(&trace);
+    let report = interrupt_once_traced(command, &trace, &report);
+    let frames = report["frames"].as_u64().expect("frames");
+    assert!(frames > 0 && report["source"] == "simulated", "{report}");
+    assert_eq!(report["tasks"].as_u64(), Some(frames * 3), "every frame completed all of its 3 tasks");
+    let rows = std::fs::read_to_string(&trace).expect("a trace").lines().count() as u64 - 1;
+    assert_eq!(rows, frames * 3, "one trace row per task");
+}
+
+/// Starts `command`, which streams its trace to `trace` and runs until stopped; sends it one
+/// Ctrl-C once the trace has rows (a fixed pause could end before the run started, on a loaded
+/// machine), and returns the report it wrote to `report`, having checked that it exited 0 saying
+/// it was interrupted.
+fn interrupt_once_traced(mut command: Command, trace: &Path, report: &Path) -> serde_json::Value {
     let mut child = command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tomii");
-    // The streamed trace reaches the file in large blocks: once it has any, frames have run. A
-    // fixed pause could end before the run started, on a loaded machine.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !std::fs::metadata(&trace).is_ok_and(|m| m.len() > 0) {
+    while !std::fs::metadata(trace).is_ok_and(|m| m.len() > 0) {
         assert!(child.try_wait().expect("waiting").is_none(), "an unbounded run ended on its own");
         if std::time::Instant::now() > deadline {
             let _ = child.kill();
@@ -135,13 +166,9 @@ fn an_unbounded_run_stops_cleanly_on_ctrl_c() {
     assert_eq!(output.status.code(), Some(0), "stderr:\n{stderr}");
     assert!(stderr.contains("interrupted: stopped after"), "stderr:\n{stderr}");
     let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).expect("a report")).expect("the report is JSON");
+        serde_json::from_str(&std::fs::read_to_string(report).expect("a report")).expect("the report is JSON");
     assert_eq!(report["interrupted"], true);
-    let frames = report["frames"].as_u64().expect("frames");
-    assert!(frames > 0, "no frame ran: {report}");
-    assert_eq!(report["tasks"].as_u64(), Some(frames * 3), "every frame completed all of its 3 tasks");
-    let rows = std::fs::read_to_string(&trace).expect("a trace").lines().count() as u64 - 1;
-    assert_eq!((rows, report["trace_lost"].as_u64()), (frames * 3, Some(0)), "one trace row per task");
+    report
 }
 
 #[test]

@@ -6,10 +6,12 @@
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use common::cli::{assert_error, finish, tomii};
 use common::{broken_lib, graph_path, plugin};
-use tomii_core::engine::{RunConfig, RunOutcome};
+use tomii_core::engine::{Progress, ProgressFn, RunConfig, RunOutcome};
 use tomii_core::graph::{self, CompiledGraph};
 use tomii_core::plugin::SchedulerPlugin;
 use tomii_core::sim::{self, CostSpec, Dist, SimConfig};
@@ -214,4 +216,45 @@ fn paced_arrivals_start_frames_on_time_or_when_a_slot_frees() {
     let dense = simulate(&graph, "fifo", &paced(5_000));
     assert_eq!(dense.report.wall_time_s, 50e-6);
     assert_eq!(dense.report.frames, 5);
+}
+
+/// A stop request ends a simulation as it ends a real run: no frame starts after it, those in
+/// flight complete, and the report says interrupted with every frame done; progress is heard on
+/// the way and once at the end.
+#[test]
+fn a_stop_request_ends_the_simulation_with_what_it_did() {
+    let graph = parse(&format!(
+        r#"{{"nodes": [{}, {}]}}"#,
+        spin("a", 4, 10, ""),
+        spin("b", 1, 5, r#", {"type": "$res", "predecessor": {"name": "a"}}"#)
+    ));
+    let stop = Arc::new(AtomicBool::new(false));
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let progress = {
+        let (stop, heard) = (Arc::clone(&stop), Arc::clone(&heard));
+        ProgressFn(Arc::new(move |p: Progress| {
+            heard.lock().unwrap().push((p.frames_done, p.frames));
+            if p.frames_done > 1000 {
+                stop.store(true, Ordering::Relaxed);
+            }
+        }))
+    };
+    let asked = u64::MAX / 2;
+    let config = SimConfig {
+        workers: 2,
+        slots: 4,
+        frames: asked,
+        stop: Some(stop),
+        progress: Some(progress),
+        ..SimConfig::default()
+    };
+    let outcome = simulate(&graph, "fifo", &config);
+    let report = &outcome.report;
+    assert!(report.interrupted, "the report says interrupted");
+    assert!(report.frames > 1000 && report.frames < asked, "{} frames", report.frames);
+    assert_eq!(report.tasks, report.frames * 5, "every frame started completed: none is half done");
+    let heard = heard.lock().unwrap();
+    assert!(heard.len() >= 2, "progress on the way and at the end: {heard:?}");
+    assert_eq!(heard[0].1, asked, "progress counts against the frames asked for until the stop");
+    assert_eq!(*heard.last().unwrap(), (report.frames, report.frames), "the last word is the frames done");
 }

@@ -2,6 +2,8 @@
 //! `sim/`), returned as `run_json` returns a run, so that Python's `RunResult` takes it unchanged.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use pyo3::prelude::*;
 use tomii_core::engine::{ChromeLayout, ChromeTraceFile};
@@ -10,6 +12,7 @@ use tomii_core::plugin::SchedulerPlugin;
 use tomii_core::sim::{self, CostSpec, SimConfig};
 
 use super::python_kernels::PythonKernels;
+use super::runner;
 use super::{ConfigError, GraphError, RunReturn, TomiiError, failed, plugin_error, run_return};
 
 /// Simulates `graph_json` (README of tomii-core's `sim/`): `cost_json` is the cost model's JSON
@@ -55,6 +58,7 @@ pub fn simulate_json(
             .map_err(TomiiError::new_err)?,
         other => return Err(ConfigError::new_err(format!("trace_format {other:?}: give \"csv\" or \"chrome\""))),
     };
+    let stop = Arc::new(AtomicBool::new(false));
     let config = SimConfig {
         workers,
         slots,
@@ -71,9 +75,17 @@ pub fn simulate_json(
         trace_file: trace_path.filter(|_| chrome.is_none()),
         trace_taps: chrome.iter().map(ChromeTraceFile::tap).collect(),
         wake_all_on_push: false,
+        stop: Some(Arc::clone(&stop)),
+        progress: None,
     };
     let scheduler = SchedulerPlugin::load(&scheduler_plugin).map_err(plugin_error)?;
+    // Ctrl-C stops the simulation as it stops a run: the frames in flight complete, and Python's
+    // KeyboardInterrupt is raised once it has returned, carrying the result.
+    let interrupts = runner::Interrupts::install(stop);
     let result = py.detach(|| sim::simulate(&graph, &scheduler, &config));
+    let pressed = interrupts.pressed();
+    drop(interrupts);
+    let signal = if pressed { py.check_signals().err() } else { None };
     if let Some(chrome) = &chrome {
         let report = match &result {
             Ok(outcome) => Some(&outcome.report),
@@ -82,7 +94,7 @@ pub fn simulate_json(
         chrome.finish(report).map_err(TomiiError::new_err)?;
     }
     match result {
-        Ok(outcome) => run_return(py, outcome, &graph, trace, None),
+        Ok(outcome) => run_return(py, outcome, &graph, trace, signal),
         Err(failure) => Err(failed(py, failure, &graph, &PythonKernels::new(Vec::new()), trace)),
     }
 }

@@ -521,7 +521,7 @@ fn print_scheduler(entry: &serde_json::Value) -> Result<()> {
 
 /// A flag SIGINT and SIGTERM set: the run then stops starting frames, completes those in flight
 /// and reports. A second signal, with the flag already set, exits at once (status 130).
-fn stop_on_interrupt() -> Result<Arc<AtomicBool>> {
+pub(super) fn stop_on_interrupt() -> Result<Arc<AtomicBool>> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [SIGINT, SIGTERM] {
@@ -554,7 +554,7 @@ pub(super) fn write_report(path: &Path, report: &Report) -> Result<()> {
 }
 
 /// A progress line on stderr, rewritten in place (only when stderr is a terminal).
-fn progress_line() -> ProgressFn {
+pub(super) fn progress_line() -> ProgressFn {
     ProgressFn(Arc::new(|p: Progress| {
         let rate = p.frames_done as f64 / p.elapsed.as_secs_f64().max(1e-9);
         let done = if p.frames > 0 {

@@ -1,13 +1,14 @@
 //! `tomii simulate GRAPH --workers N ...`: the graph on virtual workers with the same scheduler
 //! dylib (`sim/README.md`), its report and trace written as `tomii run` writes them.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
 
-use super::app::{say, summary, write_report};
+use super::app::{progress_line, say, stop_on_interrupt, summary, write_report};
 use super::{SchedulerArgs, TraceFormat};
 use crate::engine::{ChromeLayout, ChromeTraceFile};
 use crate::sim::{self, CostSpec, SimConfig};
@@ -104,6 +105,8 @@ pub fn simulate(args: &SimulateArgs) -> Result<()> {
         trace_file: args.trace.clone().filter(|_| args.trace_format == TraceFormat::Csv),
         trace_taps: chrome.iter().map(|c| c.tap()).collect(),
         wake_all_on_push: false,
+        stop: Some(stop_on_interrupt()?),
+        progress: (!args.quiet && std::io::stderr().is_terminal()).then(progress_line),
     };
     let decisions = match &args.record_decisions {
         Some(path) => {
@@ -123,6 +126,9 @@ pub fn simulate(args: &SimulateArgs) -> Result<()> {
     };
     config.trace_taps.extend(decisions.iter().map(|d| d.tap()));
     let result = sim::simulate(&graph, &scheduler, &config);
+    if config.progress.is_some() {
+        eprint!("\r\x1b[2K");
+    }
     let (outcome, error) = match result {
         Ok(outcome) => (outcome, None),
         Err(failure) => match failure.partial {
@@ -152,6 +158,12 @@ pub fn simulate(args: &SimulateArgs) -> Result<()> {
     }
     if !args.quiet {
         say(format!("simulated: {}", summary(report)))?;
+    }
+    if report.interrupted {
+        eprintln!(
+            "interrupted: stopped after {} frame(s); the report and trace hold them (Ctrl-C again quits at once)",
+            report.frames + report.frames_excluded
+        );
     }
     Ok(())
 }

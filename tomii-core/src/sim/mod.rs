@@ -11,6 +11,9 @@ mod cost;
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use rand::SeedableRng;
@@ -21,8 +24,8 @@ use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask};
 pub use cost::{CostModel, CostSpec, Dist};
 
 use crate::engine::{
-    self, Clock, Durations, NodeCounters, ReportParts, RunError, RunFailure, RunOutcome, TraceRecord, TraceSink,
-    TraceTap, WorkerCounters,
+    self, Clock, Durations, NodeCounters, Progress, ProgressFn, ReportParts, RunError, RunFailure, RunOutcome,
+    TraceRecord, TraceSink, TraceTap, WorkerCounters,
 };
 use crate::graph::{CompiledGraph, quote_name};
 use crate::plugin::{PopBuffer, SchedulerInstance, SchedulerPlugin};
@@ -57,6 +60,12 @@ pub struct SimConfig {
     pub trace_taps: Vec<TraceTap>,
     /// Every push wakes every idle worker (as `RunConfig::wake_all_on_push`, for a replay).
     pub wake_all_on_push: bool,
+    /// Set it to stop the simulation as a real run stops (`RunConfig::stop`): no frame starts any
+    /// more, those in flight complete, and the report says interrupted.
+    pub stop: Option<Arc<AtomicBool>>,
+    /// Called about four times a second of real time while the simulation goes on, and once at
+    /// the end (`RunConfig::progress`).
+    pub progress: Option<ProgressFn>,
 }
 
 impl Default for SimConfig {
@@ -77,6 +86,8 @@ impl Default for SimConfig {
             trace_file: None,
             trace_taps: Vec::new(),
             wake_all_on_push: false,
+            stop: None,
+            progress: None,
         }
     }
 }
@@ -85,6 +96,10 @@ impl Default for SimConfig {
 const MAX_SLOTS: u32 = 1 << 16;
 /// Records per trace chunk handed to the sink.
 const TRACE_CHUNK: usize = 4096;
+/// Events between two looks at the stop request and the progress clock (a few µs of work apart).
+const POLL_EVERY: u64 = 1024;
+/// How often progress is reported, in real time.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
 /// Simulates `graph` with `scheduler` (README.md); a failure keeps what ran until then.
 pub fn simulate(
@@ -229,6 +244,13 @@ struct Sim<'a> {
     done: u64,
     waiting: u64,
     arrived: u64,
+    /// The frames to run: the configuration's, until a stop request cuts them to those started.
+    frames: u64,
+    /// A stop request ended the simulation early; events handled, and when progress was said.
+    interrupted: bool,
+    events_handled: u64,
+    reported: Option<Instant>,
+    begun: Instant,
     staged: Vec<TomiiTask>,
     /// Workers with nothing to run, and those a push woke, to ask for work after the event.
     idle: BTreeSet<u32>,
@@ -282,6 +304,11 @@ impl<'a> Sim<'a> {
             done: 0,
             waiting: 0,
             arrived: 0,
+            frames: config.frames,
+            interrupted: false,
+            events_handled: 0,
+            reported: None,
+            begun: Instant::now(),
             staged: Vec::new(),
             idle: (0..config.workers).collect(),
             woken: Vec::new(),
@@ -304,13 +331,17 @@ impl<'a> Sim<'a> {
         match self.config.arrival_interval_ns {
             Some(_) => self.schedule(0, Event::Arrive),
             None => {
-                for slot in 0..self.config.slots.min(u32::try_from(self.config.frames).unwrap_or(u32::MAX)) {
+                for slot in 0..self.config.slots.min(u32::try_from(self.frames).unwrap_or(u32::MAX)) {
                     self.start_frame(slot, TOMII_NO_WORKER)?;
                 }
             }
         }
         self.wake()?;
-        while self.done < self.config.frames {
+        while self.done < self.frames {
+            self.events_handled += 1;
+            if self.events_handled.is_multiple_of(POLL_EVERY) {
+                self.poll();
+            }
             let Some(Reverse((at, _, event))) = self.events.pop() else {
                 // As a real run's parked workers look again when their stall timeout passes,
                 // every idle worker asks once more before the run is declared stalled.
@@ -332,12 +363,36 @@ impl<'a> Sim<'a> {
             }
             self.wake()?;
         }
+        self.report_progress();
         Ok(())
     }
 
+    /// Looks at the stop request, and says how far the simulation got when it is time to.
+    fn poll(&mut self) {
+        if !self.interrupted && self.config.stop.as_ref().is_some_and(|stop| stop.load(Ordering::Relaxed)) {
+            // As a real run stops: the frames in flight complete, no other starts.
+            self.interrupted = true;
+            self.frames = self.started;
+            self.waiting = 0;
+        }
+        if self.reported.is_none_or(|at| at.elapsed() >= PROGRESS_EVERY) {
+            self.report_progress();
+        }
+    }
+
+    fn report_progress(&mut self) {
+        if let Some(progress) = &self.config.progress {
+            (progress.0)(Progress { frames_done: self.done, frames: self.frames, elapsed: self.begun.elapsed() });
+            self.reported = Some(Instant::now());
+        }
+    }
+
     fn arrive(&mut self) -> Result<(), RunError> {
+        if self.interrupted {
+            return Ok(()); // an arrival already scheduled when the stop came
+        }
         self.arrived += 1;
-        if self.arrived < self.config.frames {
+        if self.arrived < self.frames {
             let interval = self.config.arrival_interval_ns.unwrap_or(0);
             self.schedule(self.arrived.saturating_mul(interval), Event::Arrive);
         }
@@ -587,7 +642,7 @@ impl<'a> Sim<'a> {
         if self.waiting > 0 {
             self.waiting -= 1;
             self.start_frame(slot, worker)?;
-        } else if self.config.arrival_interval_ns.is_none() && self.started < self.config.frames {
+        } else if self.config.arrival_interval_ns.is_none() && self.started < self.frames {
             self.start_frame(slot, worker)?;
         }
         Ok(())
@@ -632,7 +687,7 @@ impl<'a> Sim<'a> {
             frames_excluded,
             frames_abandoned: 0,
             wall_s,
-            interrupted: false,
+            interrupted: self.interrupted,
             failure,
             workers_unreported: Vec::new(),
             source: "simulated",
