@@ -171,6 +171,27 @@ fn interrupt_once_traced(mut command: Command, trace: &Path, report: &Path) -> s
     report
 }
 
+/// Under `ulimit -v 3 GB`, a run whose task cells alone take 5 GB (4 million instances × 32 slots)
+/// is refused before it starts, naming both figures, instead of aborting on a failed allocation.
+#[test]
+fn a_run_beyond_the_address_space_left_is_refused() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let graph = dir.path().join("wide.json");
+    std::fs::write(&graph, r#"{"nodes": [{"name": "wide", "function": "noop", "factor": 4000000}]}"#).expect("graph");
+    let tomii = env!("CARGO_BIN_EXE_tomii");
+    let run = format!(
+        "ulimit -v 3000000 && exec {tomii} run {} --dylib {} --slots 32",
+        graph.display(),
+        synthetic_lib().display()
+    );
+    let mut command = Command::new("sh");
+    command.arg("-c").arg(run).env_remove("RUST_BACKTRACE");
+    let run = finish(command);
+    assert_eq!(run.status.code(), Some(1), "stderr: {}", run.stderr);
+    assert!(run.stderr.starts_with("error: 32 slot(s) × 4000000 instances need at least"), "{}", run.stderr);
+    assert!(run.stderr.contains("of memory available; use fewer slots or fewer instances"), "{}", run.stderr);
+}
+
 #[test]
 fn use_workers_beyond_the_worker_count_is_named() {
     let graph = fixture("use_workers.json");

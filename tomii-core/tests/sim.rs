@@ -258,3 +258,15 @@ fn a_stop_request_ends_the_simulation_with_what_it_did() {
     assert_eq!(heard[0].1, asked, "progress counts against the frames asked for until the stop");
     assert_eq!(*heard.last().unwrap(), (report.frames, report.frames), "the last word is the frames done");
 }
+
+/// Per-slot state beyond any machine's memory (4 million instances × 65,536 slots, terabytes) is
+/// refused before anything is made, naming both figures, instead of aborting on the allocation.
+#[test]
+fn a_simulation_beyond_the_memory_available_is_refused() {
+    let graph = parse(r#"{"nodes": [{"name": "wide", "function": "noop", "factor": 4000000}]}"#);
+    let config = SimConfig { slots: 65536, ..SimConfig::default() };
+    let error = sim::simulate(&graph, &scheduler("fifo"), &config).err().expect("refused").error;
+    let message = error.to_string();
+    assert!(message.contains("65536 slot(s) × 4000000 instances need at least"), "{message}");
+    assert!(message.contains("of memory available; use fewer slots or fewer instances"), "{message}");
+}

@@ -14,6 +14,7 @@ mod clock;
 mod door;
 mod durations;
 mod fence;
+pub(crate) mod memory;
 mod pool;
 mod report;
 mod report_schema;

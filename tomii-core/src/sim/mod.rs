@@ -160,6 +160,13 @@ fn check(graph: &CompiledGraph, config: &SimConfig) -> Result<(), RunError> {
             quote_name(&graph.name)
         ));
     }
+    // What `Sim::new` makes before the first event: a task template per instance, and an arrival
+    // count, a state and a ready time per slot and instance.
+    let (instances, cells) = (graph.instance_count() as u64, u64::from(config.slots) * graph.instance_count() as u64);
+    let per_cell = (size_of::<u32>() + size_of::<State>() + size_of::<u64>()) as u64;
+    let needed = instances.saturating_mul(size_of::<TomiiTask>() as u64).saturating_add(cells.saturating_mul(per_cell));
+    engine::memory::refuse_beyond_available(needed, || format!("{} slot(s) × {instances} instances", config.slots))
+        .map_err(RunError::Config)?;
     for node in &graph.nodes {
         if let Some((_, hi)) = node.use_workers.filter(|&(_, hi)| hi > config.workers) {
             return refuse(format!(
