@@ -265,7 +265,7 @@ fn a_stop_request_ends_the_simulation_with_what_it_did() {
 fn a_simulation_beyond_the_memory_available_is_refused() {
     let graph = parse(r#"{"nodes": [{"name": "wide", "function": "noop", "factor": 4000000}]}"#);
     let config = SimConfig { slots: 65536, ..SimConfig::default() };
-    let error = sim::simulate(&graph, &scheduler("fifo"), &config).err().expect("refused").error;
+    let error = sim::simulate(&graph, &scheduler("fifo"), &config).expect_err("refused").error;
     let message = error.to_string();
     assert!(message.contains("65536 slot(s) × 4000000 instances need at least"), "{message}");
     assert!(message.contains("of memory available; use fewer slots or fewer instances"), "{message}");
