@@ -434,17 +434,25 @@ unsafe extern "C" fn release_box<T>(data: *mut c_void, _len: usize, _ctx: *mut c
 }
 
 /// Calls a safe kernel from its C shim: checks pointers, catches panics, writes the result or the
-/// error message. Used by [`export_kernels!`](crate::export_kernels).
+/// error message. Used by [`export_kernels!`](crate::export_kernels) and `#[tomii_export]`.
+///
+/// Generic over the kernel, so that each shim is compiled with its kernel inlined into it (the
+/// macros pass the function itself, not a pointer to it): a small kernel then costs no second
+/// call and no moves of its result through memory.
 ///
 /// # Safety
 /// The pointers must be valid as the kernel ABI describes.
-pub unsafe fn call(
+#[inline(always)]
+pub unsafe fn call<K>(
     args: *const TomiiValue,
     nargs: usize,
     out: *mut TomiiValue,
     ctx: *const TomiiCallCtx,
-    kernel: KernelFn,
-) -> i32 {
+    kernel: K,
+) -> i32
+where
+    K: FnOnce(&CallCtx, &Args) -> Result<Value, KernelError>,
+{
     if out.is_null() || ctx.is_null() || (args.is_null() && nargs > 0) {
         return TOMII_ERR_INVALID;
     }
