@@ -24,7 +24,8 @@ pub struct SimulateArgs {
     /// Frames in flight at once.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub slots: u32,
-    /// Frames to simulate.
+    /// Frames to simulate; Ctrl-C stops sooner, as it stops a run (the frames in flight complete,
+    /// the report and trace hold them).
     #[arg(long, default_value_t = 100, value_name = "N")]
     pub frames: u64,
     /// Frames numbered below N run but are left out of every figure.
