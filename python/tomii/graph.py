@@ -544,11 +544,7 @@ class Graph:
         if priority is not None:
             spec["priority"] = _priority(name, priority)
         if use_workers is not None:
-            if isinstance(use_workers, bool) or not isinstance(use_workers, (str, int)):
-                raise TypeError(
-                    f"node {name!r}: use_workers must be a string like '0-3' or a worker number"
-                )
-            spec["use_workers"] = use_workers
+            spec["use_workers"] = _use_workers(name, use_workers)
         if group_size is not None:
             if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
                 raise ValueError(f"node {name!r}: group_size must be a positive int")
@@ -820,6 +816,24 @@ def _priority(node: str, priority: str | int) -> str | int:
             f"got {priority!r}"
         )
     return priority
+
+
+def _use_workers(node: str, workers: str | int) -> str | int:
+    """A node's worker range as the format writes it ("lo-hi" inclusive, or one worker), checked
+    as the runtime's parser checks it, so that a bad one is named where the node is defined."""
+    if isinstance(workers, bool) or not isinstance(workers, (str, int)):
+        raise TypeError(
+            f"node {node!r}: use_workers must be a string like '0-3' or a worker number"
+        )
+    lo, dash, hi = str(workers).strip().partition("-")
+    bounds = (lo.strip(), (hi if dash else lo).strip())
+    numbers = [int(b) for b in bounds if b.isascii() and b.isdigit()]
+    if len(numbers) != 2 or not numbers[0] <= numbers[1] < 2**32 - 1:
+        raise ValueError(
+            f"node {node!r}: use_workers {workers!r} is not a worker range; write 'lo-hi' with "
+            "lo <= hi (inclusive, e.g. '0-3') or one worker number"
+        )
+    return workers
 
 
 def _check_name(name: str, what: str) -> None:

@@ -211,3 +211,25 @@ def test_builder_errors_are_specific() -> None:
         g.node("w", func="noop", args=[tm.Node("x")])
     # The failed definitions did not register their names.
     g.node("y", func="noop")
+
+
+@pytest.mark.parametrize(
+    "workers", ["0-3", "2", 3, " 1 - 2 ", "3-1", "1-", "-1", "a-b", "0-3-4", "²", "0-4294967295"]
+)
+def test_a_worker_range_is_refused_where_the_node_is_defined_as_the_parser_would(
+    workers: str | int,
+) -> None:
+    """The builder checks use_workers as the runtime's parser does: what one refuses, the other
+    does, and the builder names the node when it is defined rather than at the run."""
+    graph = {"nodes": [{"name": "x", "function": "noop", "use_workers": workers}]}
+    try:
+        tm._tomii.convert_json(json.dumps(graph), "g.json", None)
+        parsed = True
+    except tm.GraphError as error:
+        assert "is not a worker range" in str(error)
+        parsed = False
+    if parsed:
+        tm.Graph().node("x", func="noop", use_workers=workers)
+    else:
+        with pytest.raises(ValueError, match=f"node 'x': use_workers {workers!r} is not a worker"):
+            tm.Graph().node("x", func="noop", use_workers=workers)
