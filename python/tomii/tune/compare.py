@@ -157,8 +157,9 @@ def compare(
     parameters = dict(environment.get("parameters") or {})
     parameters["strategy"] = list(dict.fromkeys(row["strategy"] for row in table))
     parameters["graph"] = list(dict.fromkeys(row["graph"] for row in table))
-    comparison = Comparison(rows, table, {**environment, "parameters": parameters})
-    comparison.interrupted = interrupted
+    comparison = Comparison(
+        rows, table, {**environment, "parameters": parameters}, interrupted=interrupted
+    )
     if out is not None:
         comparison.save(out, plot=plot)
     return comparison

@@ -448,8 +448,9 @@ def tune(
                   "direction": chosen_objective.direction, "graph": graph_name}  # fmt: skip
     from ..experiments import environment
 
-    result = TuneResult(search.rows, search.best, tuned.to_json(), environment(parameters))
-    result.interrupted = interrupted
+    result = TuneResult(
+        search.rows, search.best, tuned.to_json(), environment(parameters), interrupted=interrupted
+    )
     if out is not None:
         result.save(out, plot=plot)
     return result
