@@ -13,6 +13,8 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
 from ._tomii import ConfigError, knobs_json
 
 __all__ = ["check_run_options"]
@@ -46,7 +48,7 @@ def _check(knob: dict[str, Any], value: Any) -> None:
     name, domain = knob["name"], knob["domain"]
     what = f"{name}: {knob['description']}"
     if domain["kind"] == "bool":
-        if not isinstance(value, bool):
+        if not isinstance(value, (bool, np.bool_)):
             raise ConfigError(f"{name} is {value!r}: it must be True or False. {what}")
         return
     if domain["kind"] == "choice":

@@ -100,9 +100,14 @@ def test_a_bad_option_value_is_refused_naming_the_option_and_its_domain(caller: 
     assert checked >= 20, f"{caller}: only {checked} bad values tried"
 
 
-def test_numpy_integers_are_ints() -> None:
-    """Sweeps and tuners often hold knob values in NumPy arrays: their integers pass as ints."""
-    knobs: dict[str, Any] = {"workers": np.int64(2), "frames": np.uint32(3)}
+def test_numpy_integers_and_bools_are_ints_and_bools() -> None:
+    """Sweeps and tuners often hold knob values in NumPy arrays: their integers pass as ints, and
+    their bools as bools."""
+    knobs: dict[str, Any] = {
+        "workers": np.int64(2),
+        "frames": np.uint32(3),
+        "task_timing": np.True_,
+    }
     result = tomii.run_graph(
         {"nodes": [{"name": "x", "function": "noop"}]},
         dylibs=[SYNTHETIC],
