@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from . import graphs, knobs, network
-from ._options import check_run_options
+from ._options import catalog_knobs, check_run_options
 from ._tomii import (
     ConfigError,
     GraphError,
@@ -34,7 +34,6 @@ from ._tomii import (
     SchedulerFault,
     TomiiError,
     convert_json,
-    knobs_json,
     knobs_table,
     run_json,
     write_chrome_trace,
@@ -645,8 +644,7 @@ def _trace_array(packed: tuple[bytes, list[str]]) -> tuple[np.ndarray[Any, Any],
 
 
 def _knob_names() -> set[str]:
-    catalog = json.loads(knobs_json())
-    return {knob["name"] for knob in catalog["knobs"]} | {"dylibs", "sched_opts", "collect_outputs"}
+    return {knob["name"] for knob in catalog_knobs()} | {"dylibs", "sched_opts", "collect_outputs"}
 
 
 def _python_names(text: str, spec: Any = None) -> list[str]:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ._tomii import ConfigError, knobs_json
 
-__all__ = ["check_run_options"]
+__all__ = ["catalog_knobs", "check_run_options"]
 
 #: The domain kinds checked here; paths, schedulers and their options are checked where they are
 #: opened and loaded.
@@ -25,11 +25,16 @@ _CHECKED_KINDS = ("int", "bool", "choice")
 
 
 @functools.cache
+def catalog_knobs() -> tuple[dict[str, Any], ...]:
+    """The catalog's knobs (`tomii knobs --json`), read once; callers must not change them."""
+    return tuple(json.loads(knobs_json())["knobs"])
+
+
+@functools.cache
 def _checked_knobs() -> dict[str, dict[str, Any]]:
     """The catalog's knobs whose value can be checked alone, by name."""
-    catalog = json.loads(knobs_json())
     return {
-        knob["name"]: knob for knob in catalog["knobs"] if knob["domain"]["kind"] in _CHECKED_KINDS
+        knob["name"]: knob for knob in catalog_knobs() if knob["domain"]["kind"] in _CHECKED_KINDS
     }
 
 

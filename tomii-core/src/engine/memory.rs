@@ -28,12 +28,12 @@ fn beyond(what: &str, needed: u64, available: u64) -> String {
     )
 }
 
-/// `bytes` for a person: MiB below 10 GiB, GiB above.
-fn bytes(bytes: u64) -> String {
-    if bytes < 10 << 30 {
-        format!("{} MiB", bytes >> 20)
+/// `count` bytes for a person: MiB below 10 GiB, GiB above.
+fn bytes(count: u64) -> String {
+    if count < 10 << 30 {
+        format!("{} MiB", count >> 20)
     } else {
-        format!("{:.1} GiB", bytes as f64 / f64::from(1 << 30))
+        format!("{:.1} GiB", count as f64 / f64::from(1 << 30))
     }
 }
 
