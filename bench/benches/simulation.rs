@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use tomii_bench::{plugin_dir, schedulers};
+use tomii_core::engine::RunConfig;
 use tomii_core::graph;
 use tomii_core::sim::{SimConfig, simulate};
 
@@ -33,9 +34,9 @@ fn simulation(c: &mut Criterion) {
     group.throughput(Throughput::Elements(tasks));
     for (name, scheduler) in &chosen {
         for workers in [2, 64, 1024] {
-            let config = SimConfig { workers, slots: 4, frames: FRAMES, ..SimConfig::default() };
+            let run = RunConfig { workers, slots: 4, frames: FRAMES, ..RunConfig::default() };
             group.bench_function(BenchmarkId::new(name.as_str(), workers), |b| {
-                b.iter(|| simulate(&graph, scheduler, &config).expect("a simulation").report.tasks)
+                b.iter(|| simulate(&graph, scheduler, &run, &SimConfig::default()).expect("a simulation").report.tasks)
             });
         }
     }

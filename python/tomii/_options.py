@@ -1,8 +1,9 @@
-"""Run options checked against the knob catalog (`tomii knobs --json`) before they reach the
-runtime, so that a value of the wrong type or outside its domain is refused with a message naming
-the option, its range and what it is, instead of the binding's bare "out of range integral type
-conversion". The runtime checks the same ranges from the same catalog (`RunConfig::check_ranges`);
-this is the Python side's copy of the check, for the values the binding cannot even convert.
+"""Run options on their way to the runtime. `check_run_options` holds them to the knob catalog
+(`tomii knobs --json`), so that a value of the wrong type or outside its domain is refused with a
+message naming the option, its range and what it is, instead of the binding's bare "out of range
+integral type conversion" (the runtime checks the same domains from the same catalog).
+`runtime_options` turns a front end's keywords into the `[(knob, value), ...]` list the binding
+takes, for the knobs the catalog says the entry point takes: no option is named here.
 """
 
 from __future__ import annotations
@@ -11,13 +12,17 @@ import functools
 import json
 import operator
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ._tomii import ConfigError, knobs_json
+from ._tomii import ConfigError, knobs_json, knobs_taken
 
-__all__ = ["catalog_knobs", "check_run_options"]
+__all__ = ["PYTHON_NAMES", "catalog_knobs", "check_run_options", "runtime_options"]
+
+#: Python's keyword for each list knob: the catalog's name in the plural.
+PYTHON_NAMES = {"dylib": "dylibs", "sched_opt": "sched_opts"}
 
 #: The domain kinds checked here; paths, schedulers and their options are checked where they are
 #: opened and loaded.
@@ -76,3 +81,28 @@ def _integer(value: Any) -> int | None:
         return operator.index(value)
     except TypeError:
         return None
+
+
+def runtime_options(entry: str, values: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """The options of `entry` ("run", "session" or "simulate") as the binding takes them: for each
+    knob the entry takes, `(name, value)` from `values` (keyed by Python's keywords). An option
+    that is absent, None or False where a path is expected is left out (unset); `True` for the
+    scheduler record asks for its default place; NumPy numbers become Python's."""
+    types = {knob["name"]: knob["type"] for knob in catalog_knobs()}
+    options: list[tuple[str, Any]] = []
+    for name, _default in knobs_taken(entry):
+        value = values.get(PYTHON_NAMES.get(name, name))
+        if value is None or (value is False and types[name] == "path"):
+            continue
+        if name == "sched_opt":
+            value = sorted(dict(value).items())
+        elif name == "dylib":
+            value = [str(path) for path in value]
+        elif isinstance(value, (bool, np.bool_)):
+            value = bool(value)
+        elif _integer(value) is not None:
+            value = _integer(value)
+        elif isinstance(value, Path):
+            value = str(value)
+        options.append((name, value))
+    return options

@@ -44,34 +44,19 @@ def send_packets(
     path: str | None,
     packets: Iterable[bytes | bytearray | memoryview] | None,
 ) -> tuple[int, int, float]: ...
+
+#: Run options as the binding takes them: `(knob, value)` by the knob catalog's names.
+_Options: TypeAlias = list[tuple[str, Any]]
+
+def knobs_taken(entry: str) -> list[tuple[str, str]]: ...
 def run_json(
     graph_json: str,
     *,
     source: str,
-    dylibs: list[str],
-    scheduler_plugin: str,
-    workers: int,
-    slots: int,
-    frames: int,
-    pop_batch: int,
-    inline_continuation: bool,
-    task_timing: bool,
-    trace: bool,
-    trace_path: str | None,
-    collect_outputs: bool,
-    stall_timeout_ms: int,
-    on_scheduler_fault: str,
-    sched_opts: list[tuple[str, str]],
+    options: _Options,
     python_kernels: list[tuple[str, Callable[..., Any], bool]],
-    network: tuple[int, int, str, str, int, int],
-    scheduler_call_timeout_ms: int,
-    kernel_timeout_ms: int,
-    warmup_frames: int,
-    max_runtime_s: int,
-    timing_path: str | None,
-    record_path: str | None,
-    trace_format: str,
-    decisions_path: str | None,
+    collect_outputs: bool,
+    keep_trace: bool,
 ) -> _Finished: ...
 
 class SessionBusy(TomiiError): ...
@@ -89,16 +74,7 @@ class NativeSession:
         graph_json: str,
         *,
         source: str,
-        dylibs: list[str],
-        scheduler_plugin: str,
-        workers: int,
-        slots: int,
-        pop_batch: int,
-        inline_continuation: bool,
-        task_timing: bool,
-        stall_timeout_ms: int,
-        on_scheduler_fault: str,
-        sched_opts: list[tuple[str, str]],
+        options: _Options,
         python_kernels: list[tuple[str, Callable[..., Any], bool]],
     ) -> None: ...
     def inputs(self) -> list[tuple[str, int]]: ...
@@ -112,19 +88,11 @@ def simulate_json(
     graph_json: str,
     *,
     source: str,
-    scheduler_plugin: str,
-    workers: int,
-    slots: int,
-    frames: int,
-    warmup_frames: int,
-    pop_batch: int,
+    options: _Options,
+    keep_trace: bool,
     seed: int,
     cost_json: str | None,
     arrival_interval_ns: int | None,
     overhead_pop_ns: int,
     overhead_task_ns: int,
-    sched_opts: list[tuple[str, str]],
-    trace: bool,
-    trace_path: str | None,
-    trace_format: str,
 ) -> _Finished: ...

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from ._options import catalog_knobs, check_run_options
+from ._options import catalog_knobs, check_run_options, runtime_options
 from ._tomii import (
     ConfigError,
     GraphError,
@@ -296,20 +296,6 @@ def _legacy_scheduler(name: str, value: Any) -> str | None:
     raise ConfigError(f"custom={value!r}: give True (the priority scheduler) or a scheduler's name")
 
 
-def _record_path(record: bool | str | Path | None, timing: str | Path | None) -> str | None:
-    """Where the scheduler record goes: `record=True` puts it where Tomii 1.2 did, beside the
-    timing file as NAME_sched.csv (NAME: its name up to the first dot), else in
-    scheduler_record.csv."""
-    if record is None or record is False:
-        return None
-    if record is not True:
-        return str(record)
-    if timing is None:
-        return "scheduler_record.csv"
-    path = Path(timing)
-    return str(path.with_name(path.name.split(".")[0] + "_sched.csv"))
-
-
 def run_graph(
     graph: GraphSource,
     *,
@@ -407,55 +393,26 @@ def run_graph(
         dylibs = [*dylibs, *([extra] if isinstance(extra, (str, Path)) else extra)]
     text, source, plugin, kernels = _prepare(graph, python_kernels, scheduler, scheduler_plugin)
     trace_path = None if isinstance(trace, bool) or trace is None else str(trace)
-    timing_path = None if timing is None else str(timing)
-    record_path = _record_path(record, timing)
-    decisions_path = None if record_decisions is None else str(record_decisions)
-    for output in (report, trace_path, timing_path, record_path, decisions_path):
-        _check_output(output, graph)
+    for output in (report, trace_path, timing, record_decisions):
+        _check_output(None if output is None else str(output), graph)
+    given = {**locals(), "scheduler": None, "scheduler_plugin": plugin, "trace": trace_path}
     try:
         returned = run_json(
             text,
             source=source,
-            dylibs=[str(d) for d in dylibs],
-            scheduler_plugin=str(plugin),
-            workers=workers,
-            slots=slots,
-            frames=frames,
-            pop_batch=pop_batch,
-            inline_continuation=inline_continuation,
-            task_timing=task_timing,
-            trace=trace is True,
-            trace_path=trace_path,
-            collect_outputs=collect_outputs,
-            stall_timeout_ms=stall_timeout_ms,
-            on_scheduler_fault=on_scheduler_fault,
-            sched_opts=sorted((sched_opts or {}).items()),
+            options=runtime_options("run", given),
             python_kernels=kernels,
-            network=(
-                receiver_threads,
-                socket_recv_buf_bytes,
-                network_dispatch,
-                on_slots_busy,
-                frame_timeout_ms,
-                frame_window,
-            ),
-            scheduler_call_timeout_ms=scheduler_call_timeout_ms,
-            kernel_timeout_ms=kernel_timeout_ms,
-            warmup_frames=warmup_frames,
-            max_runtime_s=max_runtime_s,
-            timing_path=timing_path,
-            record_path=record_path,
-            trace_format=trace_format,
-            decisions_path=decisions_path,
+            collect_outputs=collect_outputs,
+            keep_trace=trace is True,
         )
     except TomiiError as error:
         partial = getattr(error, "partial", None)
         if partial is not None:
-            error.result = _run_result(partial[:4], report)  # type: ignore[attr-defined]
+            error.result = _run_result(partial[:4])  # type: ignore[attr-defined]
             del error.partial  # type: ignore[attr-defined]
             warn_graph(error.result.report.get("graph_warnings", []))  # type: ignore[attr-defined]
         raise
-    result = _run_result(returned[:4], report)
+    result = _run_result(returned[:4])
     warn_graph(result.report.get("graph_warnings", []))
     signal = returned[4]
     if signal is not None:
@@ -466,16 +423,9 @@ def run_graph(
     return result
 
 
-def _run_result(returned: tuple[str, Any, Any, Any], report: str | Path | None) -> RunResult:
-    """The RunResult of what `run_json` returned, its report written to `report` if given."""
+def _run_result(returned: tuple[str, Any, Any, Any]) -> RunResult:
+    """The RunResult of what `run_json` returned (the runtime wrote the files the run named)."""
     report_json, outputs, post, packed = returned
-    if report is not None:
-        try:
-            Path(report).write_text(
-                json.dumps(json.loads(report_json), indent=2) + "\n", encoding="utf-8"
-            )
-        except OSError as error:
-            raise TomiiError(f"{report}: cannot write the report: {error.strerror}") from None
     records, names = (None, []) if packed is None else _trace_array(packed)
     return RunResult(
         report=Report(json.loads(report_json)),

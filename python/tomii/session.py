@@ -25,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ._options import check_run_options
+from ._options import check_run_options, runtime_options
 from ._tomii import ConfigError, NativeSession, NativeTicket, SessionBusy, SessionClosed, TomiiError
 
 if TYPE_CHECKING:
@@ -133,20 +133,9 @@ class Session:
             raise ConfigError(f"busy={busy!r}: use one of {', '.join(map(repr, _BUSY))}")
         self._timeout = 0.0 if busy == "raise" else timeout
         text, source, plugin, kernels = _prepare(graph, python_kernels, scheduler, scheduler_plugin)
+        given = {**locals(), "scheduler": None, "scheduler_plugin": plugin}
         self._native: NativeSession = NativeSession(
-            text,
-            source=source,
-            dylibs=[str(d) for d in dylibs],
-            scheduler_plugin=str(plugin),
-            workers=workers,
-            slots=slots,
-            pop_batch=pop_batch,
-            inline_continuation=inline_continuation,
-            task_timing=task_timing,
-            stall_timeout_ms=stall_timeout_ms,
-            on_scheduler_fault=on_scheduler_fault,
-            sched_opts=sorted((sched_opts or {}).items()),
-            python_kernels=kernels,
+            text, source=source, options=runtime_options("session", given), python_kernels=kernels
         )
         self._slots = slots
         #: The graph's inputs in the order `submit` flattens them: (name, factor).

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from ._options import check_run_options
+from ._options import check_run_options, runtime_options
 from ._tomii import ConfigError, TomiiError, simulate_json
 from .graphs import Fixed, LogNormal, Uniform
 
@@ -50,6 +50,8 @@ def simulate(
     trace: bool | str | Path | None = None,
     trace_format: str = "csv",
     report: str | Path | None = None,
+    record_decisions: str | Path | None = None,
+    quiet: bool = False,
 ) -> RunResult:
     """Simulates `graph` (JSON text, a dict or a file path) on `workers` virtual workers with the
     scheduler `scheduler` (a name or a path; `scheduler_plugin`, a path, replaces it).
@@ -58,7 +60,9 @@ def simulate(
     the graph says, a `spin` node its µs argument, `noop` nothing). `arrival_interval_us` paces
     frame k at k × that (a packet source); without it a frame starts whenever a slot is free.
     `overhead_pop_ns` and `overhead_task_ns` add the host's cost of a pop and of a task. `trace`,
-    `trace_format` and `report` are `run_graph`'s. Raises what `run_graph` raises; a scheduler
+    `trace_format`, `report` and `record_decisions` are `run_graph`'s (a decisions file records
+    the seed, cost model and arrivals too, for `tomii replay`); `quiet` is accepted as the CLI's
+    (nothing is printed). Raises what `run_graph` raises; a scheduler
     that breaks its contract raises SchedulerFault with the real run's message, carrying the
     partial result."""
     from .run import _check_output, _prepare, _run_result
@@ -66,40 +70,33 @@ def simulate(
     check_run_options(locals())
     text, source, plugin, _kernels = _prepare(graph, (), scheduler, scheduler_plugin)
     trace_path = None if isinstance(trace, bool) or trace is None else str(trace)
-    for output in (report, trace_path):
-        _check_output(output, graph)
+    for output in (report, trace_path, record_decisions):
+        _check_output(None if output is None else str(output), graph)
     interval = None
     if arrival_interval_us is not None:
         if not arrival_interval_us >= 0:
             raise ConfigError(f"arrival_interval_us {arrival_interval_us}: give µs >= 0")
         interval = round(arrival_interval_us * 1000)
     try:
+        given = {**locals(), "scheduler": None, "scheduler_plugin": plugin, "trace": trace_path}
         returned = simulate_json(
             text,
             source=source,
-            scheduler_plugin=str(plugin),
-            workers=workers,
-            slots=slots,
-            frames=frames,
-            warmup_frames=warmup_frames,
-            pop_batch=pop_batch,
+            options=runtime_options("simulate", given),
+            keep_trace=trace is True,
             seed=seed,
             cost_json=cost_model_json(cost_model),
             arrival_interval_ns=interval,
             overhead_pop_ns=overhead_pop_ns,
             overhead_task_ns=overhead_task_ns,
-            sched_opts=sorted((sched_opts or {}).items()),
-            trace=trace is True,
-            trace_path=trace_path,
-            trace_format=trace_format,
         )
     except TomiiError as error:
         partial = getattr(error, "partial", None)
         if partial is not None:
-            error.result = _run_result(partial[:4], report)  # type: ignore[attr-defined]
+            error.result = _run_result(partial[:4])  # type: ignore[attr-defined]
             del error.partial  # type: ignore[attr-defined]
         raise
-    result = _run_result(returned[:4], report)
+    result = _run_result(returned[:4])
     signal = returned[4]
     if signal is not None:
         # Ctrl-C stopped the simulation, as it stops a run: the exception carries what it did.

@@ -1,6 +1,7 @@
-"""The knob catalog and the Python API cannot drift apart: every runtime option of `tomii knobs` is
-a keyword of `run_graph` (list knobs in the plural) with the same default, and the catalog's
-domains are what the callers accept."""
+"""The knob catalog and the Python API cannot drift apart: the keywords of `run_graph`, `Session`
+and `simulate` are the knobs their entry point takes (list knobs in the plural) with the same
+defaults, the compiled module's stub matches it, and the catalog's domains are what the callers
+accept."""
 
 from __future__ import annotations
 
@@ -16,24 +17,6 @@ from reference import FIFO, SYNTHETIC
 
 import tomii
 from tomii import _tomii
-
-
-def python_name(knob: dict[str, str]) -> str:
-    return knob["name"] + ("s" if knob["type"].startswith("list<") else "")
-
-
-def test_every_catalog_knob_is_a_run_graph_keyword_with_the_same_default() -> None:
-    catalog = json.loads(_tomii.knobs_json())["knobs"]
-    parameters = inspect.signature(tomii.run_graph).parameters
-    for knob in catalog:
-        name = python_name(knob)
-        assert name in parameters, f"knob {knob['name']!r} is not accepted by run_graph ({name})"
-        default = parameters[name].default
-        if knob["default"] not in (None, []):
-            assert default == knob["default"], f"{name}: {default!r} != catalog {knob['default']!r}"
-    keywords = {name for name, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    library_only = {"collect_outputs", "python_kernels"}
-    assert keywords - library_only == {python_name(k) for k in catalog}
 
 
 def test_list_knobs_is_the_catalog_table() -> None:
@@ -115,3 +98,84 @@ def test_numpy_integers_and_bools_are_ints_and_bools() -> None:
         **knobs,
     )
     assert result.report["frames"] == 3
+
+
+#: Each entry point of the launcher and the Python callable that fronts it, with the keywords
+#: that are the caller's own rather than run options.
+_ENTRIES: list[tuple[str, Callable[..., Any], set[str]]] = [
+    ("run", tomii.run_graph, {"collect_outputs", "python_kernels"}),
+    ("session", tomii.Session.__init__, {"python_kernels", "busy", "timeout"}),
+    (
+        "simulate",
+        tomii.simulate,
+        {
+            "cost_model",
+            "seed",
+            "arrival_interval_us",
+            "overhead_pop_ns",
+            "overhead_task_ns",
+        },
+    ),
+]
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (not isinstance(value, bool) and not value and value != 0)
+
+
+@pytest.mark.parametrize(("entry", "caller", "own"), _ENTRIES, ids=[e[0] for e in _ENTRIES])
+def test_every_entry_takes_its_catalog_knobs_with_their_defaults(
+    entry: str, caller: Callable[..., Any], own: set[str]
+) -> None:
+    """The keywords of `run_graph`, `Session` and `simulate` are exactly the knobs the catalog
+    says their entry point takes (list knobs in the plural), with the catalog's defaults for that
+    entry (a simulation's frames included), besides the caller's own keywords."""
+    parameters = inspect.signature(caller).parameters
+    taken = {}
+    for name, default in _tomii.knobs_taken(entry):
+        keyword = tomii._options.PYTHON_NAMES.get(name, name)
+        taken[keyword] = json.loads(default)
+    keywords = {n for n, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert keywords - own == set(taken), f"{entry}: keywords and catalog differ"
+    for keyword, default in taken.items():
+        given = parameters[keyword].default
+        if _empty(default):
+            assert _empty(given), f"{entry}: {keyword} defaults to {given!r}, the catalog to unset"
+        else:
+            assert given == default, (
+                f"{entry}: {keyword} is {given!r}, the catalog says {default!r}"
+            )
+
+
+def _stub_functions() -> dict[str, list[str]]:
+    """The parameters of every function and class `__init__` the compiled module's stub
+    declares."""
+    import ast
+
+    stub = Path(tomii.__file__).with_name("_tomii.pyi")
+    declared: dict[str, list[str]] = {}
+    for node in ast.parse(stub.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef):
+            functions = [(node.name, node)]
+        elif isinstance(node, ast.ClassDef):
+            functions = [
+                (node.name, f)
+                for f in node.body
+                if isinstance(f, ast.FunctionDef) and f.name == "__init__"
+            ]
+        else:
+            continue
+        for name, function in functions:
+            arguments = function.args
+            every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+            declared[name] = [a.arg for a in every if a.arg != "self"]
+    return declared
+
+
+def test_the_stub_declares_the_compiled_functions_parameters() -> None:
+    """Every function of the compiled module's stub takes the parameters the compiled function
+    takes, in the same order, so that the typed callers and the binding cannot drift."""
+    for name, stubbed in _stub_functions().items():
+        compiled = getattr(_tomii, name)
+        signature = inspect.signature(compiled)
+        assert list(signature.parameters) == stubbed, f"{name}: stub {stubbed}"

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod engine;
 pub mod graph;
 pub mod knobs;
+pub mod launch;
 pub mod network;
 pub mod plugin;
 pub mod replay;

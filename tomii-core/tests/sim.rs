@@ -33,8 +33,16 @@ fn spin(name: &str, factor: u32, us: u64, args: &str) -> String {
     format!(r#"{{"name": "{name}", "function": "spin", "factor": {factor}, "args": [{us}{args}]}}"#)
 }
 
-fn simulate(graph: &CompiledGraph, name: &str, config: &SimConfig) -> RunOutcome {
-    sim::simulate(graph, &scheduler(name), config).unwrap_or_else(|e| panic!("{name}: {e}"))
+/// A simulation's settings: the run's options and the simulation's own.
+type Setup = (RunConfig, SimConfig);
+
+fn simulate(graph: &CompiledGraph, name: &str, (run, own): &Setup) -> RunOutcome {
+    sim::simulate(graph, &scheduler(name), run, own).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The run's options of a simulation whose own settings are the defaults.
+fn plain(run: RunConfig) -> Setup {
+    (run, SimConfig::default())
 }
 
 /// Whether `figure` is `want` to the latency histogram's 3 significant digits.
@@ -42,8 +50,8 @@ fn near(figure: f64, want: f64) -> bool {
     (figure - want).abs() <= want * 1e-3
 }
 
-fn traced(workers: u32, slots: u32, frames: u64) -> SimConfig {
-    SimConfig { workers, slots, frames, trace: true, ..SimConfig::default() }
+fn traced(workers: u32, slots: u32, frames: u64) -> Setup {
+    plain(RunConfig { workers, slots, frames, trace: true, ..RunConfig::default() })
 }
 
 #[test]
@@ -81,8 +89,10 @@ fn every_shipped_scheduler_runs_every_task_once_in_order() {
     let graph = graph::load_file(&graph_path("diamond.json")).expect("diamond");
     let spec = CostSpec { default: Some(Dist::Uniform { lo_ns: 1_000, hi_ns: 5_000 }), ..CostSpec::default() };
     for name in SHIPPED {
-        let config =
-            SimConfig { workers: 3, slots: 2, frames: 20, cost: spec.clone(), trace: true, ..SimConfig::default() };
+        let config = (
+            RunConfig { workers: 3, slots: 2, frames: 20, trace: true, ..RunConfig::default() },
+            SimConfig { cost: spec.clone(), ..SimConfig::default() },
+        );
         let outcome = simulate(&graph, name, &config);
         assert_eq!(outcome.report.frames, 20, "{name}");
         assert_eq!(outcome.report.tasks, 60, "{name}");
@@ -97,14 +107,9 @@ fn every_shipped_scheduler_runs_every_task_once_in_order() {
 fn one_seed_one_run() {
     let graph = parse(&format!(r#"{{"nodes": [{}]}}"#, spin("n", 16, 0, "")));
     let spec = CostSpec { default: Some(Dist::Lognormal { median_ns: 10_000.0, sigma: 0.8 }), ..CostSpec::default() };
-    let config = |seed| SimConfig {
-        workers: 4,
-        slots: 2,
-        frames: 30,
-        seed,
-        cost: spec.clone(),
-        trace: true,
-        ..SimConfig::default()
+    let config = |seed| {
+        let run = RunConfig { workers: 4, slots: 2, frames: 30, trace: true, ..RunConfig::default() };
+        (run, SimConfig { seed, cost: spec.clone(), ..SimConfig::default() })
     };
     let first = simulate(&graph, "work-stealing", &config(7));
     let again = simulate(&graph, "work-stealing", &config(7));
@@ -125,14 +130,14 @@ fn a_broken_scheduler_is_caught_as_a_real_run_catches_it() {
         ("drop", "was a pushed task lost?"),
         ("error", "injected error"),
     ] {
-        let config = SimConfig {
+        let run = RunConfig {
             workers: 2,
             frames: 5,
             scheduler_options: vec![("fault".to_owned(), fault.to_owned())],
-            cost: cost.clone(),
-            ..SimConfig::default()
+            ..RunConfig::default()
         };
-        let failure = sim::simulate(&graph, &broken, &config).expect_err(fault);
+        let own = SimConfig { cost: cost.clone(), ..SimConfig::default() };
+        let failure = sim::simulate(&graph, &broken, &run, &own).expect_err(fault);
         let message = failure.error.to_string();
         assert!(message.contains("broke its contract") && message.contains(needle), "{fault}: {message}");
         let partial = failure.partial.expect("what ran is kept");
@@ -147,22 +152,24 @@ fn cost_models_from_files_and_traces() {
         r#"{"name": "a", "function": "checksum", "factor": 2}"#,
         r#"{"name": "b", "function": "checksum", "args": [{"type": "$res", "predecessor": {"name": "a", "index": "all"}}]}"#
     ));
-    let refused = sim::simulate(&graph, &scheduler("fifo"), &SimConfig::default()).expect_err("no cost for checksum");
+    let refused = sim::simulate(&graph, &scheduler("fifo"), &RunConfig::default(), &SimConfig::default())
+        .expect_err("no cost for checksum");
     assert!(refused.error.to_string().contains(r#"node "a": its kernel "checksum" has no cost"#), "{}", refused.error);
     let trace = "node,instance,frame,slot,worker,ready_ns,start_ns,end_ns\na,0,0,0,0,0,0,4000\na,1,0,0,0,0,0,4000\nb,0,0,0,0,0,4000,5000\n";
     let spec = CostSpec::from_trace(trace).expect("a trace");
-    let outcome = simulate(&graph, "fifo", &SimConfig { workers: 2, frames: 3, cost: spec, ..SimConfig::default() });
+    let run = RunConfig { workers: 2, frames: 3, ..RunConfig::default() };
+    let outcome = simulate(&graph, "fifo", &(run, SimConfig { cost: spec, ..SimConfig::default() }));
     assert!(near(outcome.report.latency_us.p50, 5.0), "{}", outcome.report.latency_us.p50);
     let unknown = CostSpec { nodes: [("zz".to_owned(), Dist::Fixed { ns: 1 })].into(), ..CostSpec::default() };
-    let error = sim::simulate(&graph, &scheduler("fifo"), &SimConfig { cost: unknown, ..SimConfig::default() })
-        .expect_err("an unknown node");
+    let own = SimConfig { cost: unknown, ..SimConfig::default() };
+    let error = sim::simulate(&graph, &scheduler("fifo"), &RunConfig::default(), &own).expect_err("an unknown node");
     assert!(error.error.to_string().contains(r#"names node "zz""#), "{}", error.error);
 }
 
 #[test]
 fn many_virtual_workers() {
     let graph = parse(&format!(r#"{{"nodes": [{}]}}"#, spin("wide", 1024, 100, "")));
-    let outcome = simulate(&graph, "fifo", &SimConfig { workers: 256, frames: 4, ..SimConfig::default() });
+    let outcome = simulate(&graph, "fifo", &plain(RunConfig { workers: 256, frames: 4, ..RunConfig::default() }));
     // 1,024 tasks of 100 µs on 256 workers: four rounds, 400 µs a frame.
     assert!(near(outcome.report.latency_us.p50, 400.0), "{}", outcome.report.latency_us.p50);
     assert_eq!(outcome.report.per_worker.len(), 256);
@@ -207,7 +214,10 @@ fn tomii_simulate_writes_the_report_and_the_trace() {
 #[test]
 fn paced_arrivals_start_frames_on_time_or_when_a_slot_frees() {
     let graph = parse(&format!(r#"{{"nodes": [{}]}}"#, spin("n", 1, 10, "")));
-    let paced = |interval_ns| SimConfig { frames: 5, arrival_interval_ns: Some(interval_ns), ..SimConfig::default() };
+    let paced = |interval_ns| {
+        let run = RunConfig { frames: 5, ..RunConfig::default() };
+        (run, SimConfig { arrival_interval_ns: Some(interval_ns), ..SimConfig::default() })
+    };
     // A frame every 100 µs, each 10 µs long: the last ends at 4 × 100 + 10.
     let sparse = simulate(&graph, "fifo", &paced(100_000));
     assert_eq!(sparse.report.wall_time_s, 410e-6);
@@ -240,14 +250,14 @@ fn a_stop_request_ends_the_simulation_with_what_it_did() {
         }))
     };
     let asked = u64::MAX / 2;
-    let config = SimConfig {
+    let config = plain(RunConfig {
         workers: 2,
         slots: 4,
         frames: asked,
         stop: Some(stop),
         progress: Some(progress),
-        ..SimConfig::default()
-    };
+        ..RunConfig::default()
+    });
     let outcome = simulate(&graph, "fifo", &config);
     let report = &outcome.report;
     assert!(report.interrupted, "the report says interrupted");
@@ -264,8 +274,8 @@ fn a_stop_request_ends_the_simulation_with_what_it_did() {
 #[test]
 fn a_simulation_beyond_the_memory_available_is_refused() {
     let graph = parse(r#"{"nodes": [{"name": "wide", "function": "noop", "factor": 4000000}]}"#);
-    let config = SimConfig { slots: 65536, ..SimConfig::default() };
-    let error = sim::simulate(&graph, &scheduler("fifo"), &config).expect_err("refused").error;
+    let run = RunConfig { slots: 65536, ..RunConfig::default() };
+    let error = sim::simulate(&graph, &scheduler("fifo"), &run, &SimConfig::default()).expect_err("refused").error;
     let message = error.to_string();
     assert!(message.contains("65536 slot(s) × 4000000 instances need at least"), "{message}");
     assert!(message.contains("of memory available; use fewer slots or fewer instances"), "{message}");

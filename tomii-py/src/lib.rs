@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::Sender;
-use std::time::Duration;
 
+mod options;
 mod python_kernels;
 mod runner;
 mod send;
@@ -17,15 +17,11 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use runner::{Finished, GaveUp};
-use tomii_core::cli::legacy::StopTimer;
-use tomii_core::cli::replay as replay_cli;
-use tomii_core::cli::timing::{Record, Timing};
-use tomii_core::engine::{
-    self, ChromeLayout, ChromeTrace, ChromeTraceFile, FaultPolicy, NsRecord, Output, RunConfig, RunError, RunFailure,
-};
+use tomii_core::engine::{self, ChromeLayout, ChromeTrace, NsRecord, Output, RunError, RunFailure};
 use tomii_core::graph;
-use tomii_core::network::{Dispatch, NetworkOptions, WhenBusy};
-use tomii_core::plugin::{KernelSet, PluginError as LoadError, SchedulerPlugin};
+use tomii_core::knobs::Entry;
+use tomii_core::launch::{Hooks, Launch};
+use tomii_core::plugin::PluginError as LoadError;
 
 use python_kernels::PythonKernels;
 
@@ -43,36 +39,6 @@ create_exception!(
 );
 create_exception!(tomii, SessionBusy, TomiiError, "Every slot of a session stayed busy for the whole timeout.");
 create_exception!(tomii, SessionClosed, TomiiError, "The session was closed, or its run ended.");
-
-/// The fault policy a name gives.
-fn fault_policy(name: &str) -> PyResult<FaultPolicy> {
-    match name {
-        "stop" => Ok(FaultPolicy::Stop),
-        "fallback" => Ok(FaultPolicy::Fallback),
-        other => Err(ConfigError::new_err(format!("on_scheduler_fault {other:?}: use \"stop\" or \"fallback\""))),
-    }
-}
-
-/// The network knobs, as Python passes them: `(receiver_threads, socket_recv_buf_bytes,
-/// network_dispatch, on_slots_busy, frame_timeout_ms, frame_window)`.
-type NetworkKnobs = (u32, u64, String, String, u64, u32);
-
-/// The network source's options from their knobs.
-fn network_options(knobs: NetworkKnobs) -> PyResult<NetworkOptions> {
-    let (receiver_threads, socket_recv_buf_bytes, dispatch, busy, frame_timeout_ms, frame_window) = knobs;
-    let dispatch = match dispatch.as_str() {
-        "packet" => Dispatch::Packet,
-        "frame" => Dispatch::Frame,
-        other => return Err(ConfigError::new_err(format!("network_dispatch {other:?}: use \"packet\" or \"frame\""))),
-    };
-    let on_slots_busy = match busy.as_str() {
-        "drop" => WhenBusy::Drop,
-        "wait" => WhenBusy::Wait,
-        other => return Err(ConfigError::new_err(format!("on_slots_busy {other:?}: use \"drop\" or \"wait\""))),
-    };
-    let frame_timeout = Duration::from_millis(frame_timeout_ms);
-    Ok(NetworkOptions { receiver_threads, socket_recv_buf_bytes, dispatch, on_slots_busy, frame_timeout, frame_window })
-}
 
 /// The Python exception for `error`; a Python kernel's failure is raised from its own exception.
 fn run_error(py: Python<'_>, error: RunError, python: &PythonKernels) -> PyErr {
@@ -115,116 +81,45 @@ const TRACE_RECORD_BYTES: usize = 48;
 /// What `run_json` returns to Python.
 type RunReturn = (String, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>, Option<Py<PyAny>>);
 
-/// Runs a graph given as JSON text. Returns `(report_json, outputs, post_outputs, trace)`:
-/// `trace` is `(packed records, node names)` when `trace` was set (see `TRACE_RECORD_BYTES`; a
-/// record's node indexes the names), else None;
-/// `outputs` is
-/// one list per frame of `(node, instance, value)` (when `collect_outputs`), `post_outputs` a list
-/// of `(post_node, instance, value)`. `python_kernels` are `(name, function, variadic)`: Python
-/// functions the graph calls by name, next to the kernels of `dylibs`.
+/// Runs a graph given as JSON text with `options`, `[(knob, value), ...]` by the knob catalog's
+/// names (`tomii knobs`), through the launcher, which writes every file they name. Returns
+/// `(report_json, outputs, post_outputs, trace, signal)`: `trace` is `(packed records, node
+/// names)` when `keep_trace` or a trace file was set (see `TRACE_RECORD_BYTES`; a record's node
+/// indexes the names), else None; `outputs` is one list per frame of `(node, instance, value)`
+/// (when `collect_outputs`), `post_outputs` a list of `(post_node, instance, value)`; `signal` the
+/// exception a Ctrl-C raised meanwhile. `python_kernels` are `(name, function, variadic)`: Python
+/// functions the graph calls by name, next to the kernels of the `dylib` option.
 #[pyfunction]
-#[pyo3(signature = (graph_json, *, source, dylibs, scheduler_plugin, workers, slots, frames, pop_batch,
-                    inline_continuation, task_timing, trace, trace_path, collect_outputs, stall_timeout_ms, on_scheduler_fault,
-                    sched_opts, python_kernels, network, scheduler_call_timeout_ms, kernel_timeout_ms,
-                    warmup_frames, max_runtime_s, timing_path, record_path, trace_format, decisions_path))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (graph_json, *, source, options, python_kernels, collect_outputs, keep_trace))]
 fn run_json(
     py: Python<'_>,
     graph_json: &str,
     source: &str,
-    dylibs: Vec<PathBuf>,
-    scheduler_plugin: PathBuf,
-    workers: u32,
-    slots: u32,
-    frames: u64,
-    pop_batch: u32,
-    inline_continuation: bool,
-    task_timing: bool,
-    trace: bool,
-    trace_path: Option<PathBuf>,
-    collect_outputs: bool,
-    stall_timeout_ms: u64,
-    on_scheduler_fault: &str,
-    sched_opts: Vec<(String, String)>,
+    options: Vec<(String, Bound<'_, PyAny>)>,
     python_kernels: Vec<(String, Py<PyAny>, bool)>,
-    network: NetworkKnobs,
-    scheduler_call_timeout_ms: u64,
-    kernel_timeout_ms: u64,
-    warmup_frames: u64,
-    max_runtime_s: u64,
-    timing_path: Option<PathBuf>,
-    record_path: Option<PathBuf>,
-    trace_format: &str,
-    decisions_path: Option<PathBuf>,
+    collect_outputs: bool,
+    keep_trace: bool,
 ) -> PyResult<RunReturn> {
-    let graph = Arc::new(
-        graph::parse_str_for_run(source, graph_json, workers).map_err(|e| GraphError::new_err(e.to_string()))?,
-    );
-    let on_fault = fault_policy(on_scheduler_fault)?;
-    let chrome = match trace_format {
-        "csv" => false,
-        "chrome" => true,
-        other => return Err(ConfigError::new_err(format!("trace_format {other:?}: give \"csv\" or \"chrome\""))),
-    };
+    let mut settings = options::settings(Entry::Run, options)?;
+    settings.run.collect_outputs = collect_outputs;
+    settings.run.trace = keep_trace || settings.files.trace.is_some();
+    let traced = settings.run.trace;
+    let input = options::graph_input(source, graph_json, settings.run.workers)?;
+    let graph = Arc::clone(&input.graph);
+    let launch = Arc::new(Launch::new(input, settings).map_err(|e| ConfigError::new_err(e.to_string()))?);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut config = RunConfig {
-        workers,
-        slots,
-        frames,
-        pop_batch,
-        inline_continuation,
-        trace: trace || trace_path.is_some(),
-        trace_file: trace_path.clone().filter(|_| !chrome),
-        trace_taps: Vec::new(),
-        warmup_frames,
-        task_timing,
-        collect_outputs,
-        stall_timeout: Duration::from_millis(stall_timeout_ms),
-        scheduler_options: sched_opts,
-        on_fault,
-        progress: None,
-        stop: Some(Arc::clone(&stop)),
-        network: network_options(network)?,
-        scheduler_call_timeout: Duration::from_millis(scheduler_call_timeout_ms),
-        kernel_timeout: (kernel_timeout_ms > 0).then(|| Duration::from_millis(kernel_timeout_ms)),
-        on_hang: None,
-        wake_all_on_push: false,
-    };
-    let chrome_path = trace_path.filter(|_| chrome);
-    let mut files = TraceFiles::new(timing_path, record_path, chrome_path, &graph, &mut config)?;
-    if let Some(path) = &decisions_path {
-        let plugin = SchedulerPlugin::load(&scheduler_plugin).map_err(plugin_error)?;
-        let knobs = replay_cli::Knobs {
-            workers,
-            slots,
-            frames,
-            warmup_frames,
-            pop_batch,
-            scheduler_options: &config.scheduler_options,
-        };
-        let recording = replay_cli::Recording { source, text: graph_json };
-        let file = replay_cli::start(path, "run", recording, &plugin, &knobs, &dylibs, None)
-            .map_err(|e| TomiiError::new_err(format!("{e:#}")))?;
-        config.trace_taps.push(file.tap());
-        files.decisions = Some(file);
-    }
-    // `max_runtime_s` sets the stop flag as Ctrl-C does, without raising KeyboardInterrupt.
-    let timer = (max_runtime_s > 0)
-        .then(|| StopTimer::start(Arc::clone(&stop), Duration::from_secs(max_runtime_s)))
-        .transpose()
-        .map_err(|e| TomiiError::new_err(format!("cannot start the max_runtime_s timer: {e}")))?;
     let python = Arc::new(PythonKernels::new(python_kernels));
-    let traced = config.trace;
     let job = {
-        let (graph, python) = (Arc::clone(&graph), Arc::clone(&python));
+        let (launch, python, stop) = (Arc::clone(&launch), Arc::clone(&python), Arc::clone(&stop));
         move |hung: Sender<Finished<RunDone, Handed>>| -> RunDone {
-            config.on_hang = Some(engine::HangFn(Arc::new(move |result| {
+            let on_hang = engine::HangFn(Arc::new(move |result| {
                 let _ = hung.send(Finished::Hung(Handed(Box::new(result))));
-            })));
-            let mut kernels = KernelSet::load(&dylibs).map_err(Err)?;
-            kernels.add(python.library()).map_err(Err)?;
-            let scheduler = SchedulerPlugin::load(&scheduler_plugin).map_err(Err)?;
-            engine::run_keeping_partial(&graph, &kernels, &scheduler, &config).map_err(Ok)
+            }));
+            let settings = launch.settings();
+            let kernels = settings.kernels(Some(python.library())).map_err(Err)?;
+            let scheduler = settings.scheduler().map_err(Err)?;
+            let hooks = Hooks { stop: Some(stop), on_hang: Some(on_hang), ..Hooks::default() };
+            launch.run(&kernels, &scheduler, hooks).map_err(Ok)
         }
     };
     // Ctrl-C stops the run: `stop` is set (the frames in flight complete, the report says
@@ -232,10 +127,9 @@ fn run_json(
     // result. A second Ctrl-C stops waiting for a run that does not end.
     let interrupts = runner::Interrupts::install(stop);
     let finished = py.detach(|| runner::run(job, &interrupts.count));
-    drop(timer);
     let pressed = interrupts.pressed();
     drop(interrupts);
-    let written = files.write(match &finished {
+    let written = launch.finish(match &finished {
         Ok(Ok(outcome)) => Some(&outcome.report),
         Ok(Err(Ok(failure))) => failure.partial.as_ref().map(|partial| &partial.report),
         Err(GaveUp::Hung(Handed(handed))) => match &**handed {
@@ -244,6 +138,7 @@ fn run_json(
         },
         _ => None,
     });
+    let written = written.result().map_err(TomiiError::new_err);
     let signal = if pressed { py.check_signals().err() } else { None };
     match finished {
         // A run that succeeded fails on its files; a failed run's own error matters more.
@@ -263,56 +158,6 @@ fn run_json(
             )
         })),
         Err(GaveUp::Lost) => Err(TomiiError::new_err("internal error (please report it): the run's thread ended")),
-    }
-}
-
-/// Tomii 1.2's timing file and scheduler record of a run (`timing=`, `record=`), written from its
-/// trace as the CLI writes them (`tomii_core::cli::timing`).
-struct TraceFiles {
-    timing: Option<Timing>,
-    record: Option<Record>,
-    /// The trace file in Chrome's format (`trace_format="chrome"`), which `config.trace_file`
-    /// then is not.
-    chrome: Option<ChromeTraceFile>,
-    /// The decisions file (`record_decisions=`).
-    decisions: Option<tomii_core::replay::DecisionsFile>,
-}
-
-impl TraceFiles {
-    /// Creates the record's and the Chrome trace's files and hands `config` the taps that gather
-    /// the three.
-    fn new(
-        timing: Option<PathBuf>,
-        record: Option<PathBuf>,
-        chrome: Option<PathBuf>,
-        graph: &graph::CompiledGraph,
-        config: &mut RunConfig,
-    ) -> PyResult<TraceFiles> {
-        let timing = timing.map(|path| Timing::new(&path, graph, config));
-        let record = record.map(|path| Record::create(&path)).transpose().map_err(TomiiError::new_err)?;
-        let layout = ChromeLayout::of(graph, config);
-        let chrome =
-            chrome.map(|path| ChromeTraceFile::create(&path, layout)).transpose().map_err(TomiiError::new_err)?;
-        config.trace_taps = timing
-            .iter()
-            .map(Timing::tap)
-            .chain(record.iter().map(Record::tap))
-            .chain(chrome.iter().map(ChromeTraceFile::tap))
-            .collect();
-        Ok(TraceFiles { timing, record, chrome, decisions: None })
-    }
-
-    /// Writes them from the run's report, whole or partial (none: the run did not start); the
-    /// first error.
-    fn write(&self, report: Option<&engine::Report>) -> PyResult<()> {
-        let written = match report {
-            Some(report) => self.timing.as_ref().map_or(Ok(()), |timing| timing.write(report)),
-            None => Ok(()),
-        };
-        let finished = self.record.as_ref().map_or(Ok(()), Record::finish);
-        let chrome = self.chrome.as_ref().map_or(Ok(()), |chrome| chrome.finish(report));
-        let decisions = self.decisions.as_ref().map_or(Ok(()), tomii_core::replay::DecisionsFile::finish);
-        written.and(finished).and(chrome).and(decisions).map_err(TomiiError::new_err)
     }
 }
 
@@ -452,6 +297,24 @@ fn knobs_json() -> PyResult<String> {
     serde_json::to_string(&tomii_core::knobs::LISTING).map_err(|e| TomiiError::new_err(e.to_string()))
 }
 
+/// The knobs `entry` ("run", "session" or "simulate") takes, in the catalog's order: `(name,
+/// default as JSON text)`, the default being the entry's.
+#[pyfunction]
+fn knobs_taken(entry: &str) -> PyResult<Vec<(&'static str, String)>> {
+    let entry = match entry {
+        "run" => Entry::Run,
+        "session" => Entry::Session,
+        "simulate" => Entry::Simulate,
+        other => {
+            return Err(ConfigError::new_err(format!("entry {other:?}: give \"run\", \"session\" or \"simulate\"")));
+        }
+    };
+    let default = |knob: &tomii_core::knobs::Knob| serde_json::to_string(&knob.default_for(entry));
+    tomii_core::knobs::taken_by(entry)
+        .map(|knob| Ok((knob.name, default(knob).map_err(|e| TomiiError::new_err(e.to_string()))?)))
+        .collect()
+}
+
 /// The runtime knob catalog as an aligned table (`tomii knobs`).
 #[pyfunction]
 fn knobs_table() -> String {
@@ -527,6 +390,7 @@ fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(knobs_json, m)?)?;
     m.add_function(wrap_pyfunction!(knobs_table, m)?)?;
+    m.add_function(wrap_pyfunction!(knobs_taken, m)?)?;
     m.add_function(wrap_pyfunction!(schema_json, m)?)?;
     m.add_function(wrap_pyfunction!(convert_json, m)?)?;
     m.add_function(wrap_pyfunction!(write_chrome_trace, m)?)?;

@@ -4,18 +4,18 @@
 //! the session starts, while `submit` waits for a slot, while a ticket waits, and while `close`
 //! drains.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use tomii_core::engine::{RunConfig, Session, SubmitError, Ticket};
-use tomii_core::graph::{self, CompiledGraph};
-use tomii_core::plugin::{KernelSet, SchedulerPlugin};
+use tomii_core::engine::{Session, SubmitError, Ticket};
+use tomii_core::graph::CompiledGraph;
+use tomii_core::knobs::Entry;
+use tomii_core::launch::Launch;
 
 use super::python_kernels::{PythonKernels, value_from_python};
-use super::{ConfigError, GraphError, TomiiError, output, plugin_error, run_error};
+use super::{ConfigError, TomiiError, output, plugin_error, run_error};
 
 /// A Python timeout in seconds: None waits without limit; negative is an error.
 fn timeout(seconds: Option<f64>) -> PyResult<Option<Duration>> {
@@ -38,49 +38,27 @@ pub struct NativeSession {
 
 #[pymethods]
 impl NativeSession {
-    /// Starts the run (see `run_json` for the arguments); returns once the workers wait for
-    /// frames.
+    /// Starts the run of `graph_json` with `options`, `[(knob, value), ...]` by the knob catalog's
+    /// names (those a session takes; see `run_json`); returns once the workers wait for frames.
     #[new]
-    #[pyo3(signature = (graph_json, *, source, dylibs, scheduler_plugin, workers, slots, pop_batch,
-                        inline_continuation, task_timing, stall_timeout_ms, on_scheduler_fault,
-                        sched_opts, python_kernels))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (graph_json, *, source, options, python_kernels))]
     fn new(
         py: Python<'_>,
         graph_json: &str,
         source: &str,
-        dylibs: Vec<PathBuf>,
-        scheduler_plugin: PathBuf,
-        workers: u32,
-        slots: u32,
-        pop_batch: u32,
-        inline_continuation: bool,
-        task_timing: bool,
-        stall_timeout_ms: u64,
-        on_scheduler_fault: &str,
-        sched_opts: Vec<(String, String)>,
+        options: Vec<(String, Bound<'_, PyAny>)>,
         python_kernels: Vec<(String, Py<PyAny>, bool)>,
     ) -> PyResult<Self> {
-        let graph =
-            graph::parse_str_for_run(source, graph_json, workers).map_err(|e| GraphError::new_err(e.to_string()))?;
-        let graph = Arc::new(graph);
-        let config = RunConfig {
-            workers,
-            slots,
-            pop_batch,
-            inline_continuation,
-            task_timing,
-            stall_timeout: Duration::from_millis(stall_timeout_ms),
-            scheduler_options: sched_opts,
-            on_fault: super::fault_policy(on_scheduler_fault)?,
-            ..RunConfig::default()
-        };
+        let settings = super::options::settings(Entry::Session, options)?;
+        let input = super::options::graph_input(source, graph_json, settings.run.workers)?;
+        let graph = Arc::clone(&input.graph);
+        let launch = Launch::new(input, settings).map_err(|e| ConfigError::new_err(e.to_string()))?;
         let python = Arc::new(PythonKernels::new(python_kernels));
         let started = py.detach(|| {
-            let mut kernels = KernelSet::load(&dylibs).map_err(Err)?;
-            kernels.add(python.library()).map_err(Err)?;
-            let scheduler = SchedulerPlugin::load(&scheduler_plugin).map_err(Err)?;
-            Session::start(Arc::clone(&graph), Arc::new(kernels), Arc::new(scheduler), config).map_err(Ok)
+            let settings = launch.settings();
+            let kernels = settings.kernels(Some(python.library())).map_err(Err)?;
+            let scheduler = settings.scheduler().map_err(Err)?;
+            launch.session(Arc::new(kernels), Arc::new(scheduler)).map_err(Ok)
         });
         match started {
             Ok(session) => Ok(NativeSession { session: Some(session), graph, python }),

@@ -11,22 +11,15 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 
-use super::legacy::{StopTimer, default_record_path};
-use super::timing::{Record, Timing};
-use super::{
-    Cli, Command, KnobsArgs, NetworkDispatch, OnFault, OnSlotsBusy, RunArgs, SchedulersArgs, SchemaArgs, TraceFormat,
-};
-use crate::engine::{
-    self, ChromeLayout, ChromeTraceFile, FaultPolicy, Progress, ProgressFn, Report, RunConfig, RunFailure,
-};
+use super::{Cli, Command, KnobsArgs, RunArgs, SchedulersArgs, SchemaArgs};
+use crate::engine::{self, Progress, ProgressFn, Report, RunFailure};
 use crate::graph::{self, CompiledGraph};
-use crate::knobs;
-use crate::network::{Dispatch, NetworkOptions, NetworkSource, WhenBusy};
+use crate::knobs::{self, Entry, Value};
+use crate::launch::{self, GraphInput, Hooks, Launch, Outputs, SayFn, Settings};
 use crate::plugin::{KernelLibrary, KernelSet, SchedulerPlugin, installed_schedulers, scheduler_search_path};
 
 /// Kernels that an embedding program provides in-process, next to those of `--dylib` libraries.
@@ -143,139 +136,69 @@ fn joined(error: &anyhow::Error) -> String {
 }
 
 fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
-    let graph_path = args.graph.as_ref().or(args.json.as_ref()).context("no graph given")?;
-    let graph = super::convert::load(graph_path, args.workers)?;
-    let mut kernels = KernelSet::load(&args.dylibs)?;
-    if let Some(provider) = provider {
-        let wanted: Vec<String> =
-            kernel_names(&graph).into_iter().filter(|name| kernels.resolve(String::new, name).is_err()).collect();
-        let beside = graph_path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        if let Some(library) = provider.provide(&wanted, beside)? {
-            kernels.add(library)?;
-        }
+    let graph_path = args.graph.path();
+    let mut given = args.options;
+    if let Some(name) = args.legacy.scheduler() {
+        given.push(("scheduler".to_owned(), Value::Text(name.to_owned())));
     }
-    if !args.quiet {
+    let settings = launch::settings(Entry::Run, given).map_err(anyhow::Error::msg)?;
+    let input = launch::graph_from_file(graph_path, settings.run.workers)?;
+    super::convert::warn(&input.graph.warnings);
+    let kernels = load_kernels(&settings, &input, provider)?;
+    if !settings.quiet {
         for warning in args.legacy.warnings() {
             eprintln!("warning: {warning}");
         }
     }
-    let scheduler = args.sched.load(args.legacy.scheduler())?;
-    let record_path =
-        args.record.clone().map(|path| path.unwrap_or_else(|| default_record_path(args.timing.as_deref())));
+    let scheduler = settings.scheduler()?;
     let output = args.legacy.output().map(Path::to_owned);
-    // Fail on an unwritable output before spending the run.
-    for path in
-        [&args.trace, &args.report, &args.timing, &record_path, &output, &args.record_decisions].into_iter().flatten()
-    {
-        check_writable(path, graph_path)?;
+    if let Some(path) = &output {
+        launch::check_writable(path, Some(graph_path)).map_err(anyhow::Error::msg)?;
     }
+    let launch = Launch::new(input, settings)?;
     if let Some(path) = &output {
         std::fs::File::create(path).with_context(|| format!("{}: cannot write the output here", path.display()))?;
     }
-    let record = record_path.as_deref().map(Record::create).transpose().map_err(anyhow::Error::msg)?.map(Arc::new);
-    let mut ending = Ending {
-        frames: args.frames,
-        report: args.report.clone(),
-        trace: args.trace.clone(),
-        chrome: None,
-        decisions: None,
-        timing: None,
-        record,
+    let quiet = launch.settings().quiet;
+    let ending = Ending {
+        frames: launch.settings().run.frames,
+        outputs: launch.outputs(),
         output,
-        max_runtime: None,
-        quiet: args.quiet,
+        max_runtime_s: launch.settings().max_runtime_s,
+        timed_out: launch.timed_out(),
+        quiet,
     };
-    let mut config = RunConfig {
-        workers: args.workers,
-        slots: args.slots,
-        frames: args.frames,
-        pop_batch: args.pop_batch,
-        inline_continuation: args.inline_continuation,
-        trace: false,
-        trace_file: args.trace.clone().filter(|_| args.trace_format == TraceFormat::Csv),
-        trace_taps: Vec::new(),
-        warmup_frames: args.warmup_frames,
-        task_timing: !args.no_task_timing,
-        collect_outputs: false,
-        stall_timeout: Duration::from_millis(args.stall_timeout_ms),
-        scheduler_options: args.sched.sched_opts,
-        on_fault: match args.on_scheduler_fault {
-            OnFault::Stop => FaultPolicy::Stop,
-            OnFault::Fallback => FaultPolicy::Fallback,
-        },
-        progress: (!args.quiet && std::io::stderr().is_terminal()).then(progress_line),
+    let hooks = Hooks {
         stop: Some(stop_on_interrupt()?),
-        network: NetworkOptions {
-            receiver_threads: args.receiver_threads,
-            socket_recv_buf_bytes: args.socket_recv_buf_bytes,
-            dispatch: match args.network_dispatch {
-                NetworkDispatch::Packet => Dispatch::Packet,
-                NetworkDispatch::Frame => Dispatch::Frame,
-            },
-            on_slots_busy: match args.on_slots_busy {
-                OnSlotsBusy::Drop => WhenBusy::Drop,
-                OnSlotsBusy::Wait => WhenBusy::Wait,
-            },
-            frame_timeout: Duration::from_millis(args.frame_timeout_ms),
-            frame_window: args.frame_window,
-        },
-        scheduler_call_timeout: Duration::from_millis(args.scheduler_call_timeout_ms),
-        kernel_timeout: (args.kernel_timeout_ms > 0).then(|| Duration::from_millis(args.kernel_timeout_ms)),
-        on_hang: None,
-        wake_all_on_push: false,
+        progress: (!quiet && std::io::stderr().is_terminal()).then(progress_line),
+        on_hang: Some(exit_when_stuck(ending.clone())),
+        on_listening: (!quiet)
+            .then(|| -> SayFn { Arc::new(|source: &str| eprintln!("listening on {source} (Ctrl-C stops)")) }),
     };
-    if let Some(path) = &args.timing {
-        ending.timing = Some(Timing::new(path, &graph, &config));
-    }
-    if let Some(path) = &args.record_decisions {
-        let knobs = super::replay::Knobs {
-            workers: args.workers,
-            slots: args.slots,
-            frames: args.frames,
-            warmup_frames: args.warmup_frames,
-            pop_batch: args.pop_batch,
-            scheduler_options: &config.scheduler_options,
-        };
-        let (source, text) = (graph_path.display().to_string(), graph::read_file(graph_path)?);
-        let graph_text = super::replay::Recording { source: &source, text: &text };
-        let file = super::replay::start(path, "run", graph_text, &scheduler, &knobs, &args.dylibs, None)?;
-        ending.decisions = Some(Arc::new(file));
-    }
-    if let (Some(path), TraceFormat::Chrome) = (&args.trace, args.trace_format) {
-        let chrome = ChromeTraceFile::create(path, ChromeLayout::of(&graph, &config)).map_err(anyhow::Error::msg)?;
-        ending.chrome = Some(Arc::new(chrome));
-    }
-    config.trace_taps = ending
-        .timing
-        .iter()
-        .map(Timing::tap)
-        .chain(ending.record.iter().map(|r| r.tap()))
-        .chain(ending.chrome.iter().map(|c| c.tap()))
-        .chain(ending.decisions.iter().map(|d| d.tap()))
-        .collect();
-    let stop = config.stop.clone().context("the run has a stop flag")?;
-    let timer = (args.max_runtime_s > 0)
-        .then(|| StopTimer::start(stop, Duration::from_secs(args.max_runtime_s)))
-        .transpose()
-        .context("cannot start the --max-runtime-s timer")?;
-    ending.max_runtime = timer.as_ref().map(|timer| (args.max_runtime_s, timer.fired()));
-    config.on_hang = Some(exit_when_stuck(ending.clone()));
+    let progress = hooks.progress.is_some();
     let in_progress = super::crash::RunInProgress::start(&scheduler, &kernels);
-    let result = if graph.network.is_some() {
-        let source = NetworkSource::bind(&graph, &kernels, &config)?;
-        if !args.quiet {
-            eprintln!("listening on {} (Ctrl-C stops)", source.describe());
-        }
-        engine::run_with_keeping_partial(&graph, &kernels, &scheduler, &config, &source)
-    } else {
-        engine::run_keeping_partial(&graph, &kernels, &scheduler, &config)
-    };
+    let result = launch.run(&kernels, &scheduler, hooks);
     drop(in_progress);
-    drop(timer);
-    if config.progress.is_some() {
+    if progress {
         eprint!("\r\x1b[2K");
     }
     ending.finish(result)
+}
+
+/// The kernels of the options' libraries, and those of the graph's kernels that `provider` knows
+/// and the libraries do not hold.
+fn load_kernels(settings: &Settings, input: &GraphInput, provider: Option<&dyn KernelProvider>) -> Result<KernelSet> {
+    let mut kernels = settings.kernels(None)?;
+    if let Some(provider) = provider {
+        let wanted: Vec<String> =
+            kernel_names(&input.graph).into_iter().filter(|name| kernels.resolve(String::new, name).is_err()).collect();
+        let path = input.file.as_deref().unwrap_or(Path::new("."));
+        let beside = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if let Some(library) = provider.provide(&wanted, beside)? {
+            kernels.add(library)?;
+        }
+    }
+    Ok(kernels)
 }
 
 /// What the command does with a run's outcome: write the report and the trace's files, say how
@@ -284,18 +207,13 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
 struct Ending {
     /// The frames asked for (0: until Ctrl-C).
     frames: u64,
-    report: Option<PathBuf>,
-    trace: Option<PathBuf>,
-    /// The trace in Chrome's format (`--trace-format chrome`), ended with the report.
-    chrome: Option<Arc<ChromeTraceFile>>,
-    /// The decisions file (`--record-decisions`).
-    decisions: Option<Arc<crate::replay::DecisionsFile>>,
-    timing: Option<Timing>,
-    record: Option<Arc<Record>>,
+    /// The run's files, ended with its report.
+    outputs: Arc<Outputs>,
     /// Where stdout's lines go instead (`--output`).
     output: Option<PathBuf>,
-    /// `--max-runtime-s` and whether it stopped the run.
-    max_runtime: Option<(u64, Arc<AtomicBool>)>,
+    /// `--max-runtime-s`, and whether it stopped the run.
+    max_runtime_s: u64,
+    timed_out: Arc<AtomicBool>,
     quiet: bool,
 }
 
@@ -304,10 +222,8 @@ impl Ending {
         let outcome = match result {
             Ok(outcome) => outcome,
             Err(failure) if failure.partial.is_none() => {
-                // Nothing ran: the trace file is ended all the same, so that it stays readable.
-                if let Some(chrome) = &self.chrome {
-                    let _ = chrome.finish(None);
-                }
+                // Nothing ran: the files are ended all the same, so that they stay readable.
+                let _ = self.outputs.finish(None);
                 return Err(failure.error.into());
             }
             Err(failure) => {
@@ -316,20 +232,17 @@ impl Ending {
             }
         };
         let report = &outcome.report;
-        if let Some(path) = &self.report {
-            write_report(path, report)?;
-        }
-        self.write_trace_files(report).map_err(anyhow::Error::msg)?;
+        self.outputs.finish(Some(report)).result().map_err(anyhow::Error::msg)?;
         if !self.quiet {
             self.say(summary(report))?;
             if let Some(network) = report.source_section.get("network") {
                 self.say(network_summary(network))?;
             }
         }
-        let timed_out = self.max_runtime.as_ref().filter(|(_, fired)| fired.load(Ordering::Relaxed));
-        if let (true, Some((limit, _))) = (report.interrupted, timed_out) {
+        if report.interrupted && self.timed_out.load(Ordering::Relaxed) {
             eprintln!(
-                "stopped: --max-runtime-s {limit} reached after {} frame(s); the report and trace hold them",
+                "stopped: --max-runtime-s {} reached after {} frame(s); the report and trace hold them",
+                self.max_runtime_s,
                 report.frames + report.frames_excluded
             );
         } else if report.interrupted {
@@ -354,20 +267,6 @@ impl Ending {
         Ok(())
     }
 
-    /// Writes the timing file and finishes the scheduler record, if asked for.
-    fn write_trace_files(&self, report: &Report) -> Result<(), String> {
-        if let Some(timing) = &self.timing {
-            timing.write(report)?;
-        }
-        if let Some(chrome) = &self.chrome {
-            chrome.finish(Some(report))?;
-        }
-        if let Some(decisions) = &self.decisions {
-            decisions.finish()?;
-        }
-        self.record.as_ref().map_or(Ok(()), |record| record.finish())
-    }
-
     /// One line for stdout, or for the `--output` file.
     fn say(&self, line: impl std::fmt::Display) -> Result<()> {
         let Some(path) = &self.output else { return say(line) };
@@ -385,23 +284,12 @@ impl Ending {
         eprintln!("error: {}", one_line(&anyhow::anyhow!("{}", failure.error)));
         let Some(partial) = &failure.partial else { return };
         let report = &partial.report;
-        let mut kept: Vec<String> = Vec::new();
-        if let Some(path) = &self.report {
-            match write_report(path, report) {
-                Ok(()) => kept.push(format!("the report ({})", path.display())),
-                Err(error) => eprintln!("error: {}", one_line(&error)),
-            }
+        let written = self.outputs.finish(Some(report));
+        for error in &written.errors {
+            eprintln!("error: {error}");
         }
-        match self.write_trace_files(report) {
-            Ok(()) => {
-                kept.extend(self.timing.iter().map(|t| format!("the timing file ({})", t.path().display())));
-                kept.extend(self.record.iter().map(|r| format!("the record ({})", r.path().display())));
-            }
-            Err(error) => eprintln!("error: {error}"),
-        }
-        kept.extend(self.trace.as_ref().map(|path| format!("the trace ({})", path.display())));
         let planned = if self.frames > 0 { format!(" of {}", self.frames) } else { String::new() };
-        let holds = match kept.as_slice() {
+        let holds = match written.kept.as_slice() {
             [] => String::new(),
             [one] => format!("; {one} holds what ran"),
             [rest @ .., last] => format!("; {} and {last} hold what ran", rest.join(", ")),
@@ -548,11 +436,6 @@ fn exit_when_stuck(ending: Ending) -> engine::HangFn {
     }))
 }
 
-pub(super) fn write_report(path: &Path, report: &Report) -> Result<()> {
-    let text = serde_json::to_string_pretty(report)?;
-    std::fs::write(path, text + "\n").with_context(|| format!("{}: cannot write the report", path.display()))
-}
-
 /// A progress line on stderr, rewritten in place (only when stderr is a terminal).
 pub(super) fn progress_line() -> ProgressFn {
     ProgressFn(Arc::new(|p: Progress| {
@@ -564,31 +447,6 @@ pub(super) fn progress_line() -> ProgressFn {
         };
         eprint!("\r\x1b[2K{done}, {:.1} s, {rate:.0} frames/s", p.elapsed.as_secs_f64());
     }))
-}
-
-/// An output path that can be written without blocking and without destroying the input.
-fn check_writable(path: &Path, graph: &Path) -> Result<()> {
-    use std::os::unix::fs::FileTypeExt;
-    if path.is_dir() {
-        bail!("{}: is a directory; give a file name", path.display());
-    }
-    if let Ok(metadata) = std::fs::metadata(path) {
-        let kind = metadata.file_type();
-        if kind.is_fifo() || kind.is_socket() || kind.is_block_device() {
-            bail!("{}: is a FIFO, a socket or a block device; give a regular file", path.display());
-        }
-        if let (Ok(output), Ok(input)) = (path.canonicalize(), graph.canonicalize())
-            && output == input
-        {
-            bail!("{}: is the graph file itself; writing there would destroy it, give another path", path.display());
-        }
-    }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map(drop)
-        .with_context(|| format!("{}: cannot write here", path.display()))
 }
 
 /// One line on a network run's packets: received, accepted, dropped by cause, incomplete frames.

@@ -54,7 +54,7 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
         .with_context(|| format!("{}: cannot write the converted graph", output.display()))
 }
 
-fn warn(warnings: &[String]) {
+pub(super) fn warn(warnings: &[String]) {
     for warning in warnings {
         eprintln!("warning: {warning}");
     }

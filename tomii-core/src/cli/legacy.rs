@@ -6,11 +6,6 @@
 //! Only the shape of those flags and what they turn into; the run itself never sees them.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{RecvTimeoutError, Sender, channel};
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 use clap::Args;
 
@@ -107,79 +102,4 @@ fn no_effect(flag: &str) -> String {
         _ => None,
     });
     format!("{flag} (Tomii 1.2) has no effect here: {}", why.unwrap_or("it has no use in this runtime"))
-}
-
-/// Where `--record` without a FILE writes, as Tomii 1.2 did: beside the timing file as
-/// `NAME_sched.csv` (NAME: the timing file's name up to its first dot), else `scheduler_record.csv`.
-pub fn default_record_path(timing: Option<&Path>) -> PathBuf {
-    let Some(timing) = timing else { return PathBuf::from("scheduler_record.csv") };
-    let name = timing.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let stem = name.split('.').next().unwrap_or_default();
-    timing.with_file_name(format!("{stem}_sched.csv"))
-}
-
-/// Sets a run's stop flag once `limit` has passed (`--max-runtime-s`): the run then completes the
-/// frames in flight and reports, as after Ctrl-C. Dropping it before cancels it.
-pub struct StopTimer {
-    fired: Arc<AtomicBool>,
-    cancel: Option<Sender<()>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl StopTimer {
-    pub fn start(stop: Arc<AtomicBool>, limit: Duration) -> std::io::Result<StopTimer> {
-        let fired = Arc::new(AtomicBool::new(false));
-        let (cancel, cancelled) = channel::<()>();
-        let thread = {
-            let fired = Arc::clone(&fired);
-            std::thread::Builder::new().name("tomii-max-runtime".into()).spawn(move || {
-                if let Err(RecvTimeoutError::Timeout) = cancelled.recv_timeout(limit) {
-                    fired.store(true, Ordering::Relaxed);
-                    stop.store(true, Ordering::Relaxed);
-                }
-            })?
-        };
-        Ok(StopTimer { fired, cancel: Some(cancel), thread: Some(thread) })
-    }
-
-    /// A flag that tells whether the limit was reached (and the stop requested).
-    pub fn fired(&self) -> Arc<AtomicBool> {
-        Arc::clone(&self.fired)
-    }
-}
-
-impl Drop for StopTimer {
-    fn drop(&mut self) {
-        drop(self.cancel.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_bare_record_goes_where_tomii_1_2_put_it() {
-        assert_eq!(default_record_path(None), PathBuf::from("scheduler_record.csv"));
-        assert_eq!(default_record_path(Some(Path::new("out/t.1.txt"))), PathBuf::from("out/t_sched.csv"));
-    }
-
-    #[test]
-    fn a_cancelled_timer_never_stops_the_run() {
-        let stop = Arc::new(AtomicBool::new(false));
-        let timer = StopTimer::start(Arc::clone(&stop), Duration::from_secs(3600)).unwrap();
-        let fired = timer.fired();
-        drop(timer);
-        assert!(!stop.load(Ordering::Relaxed) && !fired.load(Ordering::Relaxed));
-        let timer = StopTimer::start(Arc::clone(&stop), Duration::from_millis(1)).unwrap();
-        while !stop.load(Ordering::Relaxed) {
-            std::thread::yield_now();
-        }
-        let fired = timer.fired();
-        drop(timer); // joins the timer's thread: its stores are seen
-        assert!(fired.load(Ordering::Relaxed));
-    }
 }

@@ -1,18 +1,18 @@
 //! `--record-decisions FILE` (of `tomii run` and `tomii simulate`) and `tomii replay FILE`: the
 //! decisions file and its replay (`replay.rs`, where the protocol is written down).
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
-use super::app::{say, write_report};
-use crate::engine::{self, RunConfig};
+use super::app::say;
 use crate::graph::{self, CompiledGraph};
-use crate::plugin::{KernelSet, SchedulerPlugin};
-use crate::replay::{self, DecisionsFile, FORMAT, Header, Recorded, SchedulerIdentity, VERSION};
-use crate::sim::{self, CostSpec, SimConfig};
+use crate::knobs::{Entry, Value};
+use crate::launch::{self, GraphInput, Hooks, Launch, write_report};
+use crate::plugin::SchedulerPlugin;
+use crate::replay::{self, Recorded, SchedulerIdentity};
+use crate::sim::{CostSpec, SimConfig};
 
 #[derive(Args)]
 pub struct ReplayArgs {
@@ -34,57 +34,6 @@ pub struct ReplayArgs {
     pub quiet: bool,
 }
 
-/// The knobs of a recorded run, as the header keeps them.
-pub struct Knobs<'a> {
-    pub workers: u32,
-    pub slots: u32,
-    pub frames: u64,
-    pub warmup_frames: u64,
-    pub pop_batch: u32,
-    pub scheduler_options: &'a [(String, String)],
-}
-
-/// The graph a decisions file records: its source name and JSON text.
-pub struct Recording<'a> {
-    pub source: &'a str,
-    pub text: &'a str,
-}
-
-/// Starts the decisions file of a run of `graph` (`mode` "run" or "simulate") with `scheduler`
-/// and `knobs`; a simulation also gives its seed, cost model and arrivals. The graph goes into
-/// the file in the current format.
-pub fn start(
-    path: &Path,
-    mode: &str,
-    graph: Recording<'_>,
-    scheduler: &SchedulerPlugin,
-    knobs: &Knobs<'_>,
-    dylibs: &[PathBuf],
-    simulation: Option<&SimConfig>,
-) -> Result<DecisionsFile> {
-    let source = graph.source.to_owned();
-    let converted = graph::convert_str(&source, graph.text, Some(knobs.workers))?;
-    let header = Header {
-        format: FORMAT.to_owned(),
-        version: VERSION,
-        mode: mode.to_owned(),
-        graph_source: source,
-        graph: serde_json::from_str(&converted.text).context("the graph in the current format")?,
-        workers: knobs.workers,
-        slots: knobs.slots,
-        frames: knobs.frames,
-        warmup_frames: knobs.warmup_frames,
-        pop_batch: knobs.pop_batch,
-        scheduler: SchedulerIdentity::of(scheduler.name, &scheduler.path),
-        scheduler_options: knobs.scheduler_options.to_vec(),
-        dylibs: dylibs.iter().map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())).collect(),
-        seed: simulation.map_or(0, |s| s.seed),
-        cost_model: simulation.map(|s| serde_json::to_value(&s.cost)).transpose()?,
-        arrival_interval_ns: simulation.and_then(|s| s.arrival_interval_ns),
-    };
-    DecisionsFile::create(path, &header).map_err(anyhow::Error::msg)
-}
-
 /// `tomii replay FILE`.
 pub fn replay(args: &ReplayArgs) -> Result<()> {
     let recorded = Recorded::read(&args.decisions).map_err(anyhow::Error::msg)?;
@@ -92,7 +41,6 @@ pub fn replay(args: &ReplayArgs) -> Result<()> {
     let graph = graph::parse_str(&header.graph_source, &header.graph.to_string())
         .with_context(|| format!("{}: the recorded graph", args.decisions.display()))?;
     let scheduler = SchedulerPlugin::replay()?;
-    let options = vec![("decisions".to_owned(), args.decisions.display().to_string())];
     if !args.quiet {
         let now = SchedulerIdentity::of(&header.scheduler.name, &header.scheduler.path);
         if now.size != header.scheduler.size {
@@ -106,43 +54,23 @@ pub fn replay(args: &ReplayArgs) -> Result<()> {
         }
     }
     let simulated = args.simulate || header.mode == "simulate";
+    let dylibs = if args.dylibs.is_empty() { header.dylibs.clone() } else { args.dylibs.clone() };
+    let launch = replay_launch(&recorded, graph, &args.decisions, simulated, dylibs)?;
     let result = if simulated {
         let cost = match &header.cost_model {
             Some(model) => serde_json::from_value::<CostSpec>(model.clone()).context("the recorded cost model")?,
             // A real run's tasks last as long as they did.
-            None => recorded.durations(&graph),
+            None => recorded.durations(launch.graph()),
         };
-        let config = SimConfig {
-            workers: header.workers,
-            slots: header.slots,
-            frames: header.frames,
-            warmup_frames: header.warmup_frames,
-            pop_batch: 1,
+        let sim = SimConfig {
             seed: header.seed,
             cost,
             arrival_interval_ns: header.arrival_interval_ns,
-            scheduler_options: options,
-            trace: true,
-            wake_all_on_push: true,
             ..SimConfig::default()
         };
-        sim::simulate(&graph, &scheduler, &config)
+        launch.simulate(&scheduler, &sim, Hooks::default())
     } else {
-        let dylibs = if args.dylibs.is_empty() { header.dylibs.clone() } else { args.dylibs.clone() };
-        let kernels = KernelSet::load(&dylibs)?;
-        let config = RunConfig {
-            workers: header.workers,
-            slots: header.slots,
-            frames: header.frames,
-            warmup_frames: header.warmup_frames,
-            pop_batch: 1,
-            trace: true,
-            scheduler_options: options,
-            stall_timeout: Duration::from_secs(2),
-            wake_all_on_push: true,
-            ..RunConfig::default()
-        };
-        engine::run_keeping_partial(&graph, &kernels, &scheduler, &config)
+        launch.run(&launch.settings().kernels(None)?, &scheduler, Hooks::default())
     };
     let (outcome, failure) = match result {
         Ok(outcome) => (outcome, None),
@@ -152,14 +80,15 @@ pub fn replay(args: &ReplayArgs) -> Result<()> {
         },
     };
     if let Some(path) = &args.report {
-        write_report(path, &outcome.report)?;
+        write_report(path, &outcome.report).map_err(anyhow::Error::msg)?;
     }
+    let graph = launch.graph();
     let replayed = replay::decisions_of(&outcome.trace, |ticks| outcome.ns(ticks));
     let mode = if simulated { "in simulation" } else { "on the engine" };
     if let Some(error) = failure {
-        bail!("the replay {mode} stopped ({error}){}", waiting(&graph, outcome.report.scheduler.stats.as_ref()));
+        bail!("the replay {mode} stopped ({error}){}", waiting(graph, outcome.report.scheduler.stats.as_ref()));
     }
-    if let Some(diverged) = replay::divergence(&graph, &recorded.by_worker, &replayed) {
+    if let Some(diverged) = replay::divergence(graph, &recorded.by_worker, &replayed) {
         bail!("the replay {mode} diverged: {diverged}");
     }
     if !args.quiet {
@@ -172,6 +101,42 @@ pub fn replay(args: &ReplayArgs) -> Result<()> {
         ))?;
     }
     Ok(())
+}
+
+/// The recorded run made again: its graph and knobs, each worker given by the replay scheduler
+/// (its `decisions` option, the file) the tasks it ran, in order; every push wakes every worker, one
+/// task a pop, and the trace is kept to compare the orders.
+fn replay_launch(
+    recorded: &Recorded,
+    graph: CompiledGraph,
+    decisions: &std::path::Path,
+    simulated: bool,
+    dylibs: Vec<std::path::PathBuf>,
+) -> Result<Launch> {
+    let header = &recorded.header;
+    let mut given = vec![
+        ("workers", Value::Int(header.workers.into())),
+        ("slots", Value::Int(header.slots.into())),
+        ("frames", Value::Int(header.frames)),
+        ("warmup_frames", Value::Int(header.warmup_frames)),
+        ("pop_batch", Value::Int(1)),
+        ("sched_opt", Value::Pairs(vec![("decisions".to_owned(), decisions.display().to_string())])),
+    ];
+    if !simulated {
+        given.push(("dylib", Value::Paths(dylibs)));
+    }
+    let entry = if simulated { Entry::Simulate } else { Entry::Run };
+    let mut settings = launch::settings(entry, given.into_iter().map(|(name, value)| (name.to_owned(), value)))
+        .map_err(anyhow::Error::msg)?;
+    settings.run.trace = true;
+    settings.run.wake_all_on_push = true;
+    let input = GraphInput {
+        graph: std::sync::Arc::new(graph),
+        source: header.graph_source.clone(),
+        text: header.graph.to_string(),
+        file: None,
+    };
+    Ok(Launch::new(input, settings)?)
 }
 
 /// What the replay scheduler's stats say each worker waited for when the replay stopped.

@@ -3,39 +3,35 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use clap::Args;
+use clap::{ArgMatches, Args, FromArgMatches};
 
-use super::app::{progress_line, say, stop_on_interrupt, summary, write_report};
-use super::{SchedulerArgs, TraceFormat};
-use crate::engine::{ChromeLayout, ChromeTraceFile};
-use crate::sim::{self, CostSpec, SimConfig};
+use super::app::{progress_line, say, stop_on_interrupt, summary};
+use crate::knobs::{Entry, Value};
+use crate::launch::{self, Hooks, Launch};
+use crate::sim::{CostSpec, SimConfig};
 
-#[derive(Args)]
+/// `tomii simulate`'s arguments: the graph, every knob the catalog lists for a simulation, and
+/// the simulation's own.
 pub struct SimulateArgs {
+    pub graph: PathBuf,
+    /// The options, defaults included, as the launcher takes them.
+    pub options: Vec<(String, Value)>,
+    pub own: SimulationArgs,
+}
+
+/// The graph file of `tomii simulate`.
+#[derive(Args)]
+struct SimulatedGraph {
     /// The graph JSON file.
     #[arg(value_name = "GRAPH")]
-    pub graph: PathBuf,
-    /// Virtual workers.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub workers: u32,
-    /// Frames in flight at once.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub slots: u32,
-    /// Frames to simulate; Ctrl-C stops sooner, as it stops a run (the frames in flight complete,
-    /// the report and trace hold them).
-    #[arg(long, default_value_t = 100, value_name = "N")]
-    pub frames: u64,
-    /// Frames numbered below N run but are left out of every figure.
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    pub warmup_frames: u64,
-    /// The most tasks a virtual worker takes from the scheduler at once.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub pop_batch: u32,
-    #[command(flatten)]
-    pub sched: SchedulerArgs,
+    graph: PathBuf,
+}
+
+/// What only a simulation takes.
+#[derive(Args)]
+pub struct SimulationArgs {
     /// Task durations: a JSON cost model ({"default": D, "nodes": {NAME: D}}) or the trace CSV of
     /// a real run (its durations per node as samples). Default: what the graph says (spin nodes
     /// their µs argument, noop nothing).
@@ -54,80 +50,72 @@ pub struct SimulateArgs {
     /// The host's cost of one task, added to virtual time (ns).
     #[arg(long, default_value_t = 0, value_name = "NS")]
     pub overhead_task_ns: u64,
-    /// Write the report as JSON.
-    #[arg(long, value_name = "FILE")]
-    pub report: Option<PathBuf>,
-    /// Write the trace (virtual times).
-    #[arg(long, value_name = "FILE")]
-    pub trace: Option<PathBuf>,
-    /// The trace file's format: csv or chrome.
-    #[arg(long, value_enum, default_value_t = TraceFormat::Csv, value_name = "FORMAT", requires = "trace")]
-    pub trace_format: TraceFormat,
-    /// Record every scheduling decision, for `tomii replay FILE`.
-    #[arg(long, value_name = "FILE")]
-    pub record_decisions: Option<PathBuf>,
-    /// Print nothing but errors.
-    #[arg(long, short)]
-    pub quiet: bool,
+}
+
+impl SimulationArgs {
+    /// The simulation's own settings.
+    fn config(&self) -> Result<SimConfig> {
+        let cost = match &self.cost_model {
+            Some(path) => CostSpec::read(path).map_err(anyhow::Error::msg)?,
+            None => CostSpec::default(),
+        };
+        let arrival_interval_ns = match self.arrival_interval_us {
+            Some(us) if us.is_finite() && us >= 0.0 => Some((us * 1e3).round() as u64),
+            Some(us) => anyhow::bail!("--arrival-interval-us {us}: give a non-negative number of µs"),
+            None => None,
+        };
+        Ok(SimConfig {
+            seed: self.seed,
+            cost,
+            arrival_interval_ns,
+            overhead_pop_ns: self.overhead_pop_ns,
+            overhead_task_ns: self.overhead_task_ns,
+        })
+    }
+}
+
+impl FromArgMatches for SimulateArgs {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        Ok(SimulateArgs {
+            graph: SimulatedGraph::from_arg_matches(matches)?.graph,
+            options: super::options::given(matches, Entry::Simulate),
+            own: SimulationArgs::from_arg_matches(matches)?,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = SimulateArgs::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl Args for SimulateArgs {
+    fn augment_args(command: clap::Command) -> clap::Command {
+        let command = super::options::augment(SimulatedGraph::augment_args(command), Entry::Simulate);
+        SimulationArgs::augment_args(command)
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        SimulateArgs::augment_args(command)
+    }
 }
 
 pub fn simulate(args: &SimulateArgs) -> Result<()> {
-    let graph = super::convert::load(&args.graph, args.workers)?;
-    let scheduler = args.sched.load(None)?;
-    let cost = match &args.cost_model {
-        Some(path) => CostSpec::read(path).map_err(anyhow::Error::msg)?,
-        None => CostSpec::default(),
-    };
-    let arrival_interval_ns = match args.arrival_interval_us {
-        Some(us) if us.is_finite() && us >= 0.0 => Some((us * 1e3).round() as u64),
-        Some(us) => anyhow::bail!("--arrival-interval-us {us}: give a non-negative number of µs"),
-        None => None,
-    };
-    let chrome = match (&args.trace, args.trace_format) {
-        (Some(path), TraceFormat::Chrome) => {
-            let layout = ChromeLayout::new(&graph, (args.workers, args.slots), args.warmup_frames);
-            Some(Arc::new(ChromeTraceFile::create(path, layout).map_err(anyhow::Error::msg)?))
-        }
-        _ => None,
-    };
-    let mut config = SimConfig {
-        workers: args.workers,
-        slots: args.slots,
-        frames: args.frames,
-        warmup_frames: args.warmup_frames,
-        pop_batch: args.pop_batch,
-        seed: args.seed,
-        cost,
-        arrival_interval_ns,
-        overhead_pop_ns: args.overhead_pop_ns,
-        overhead_task_ns: args.overhead_task_ns,
-        scheduler_options: args.sched.sched_opts.clone(),
-        trace: false,
-        trace_file: args.trace.clone().filter(|_| args.trace_format == TraceFormat::Csv),
-        trace_taps: chrome.iter().map(|c| c.tap()).collect(),
-        wake_all_on_push: false,
+    let settings = launch::settings(Entry::Simulate, args.options.clone()).map_err(anyhow::Error::msg)?;
+    let input = launch::graph_from_file(&args.graph, settings.run.workers)?;
+    super::convert::warn(&input.graph.warnings);
+    let scheduler = settings.scheduler()?;
+    let sim = args.own.config()?;
+    let launch = Launch::new(input, settings)?;
+    let quiet = launch.settings().quiet;
+    let hooks = Hooks {
         stop: Some(stop_on_interrupt()?),
-        progress: (!args.quiet && std::io::stderr().is_terminal()).then(progress_line),
+        progress: (!quiet && std::io::stderr().is_terminal()).then(progress_line),
+        ..Hooks::default()
     };
-    let decisions = match &args.record_decisions {
-        Some(path) => {
-            let knobs = super::replay::Knobs {
-                workers: args.workers,
-                slots: args.slots,
-                frames: args.frames,
-                warmup_frames: args.warmup_frames,
-                pop_batch: args.pop_batch,
-                scheduler_options: &args.sched.sched_opts,
-            };
-            let (source, text) = (args.graph.display().to_string(), crate::graph::read_file(&args.graph)?);
-            let graph_text = super::replay::Recording { source: &source, text: &text };
-            Some(super::replay::start(path, "simulate", graph_text, &scheduler, &knobs, &[], Some(&config))?)
-        }
-        None => None,
-    };
-    config.trace_taps.extend(decisions.iter().map(|d| d.tap()));
-    let result = sim::simulate(&graph, &scheduler, &config);
-    if config.progress.is_some() {
+    let progress = hooks.progress.is_some();
+    let result = launch.simulate(&scheduler, &sim, hooks);
+    if progress {
         eprint!("\r\x1b[2K");
     }
     let (outcome, error) = match result {
@@ -135,29 +123,19 @@ pub fn simulate(args: &SimulateArgs) -> Result<()> {
         Err(failure) => match failure.partial {
             Some(partial) => (*partial, Some(failure.error)),
             None => {
-                if let Some(chrome) = &chrome {
-                    let _ = chrome.finish(None);
-                }
+                let _ = launch.finish(None);
                 return Err(failure.error.into());
             }
         },
     };
     let report = &outcome.report;
-    if let Some(path) = &args.report {
-        write_report(path, report)?;
-    }
-    if let Some(chrome) = &chrome {
-        chrome.finish(Some(report)).map_err(anyhow::Error::msg)?;
-    }
-    if let Some(decisions) = &decisions {
-        decisions.finish().map_err(anyhow::Error::msg)?;
-    }
+    launch.finish(Some(report)).result().map_err(anyhow::Error::msg)?;
     if let Some(error) = error {
         return Err(anyhow::Error::from(error)).with_context(|| {
             format!("the simulation stopped after {} frame(s)", report.frames + report.frames_excluded)
         });
     }
-    if !args.quiet {
+    if !quiet {
         say(format!("simulated: {}", summary(report)))?;
     }
     if report.interrupted {

@@ -10,9 +10,7 @@ mod cost;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -24,24 +22,17 @@ use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask};
 pub use cost::{CostModel, CostSpec, Dist};
 
 use crate::engine::{
-    self, Clock, Durations, NodeCounters, Progress, ProgressFn, ReportParts, RunError, RunFailure, RunOutcome,
-    TraceRecord, TraceSink, TraceTap, WorkerCounters,
+    self, Clock, Durations, NodeCounters, Progress, ReportParts, RunConfig, RunError, RunFailure, RunOutcome,
+    TraceRecord, TraceSink, WorkerCounters,
 };
 use crate::graph::{CompiledGraph, quote_name};
 use crate::plugin::{PopBuffer, SchedulerInstance, SchedulerPlugin};
 
-/// Everything a simulated run is told besides the graph and the scheduler.
-#[derive(Clone, Debug)]
+/// What a simulated run is told besides the graph, the scheduler and the run's own options
+/// (`RunConfig`: workers, slots, frames, warm-up, pop batch, the scheduler's options, the trace,
+/// the stop request and progress, read as a real run reads them).
+#[derive(Clone, Debug, Default)]
 pub struct SimConfig {
-    /// Virtual workers.
-    pub workers: u32,
-    pub slots: u32,
-    /// Frames to run (at least 1).
-    pub frames: u64,
-    /// Frames numbered below this are left out of every figure (as `RunConfig::warmup_frames`).
-    pub warmup_frames: u64,
-    /// The most tasks a worker asks the scheduler for at once.
-    pub pop_batch: u32,
     /// The seed of every draw.
     pub seed: u64,
     pub cost: CostSpec,
@@ -50,46 +41,6 @@ pub struct SimConfig {
     /// The host's cost of one pop and of one task, added to virtual time.
     pub overhead_pop_ns: u64,
     pub overhead_task_ns: u64,
-    /// The scheduler's own `key=value` options.
-    pub scheduler_options: Vec<(String, String)>,
-    /// Keep the trace in the outcome (`RunOutcome::trace`).
-    pub trace: bool,
-    /// Stream the trace (CSV) here.
-    pub trace_file: Option<PathBuf>,
-    /// Other writers of the trace (the CLI's Chrome trace, timing file, scheduler record).
-    pub trace_taps: Vec<TraceTap>,
-    /// Every push wakes every idle worker (as `RunConfig::wake_all_on_push`, for a replay).
-    pub wake_all_on_push: bool,
-    /// Set it to stop the simulation as a real run stops (`RunConfig::stop`): no frame starts any
-    /// more, those in flight complete, and the report says interrupted.
-    pub stop: Option<Arc<AtomicBool>>,
-    /// Called about four times a second of real time while the simulation goes on, and once at
-    /// the end (`RunConfig::progress`).
-    pub progress: Option<ProgressFn>,
-}
-
-impl Default for SimConfig {
-    fn default() -> Self {
-        SimConfig {
-            workers: 1,
-            slots: 1,
-            frames: 1,
-            warmup_frames: 0,
-            pop_batch: 1,
-            seed: 0,
-            cost: CostSpec::default(),
-            arrival_interval_ns: None,
-            overhead_pop_ns: 0,
-            overhead_task_ns: 0,
-            scheduler_options: Vec::new(),
-            trace: false,
-            trace_file: None,
-            trace_taps: Vec::new(),
-            wake_all_on_push: false,
-            stop: None,
-            progress: None,
-        }
-    }
 }
 
 /// The most slots a simulation has (each is a row of per-instance state).
@@ -105,25 +56,20 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 pub fn simulate(
     graph: &CompiledGraph,
     scheduler: &SchedulerPlugin,
+    run: &RunConfig,
     config: &SimConfig,
 ) -> Result<RunOutcome, RunFailure> {
-    check(graph, config)?;
+    check(graph, run)?;
     let costs = CostModel::new(graph, &config.cost).map_err(RunError::Config)?;
-    let setup =
-        engine::scheduler_setup(graph, (config.workers, config.slots), &config.scheduler_options, config.frames);
+    let setup = engine::scheduler_setup(graph, (run.workers, run.slots), &run.scheduler_options, run.frames);
     let instance = SchedulerInstance::create(scheduler, &setup).map_err(RunError::from)?;
     let names: Vec<String> = graph.nodes.iter().map(|n| n.name.clone()).collect();
-    let sink = TraceSink::new(
-        config.trace_file.as_deref(),
-        config.trace.then_some(4 << 20),
-        &names,
-        config.trace_taps.clone(),
-    )
-    .map_err(|error| {
-        let path = config.trace_file.clone().unwrap_or_default();
-        RunError::Io { reason: format!("cannot write the trace: {error}"), path }
-    })?;
-    let mut sim = Sim::new(graph, &instance, config, costs, sink);
+    let sink = TraceSink::new(run.trace_file.as_deref(), run.trace.then_some(4 << 20), &names, run.trace_taps.clone())
+        .map_err(|error| {
+            let path = run.trace_file.clone().unwrap_or_default();
+            RunError::Io { reason: format!("cannot write the trace: {error}"), path }
+        })?;
+    let mut sim = Sim::new(graph, &instance, (run, config), costs, sink);
     let failure = sim.run().err();
     Ok(sim.outcome(failure.as_ref())).and_then(|outcome| match failure {
         None => Ok(outcome),
@@ -131,22 +77,22 @@ pub fn simulate(
     })
 }
 
-fn check(graph: &CompiledGraph, config: &SimConfig) -> Result<(), RunError> {
+fn check(graph: &CompiledGraph, run: &RunConfig) -> Result<(), RunError> {
     let refuse = |message: String| Err(RunError::Config(message));
-    if config.workers == 0 || config.workers > engine::MAX_WORKERS {
-        return refuse(format!("workers {}: give 1 to {}", config.workers, engine::MAX_WORKERS));
+    if run.workers == 0 || run.workers > engine::MAX_WORKERS {
+        return refuse(format!("workers {}: give 1 to {}", run.workers, engine::MAX_WORKERS));
     }
-    if config.slots == 0 || config.slots > MAX_SLOTS {
-        return refuse(format!("slots {}: give 1 to {MAX_SLOTS}", config.slots));
+    if run.slots == 0 || run.slots > MAX_SLOTS {
+        return refuse(format!("slots {}: give 1 to {MAX_SLOTS}", run.slots));
     }
-    if config.pop_batch == 0 || config.pop_batch > engine::MAX_POP_BATCH {
-        return refuse(format!("pop_batch {}: give 1 to {}", config.pop_batch, engine::MAX_POP_BATCH));
+    if run.pop_batch == 0 || run.pop_batch > engine::MAX_POP_BATCH {
+        return refuse(format!("pop_batch {}: give 1 to {}", run.pop_batch, engine::MAX_POP_BATCH));
     }
-    if config.frames == 0 {
+    if run.frames == 0 {
         return refuse("frames 0: a simulation runs a given number of frames; give at least 1".to_owned());
     }
-    if config.warmup_frames >= config.frames {
-        return refuse(format!("warmup_frames {} must be below frames {}", config.warmup_frames, config.frames));
+    if run.warmup_frames >= run.frames {
+        return refuse(format!("warmup_frames {} must be below frames {}", run.warmup_frames, run.frames));
     }
     if graph.network.is_some() {
         return refuse(format!(
@@ -162,18 +108,18 @@ fn check(graph: &CompiledGraph, config: &SimConfig) -> Result<(), RunError> {
     }
     // What `Sim::new` makes before the first event: a task template per instance, and an arrival
     // count, a state and a ready time per slot and instance.
-    let (instances, cells) = (graph.instance_count() as u64, u64::from(config.slots) * graph.instance_count() as u64);
+    let (instances, cells) = (graph.instance_count() as u64, u64::from(run.slots) * graph.instance_count() as u64);
     let per_cell = (size_of::<u32>() + size_of::<State>() + size_of::<u64>()) as u64;
     let needed = instances.saturating_mul(size_of::<TomiiTask>() as u64).saturating_add(cells.saturating_mul(per_cell));
-    engine::memory::refuse_beyond_available(needed, || format!("{} slot(s) × {instances} instances", config.slots))
+    engine::memory::refuse_beyond_available(needed, || format!("{} slot(s) × {instances} instances", run.slots))
         .map_err(RunError::Config)?;
     for node in &graph.nodes {
-        if let Some((_, hi)) = node.use_workers.filter(|&(_, hi)| hi > config.workers) {
+        if let Some((_, hi)) = node.use_workers.filter(|&(_, hi)| hi > run.workers) {
             return refuse(format!(
                 "node {}: use_workers reaches worker {} but there are {} workers",
                 quote_name(&node.name),
                 hi - 1,
-                config.workers
+                run.workers
             ));
         }
     }
@@ -228,6 +174,7 @@ enum State {
 struct Sim<'a> {
     graph: &'a CompiledGraph,
     scheduler: &'a SchedulerInstance<'a>,
+    run: &'a RunConfig,
     config: &'a SimConfig,
     costs: CostModel,
     rng: Pcg64Mcg,
@@ -276,14 +223,14 @@ impl<'a> Sim<'a> {
     fn new(
         graph: &'a CompiledGraph,
         scheduler: &'a SchedulerInstance<'a>,
-        config: &'a SimConfig,
+        (run, config): (&'a RunConfig, &'a SimConfig),
         costs: CostModel,
         trace: TraceSink,
     ) -> Self {
-        let cells = config.slots as usize * graph.instance_count();
+        let cells = run.slots as usize * graph.instance_count();
         let counters = || WorkerCounters {
             per_node: vec![NodeCounters::default(); graph.nodes.len()],
-            durations: Durations::new(graph.nodes.len(), config.workers as usize, true),
+            durations: Durations::new(graph.nodes.len(), run.workers as usize, true),
             ..WorkerCounters::default()
         };
         let tasks_per_frame =
@@ -291,18 +238,19 @@ impl<'a> Sim<'a> {
         Sim {
             graph,
             scheduler,
+            run,
             config,
             costs,
             rng: Pcg64Mcg::seed_from_u64(config.seed),
-            templates: engine::templates(graph, config.workers),
+            templates: engine::templates(graph, run.workers),
             tasks_per_frame,
             events: BinaryHeap::new(),
             sequence: 0,
             now: 0,
-            workers: (0..config.workers)
+            workers: (0..run.workers)
                 .map(|_| Worker { batch: VecDeque::new(), running: None, counters: counters() })
                 .collect(),
-            slots: vec![Slot::default(); config.slots as usize],
+            slots: vec![Slot::default(); run.slots as usize],
             arrivals: vec![0; cells],
             states: vec![State::Waiting; cells],
             ready_at: vec![0; cells],
@@ -311,15 +259,15 @@ impl<'a> Sim<'a> {
             done: 0,
             waiting: 0,
             arrived: 0,
-            frames: config.frames,
+            frames: run.frames,
             interrupted: false,
             events_handled: 0,
             reported: None,
             begun: Instant::now(),
             staged: Vec::new(),
-            idle: (0..config.workers).collect(),
+            idle: (0..run.workers).collect(),
             woken: Vec::new(),
-            pop: PopBuffer::new(config.pop_batch as usize),
+            pop: PopBuffer::new(run.pop_batch as usize),
             latency: engine::latency_histogram(),
             measured_from: None,
             last_end: 0,
@@ -338,7 +286,7 @@ impl<'a> Sim<'a> {
         match self.config.arrival_interval_ns {
             Some(_) => self.schedule(0, Event::Arrive),
             None => {
-                for slot in 0..self.config.slots.min(u32::try_from(self.frames).unwrap_or(u32::MAX)) {
+                for slot in 0..self.run.slots.min(u32::try_from(self.frames).unwrap_or(u32::MAX)) {
                     self.start_frame(slot, TOMII_NO_WORKER)?;
                 }
             }
@@ -376,7 +324,7 @@ impl<'a> Sim<'a> {
 
     /// Looks at the stop request, and says how far the simulation got when it is time to.
     fn poll(&mut self) {
-        if !self.interrupted && self.config.stop.as_ref().is_some_and(|stop| stop.load(Ordering::Relaxed)) {
+        if !self.interrupted && self.run.stop.as_ref().is_some_and(|stop| stop.load(Ordering::Relaxed)) {
             // As a real run stops: the frames in flight complete, no other starts.
             self.interrupted = true;
             self.frames = self.started;
@@ -388,7 +336,7 @@ impl<'a> Sim<'a> {
     }
 
     fn report_progress(&mut self) {
-        if let Some(progress) = &self.config.progress {
+        if let Some(progress) = &self.run.progress {
             (progress.0)(Progress { frames_done: self.done, frames: self.frames, elapsed: self.begun.elapsed() });
             self.reported = Some(Instant::now());
         }
@@ -421,7 +369,7 @@ impl<'a> Sim<'a> {
         let state = &mut self.slots[slot as usize];
         state.generation = state.generation.wrapping_add(1);
         *state = Slot { generation: state.generation, frame, start_ns: self.now, remaining: self.tasks_per_frame };
-        if frame == self.config.warmup_frames {
+        if frame == self.run.warmup_frames {
             self.measured_from = Some(self.now);
         }
         let cells = self.cells(slot);
@@ -468,7 +416,7 @@ impl<'a> Sim<'a> {
         // As a real run wakes a parked worker for each pushed task no awake worker will take:
         // the pusher takes one in its range itself (it asks next), and for each other the lowest
         // idle worker inside the task's range is woken.
-        if self.config.wake_all_on_push {
+        if self.run.wake_all_on_push {
             // The pusher is not idle: it asks next.
             self.woken.extend(std::mem::take(&mut self.idle));
         }
@@ -534,10 +482,7 @@ impl<'a> Sim<'a> {
     /// The real run's checks of a popped descriptor (engine README, "Handles and verification").
     fn claim(&mut self, worker: u32, task: &TomiiTask) -> Result<(), RunError> {
         let (tag, slot, instance) = unpack(task.handle);
-        if slot >= self.config.slots
-            || instance as usize >= self.graph.instance_count()
-            || !self.graph.is_task(instance)
-        {
+        if slot >= self.run.slots || instance as usize >= self.graph.instance_count() || !self.graph.is_task(instance) {
             return Err(self.violation(format!("pop returned handle {:#x}, which the host never issued", task.handle)));
         }
         let state = self.slots[slot as usize];
@@ -599,7 +544,7 @@ impl<'a> Sim<'a> {
         // Only the handle: a scheduler with TOMII_SCHED_POP_HANDLES writes nothing else.
         let (_, slot, leader) = unpack(task.handle);
         let members = self.graph.group_of(leader);
-        let measured = frame >= self.config.warmup_frames;
+        let measured = frame >= self.run.warmup_frames;
         // The members' shares of the time, in order: the task's duration spread evenly (the draws
         // were summed when it started).
         let count = u64::from(members.end - members.start).max(1);
@@ -618,7 +563,7 @@ impl<'a> Sim<'a> {
                 per_node.max_ticks = per_node.max_ticks.max(to - from);
                 counters.durations.record(node, to - from);
             }
-            if self.config.trace || self.config.trace_file.is_some() || !self.config.trace_taps.is_empty() {
+            if self.run.trace || self.run.trace_file.is_some() || !self.run.trace_taps.is_empty() {
                 self.chunk.push(TraceRecord {
                     frame,
                     ready,
@@ -640,7 +585,7 @@ impl<'a> Sim<'a> {
     fn finish_frame(&mut self, slot: u32, worker: u32) -> Result<(), RunError> {
         let state = self.slots[slot as usize];
         let latency = self.now - state.start_ns;
-        if state.frame >= self.config.warmup_frames {
+        if state.frame >= self.run.warmup_frames {
             // A zero-length frame (every task free) records the histogram's least value.
             let _ = self.latency.record(latency.max(1));
         }
@@ -673,18 +618,18 @@ impl<'a> Sim<'a> {
         }
         let trace_error = self.trace.finish().err();
         let counters: Vec<WorkerCounters> = self.workers.iter().map(|w| w.counters.clone()).collect();
-        let frames_excluded = self.done.min(self.config.warmup_frames);
+        let frames_excluded = self.done.min(self.run.warmup_frames);
         let from = self.measured_from.unwrap_or(self.last_end);
         let wall_s = self.last_end.saturating_sub(from) as f64 / 1e9;
-        let trace_on = self.config.trace || self.config.trace_file.is_some() || !self.config.trace_taps.is_empty();
+        let trace_on = self.run.trace || self.run.trace_file.is_some() || !self.run.trace_taps.is_empty();
         let records = self.trace.records;
         let mut report = engine::assemble_report(ReportParts {
             graph: self.graph,
             plugin: self.scheduler.plugin(),
             stats: self.scheduler.stats(),
             ejected: None,
-            workers: self.config.workers,
-            slots: self.config.slots,
+            workers: self.run.workers,
+            slots: self.run.slots,
             inline_continuation: false,
             counters: &counters,
             clock: &self.clock,
@@ -703,11 +648,11 @@ impl<'a> Sim<'a> {
             trace_lost: 0,
             trace_released: self.trace.released,
         });
-        let config = self.config;
+        let (run, config) = (self.run, self.config);
         report.source_section.insert(
             "simulation",
             json!({
-                "virtual_workers": config.workers,
+                "virtual_workers": run.workers,
                 "seed": config.seed,
                 "arrival_interval_ns": config.arrival_interval_ns,
                 "overhead_pop_ns": config.overhead_pop_ns,
@@ -717,7 +662,7 @@ impl<'a> Sim<'a> {
                 "trace_error": trace_error,
             }),
         );
-        let trace = if self.config.trace { self.trace.take_records() } else { Vec::new() };
+        let trace = if self.run.trace { self.trace.take_records() } else { Vec::new() };
         RunOutcome::made(report, trace, self.clock.clone())
     }
 }

@@ -1,204 +1,19 @@
-//! The knob catalog: every option of `tomii run`, with its type, default, domain, role, description
-//! and search hint. `tomii knobs` prints it; the Python binding reads the same table, so an option
-//! has one name, one default and one domain everywhere.
-//!
-//! Pure data and its rendering: no clap, no I/O, no engine. `tests/knobs.rs` checks it against the
-//! clap definition in `cli.rs` (every long flag, default and choice), so the two cannot drift.
+//! The catalog itself: every run option, declared once. A row says what the option is (name, flag,
+//! type, default, domain, role, texts), which entry points take it, and how it applies to a run's
+//! [`Settings`](crate::launch::Settings); the CLI, the binding, Python's keywords and `tomii knobs` are all read from it.
+//! Adding an option is one row here and its use where it takes effect.
 
-use serde::ser::{Serialize, SerializeMap, SerializeStruct, Serializer};
+use super::{Choice, Domain, Flag, Kind, Knob, Preset, Role, Scale, Takes};
+use crate::engine::FaultPolicy;
+use crate::launch::TraceFormat;
+use crate::network::{Dispatch, WhenBusy};
 
-/// The version of the JSON shape `tomii knobs --json` prints; bumped when a field changes meaning.
-pub const FORMAT_VERSION: u32 = 1;
-
-/// One option of a run.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Knob {
-    /// The option's name in Python (`run(workers=4)`) and in JSON: snake_case.
-    pub name: &'static str,
-    /// The `tomii run` flag. A bool knob's flag flips it from its default: `--quiet` sets `quiet`
-    /// (default false), `--no-task-timing` clears `task_timing` (default true).
-    pub cli: &'static str,
-    pub kind: Kind,
-    pub default: Preset,
-    pub domain: Domain,
-    pub role: Role,
-    pub description: &'static str,
-    /// How to search the knob, for a tuner (a person, a script or an agent).
-    pub search_hint: &'static str,
-}
-
-/// The type of a knob's value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Int,
-    Bool,
-    String,
-    Path,
-    /// Several paths; on the CLI, the flag once per path.
-    PathList,
-    /// `KEY=VALUE` pairs; on the CLI, the flag once per pair.
-    KeyValueList,
-}
-
-impl Kind {
-    /// The name in the catalog's `type` field.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Int => "int",
-            Kind::Bool => "bool",
-            Kind::String => "string",
-            Kind::Path => "path",
-            Kind::PathList => "list<path>",
-            Kind::KeyValueList => "list<key=value>",
-        }
-    }
-}
-
-/// A knob's default value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Preset {
-    /// Unset (JSON `null`): the option is off unless given.
-    Unset,
-    /// No items (JSON `[]`), for list knobs.
-    Empty,
-    Int(u64),
-    Bool(bool),
-    Text(&'static str),
-}
-
-impl Serialize for Preset {
-    fn serialize<S: Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
-        match *self {
-            Preset::Unset => out.serialize_none(),
-            Preset::Empty => out.collect_seq(std::iter::empty::<u8>()),
-            Preset::Int(value) => out.serialize_u64(value),
-            Preset::Bool(value) => out.serialize_bool(value),
-            Preset::Text(value) => out.serialize_str(value),
-        }
-    }
-}
-
-impl Preset {
-    /// The default as the CLI would print it; `-` when unset or empty.
-    pub fn to_text(self) -> String {
-        match self {
-            Preset::Unset | Preset::Empty => "-".to_owned(),
-            Preset::Int(value) => value.to_string(),
-            Preset::Bool(value) => value.to_string(),
-            Preset::Text(value) => value.to_owned(),
-        }
-    }
-}
-
-/// The values a knob accepts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Domain {
-    /// An integer in `min..=max`, the values the runtime accepts (for an option without a limit of
-    /// its own, its type's range); `scale` is how to step through it, the search hint where.
-    Int {
-        min: u64,
-        max: u64,
-        scale: Scale,
-    },
-    Bool,
-    /// One of these words.
-    Choice(&'static [&'static str]),
-    /// The name of a scheduler installed where the binary looks (`tomii schedulers --json`).
-    Scheduler,
-    /// Options of the chosen scheduler: its keys and their domains are listed by
-    /// `tomii schedulers --json`.
-    SchedulerOptions,
-    /// A file path.
-    Path,
-}
-
-/// How to step through an integer domain.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scale {
-    Linear,
-    /// Powers of two.
-    Pow2,
-    /// Logarithmic: factors of ten or so.
-    Log,
-}
-
-impl Scale {
-    pub fn name(self) -> &'static str {
-        match self {
-            Scale::Linear => "linear",
-            Scale::Pow2 => "pow2",
-            Scale::Log => "log",
-        }
-    }
-}
-
-/// Where the installed schedulers and their options are listed.
-const SCHEDULER_LISTING: &str = "tomii schedulers --json";
-
-/// `{"kind": ..., ...}`, the catalog's `domain` field.
-impl Serialize for Domain {
-    fn serialize<S: Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
-        let mut map = out.serialize_map(None)?;
-        match *self {
-            Domain::Int { min, max, scale } => {
-                map.serialize_entry("kind", "int")?;
-                map.serialize_entry("min", &min)?;
-                map.serialize_entry("max", &max)?;
-                map.serialize_entry("scale", scale.name())?;
-            }
-            Domain::Bool => map.serialize_entry("kind", "bool")?,
-            Domain::Choice(values) => {
-                map.serialize_entry("kind", "choice")?;
-                map.serialize_entry("values", values)?;
-            }
-            Domain::Scheduler => {
-                map.serialize_entry("kind", "scheduler")?;
-                map.serialize_entry("listed_by", SCHEDULER_LISTING)?;
-            }
-            Domain::SchedulerOptions => {
-                map.serialize_entry("kind", "scheduler_options")?;
-                map.serialize_entry("listed_by", SCHEDULER_LISTING)?;
-            }
-            Domain::Path => map.serialize_entry("kind", "path")?,
-        }
-        map.end()
-    }
-}
-
-impl Domain {
-    /// A short rendering for the text table.
-    pub fn to_text(self) -> String {
-        match self {
-            Domain::Int { min, max, scale } => format!("{min}..={max} ({})", scale.name()),
-            Domain::Bool => "true|false".to_owned(),
-            Domain::Choice(values) => values.join("|"),
-            Domain::Scheduler => "installed scheduler".to_owned(),
-            Domain::SchedulerOptions => "scheduler's options".to_owned(),
-            Domain::Path => "path".to_owned(),
-        }
-    }
-}
-
-/// What a knob is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// Changes how fast a run goes, never what it computes: what a tuner searches.
-    Perf,
-    /// Changes what a run does or when it stops.
-    Behaviour,
-    /// Inputs, outputs and what is recorded.
-    Io,
-}
-
-impl Role {
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Perf => "perf",
-            Role::Behaviour => "behaviour",
-            Role::Io => "io",
-        }
-    }
-}
+// The words of every choice knob, declared once: the catalog's domain, the CLI's possible values
+// and what a word means are all read from these.
+super::choice!(FaultPolicy { Stop = "stop", Fallback = "fallback" });
+super::choice!(Dispatch { Packet = "packet", Frame = "frame" });
+super::choice!(WhenBusy { Drop = "drop", Wait = "wait" });
+super::choice!(TraceFormat { Csv = "csv", Chrome = "chrome" });
 
 /// The engine's most slots, most workers and largest pop batch.
 const MAX_SLOTS: u64 = crate::engine::MAX_SLOTS as u64;
@@ -217,6 +32,10 @@ pub const CATALOG: &[Knob] = &[
         role: Role::Io,
         description: "Kernel libraries (.so) whose kernels the graph's nodes call; on the CLI, repeat the flag for several",
         search_hint: "not a tuning knob: the graph needs the libraries that hold its kernels",
+        takes: Takes::RUN.and(Takes::SESSION),
+        flag: Flag { value_name: "PATH", ..Flag::PLAIN },
+        apply: |s, v| s.dylibs = v.paths(),
+        simulate_default: None,
     },
     Knob {
         name: "workers",
@@ -228,6 +47,10 @@ pub const CATALOG: &[Knob] = &[
         description: "Worker threads that run the kernels",
         search_hint: "unimodal: throughput rises until the physical cores are busy, then falls; \
             binary search 1..=physical cores",
+        takes: Takes::ALL,
+        flag: Flag { value_name: "N", ..Flag::PLAIN },
+        apply: |s, v| s.run.workers = v.u32(),
+        simulate_default: None,
     },
     Knob {
         name: "slots",
@@ -238,6 +61,10 @@ pub const CATALOG: &[Knob] = &[
         role: Role::Perf,
         description: "Frames in flight at once; each holds one slot until it completes",
         search_hint: "rises then plateaus; try powers of two from 1 to 4 × workers (memory grows as slots × instances)",
+        takes: Takes::ALL,
+        flag: Flag { value_name: "S", ..Flag::PLAIN },
+        apply: |s, v| s.run.slots = v.u32(),
+        simulate_default: None,
     },
     Knob {
         name: "frames",
@@ -248,6 +75,10 @@ pub const CATALOG: &[Knob] = &[
         role: Role::Behaviour,
         description: "Frames to run; 0 runs until Ctrl-C, which completes the frames in flight and reports",
         search_hint: "not a tuning knob: hold it fixed across trials, large enough that a run lasts a second or more",
+        takes: Takes::RUN.and(Takes::SIMULATE),
+        flag: Flag { value_name: "F", aliases: &["max-frames", "max-streams"], ..Flag::PLAIN },
+        apply: |s, v| s.run.frames = v.int(),
+        simulate_default: Some(Preset::Int(100)),
     },
     Knob {
         name: "warmup_frames",
@@ -260,6 +91,10 @@ pub const CATALOG: &[Knob] = &[
             them out (the report counts them in frames_excluded); Tomii 1.2's --exclude-streams",
         search_hint: "not a tuning knob: hold it fixed across trials; enough frames for caches and the scheduler's \
             estimates to settle (a few times slots)",
+        takes: Takes::RUN.and(Takes::SIMULATE),
+        flag: Flag { value_name: "N", aliases: &["exclude-streams"], ..Flag::PLAIN },
+        apply: |s, v| s.run.warmup_frames = v.int(),
+        simulate_default: None,
     },
     Knob {
         name: "max_runtime_s",
@@ -271,6 +106,10 @@ pub const CATALOG: &[Knob] = &[
         description: "Stop after this many seconds, as Ctrl-C does: the frames in flight complete and the run reports \
             (as interrupted); 0: no limit. Tomii 1.2's --max-runtime",
         search_hint: "not a tuning knob: a time budget per trial, with frames 0 (or large)",
+        takes: Takes::RUN,
+        flag: Flag { value_name: "S", aliases: &["max-runtime"], ..Flag::PLAIN },
+        apply: |s, v| s.max_runtime_s = v.int(),
+        simulate_default: None,
     },
     Knob {
         name: "scheduler",
@@ -281,6 +120,10 @@ pub const CATALOG: &[Knob] = &[
         role: Role::Perf,
         description: "Scheduler by name: loads libtomii_sched_NAME.so from $TOMII_SCHEDULER_PATH or beside the binary",
         search_hint: "categorical: try each installed scheduler (tomii schedulers) first, then tune its options",
+        takes: Takes::ALL,
+        flag: Flag { value_name: "NAME", conflicts_with: Some("scheduler_plugin"), ..Flag::PLAIN },
+        apply: |s, v| s.scheduler = v.text(),
+        simulate_default: None,
     },
     Knob {
         name: "scheduler_plugin",
@@ -291,6 +134,10 @@ pub const CATALOG: &[Knob] = &[
         role: Role::Perf,
         description: "Scheduler by path to its .so (Rust or C); replaces scheduler",
         search_hint: "categorical: for a scheduler built outside this workspace; otherwise search scheduler",
+        takes: Takes::ALL,
+        flag: Flag { value_name: "PATH", ..Flag::PLAIN },
+        apply: |s, v| s.scheduler_plugin = Some(v.path()),
+        simulate_default: None,
     },
     Knob {
         name: "sched_opt",
@@ -301,6 +148,10 @@ pub const CATALOG: &[Knob] = &[
         role: Role::Perf,
         description: "Options of the scheduler, KEY=VALUE; on the CLI, repeat the flag for several",
         search_hint: "conditional on scheduler: each option's kind, default and domain are in tomii schedulers --json",
+        takes: Takes::ALL,
+        flag: Flag { value_name: "KEY=VALUE", ..Flag::PLAIN },
+        apply: |s, v| s.run.scheduler_options = v.pairs(),
+        simulate_default: None,
     },
     Knob {
         name: "trace",
@@ -311,17 +162,25 @@ pub const CATALOG: &[Knob] = &[
         role: Role::Io,
         description: "Stream the trace (one row per task execution, in the order workers hand them over) to this CSV file",
         search_hint: "not a tuning knob: recording costs time per task; leave it off while searching",
+        takes: Takes::RUN.and(Takes::SIMULATE),
+        flag: Flag { value_name: "FILE", ..Flag::PLAIN },
+        apply: |s, v| s.files.trace = Some(v.path()),
+        simulate_default: None,
     },
     Knob {
         name: "trace_format",
         cli: "--trace-format",
         kind: Kind::String,
         default: Preset::Text("csv"),
-        domain: Domain::Choice(&["csv", "chrome"]),
+        domain: Domain::Choice(TraceFormat::WORDS),
         role: Role::Io,
         description: "The trace file's format: csv (one row per task execution) or chrome (the trace-event JSON that \
             Perfetto and chrome://tracing open)",
         search_hint: "not a tuning knob: how the trace is written",
+        takes: Takes::RUN.and(Takes::SIMULATE),
+        flag: Flag { value_name: "FORMAT", requires: Some("trace"), ..Flag::PLAIN },
+        apply: |s, v| s.files.trace_format = v.choice(),
+        simulate_default: None,
     },
     Knob {
         name: "report",
@@ -332,6 +191,10 @@ pub const CATALOG: &[Knob] = &[
         role: Role::Io,
         description: "Write the report (throughput, latency percentiles, per-node and per-worker figures) as JSON",
         search_hint: "not a tuning knob: the report is how a trial is scored; always set it",
+        takes: Takes::RUN.and(Takes::SIMULATE),
+        flag: Flag { value_name: "FILE", ..Flag::PLAIN },
+        apply: |s, v| s.files.report = Some(v.path()),
+        simulate_default: None,
     },
     Knob {
         name: "timing",
@@ -343,6 +206,10 @@ pub const CATALOG: &[Knob] = &[
         description: "Write Tomii 1.2's timing file (plain-text statistics: frames, their mean time, a per-node table) \
             from the trace",
         search_hint: "not a tuning knob: it records the trace, which costs time per task; for Tomii 1.2's scripts",
+        takes: Takes::RUN,
+        flag: Flag { value_name: "FILE", ..Flag::PLAIN },
+        apply: |s, v| s.files.timing = Some(v.path()),
+        simulate_default: None,
     },
     Knob {
         name: "record",
@@ -355,6 +222,10 @@ pub const CATALOG: &[Knob] = &[
             the trace; on the CLI without FILE (in Python, true), beside the timing file as NAME_sched.csv, else \
             scheduler_record.csv",
         search_hint: "not a tuning knob: it records the trace, which costs time per task; for Tomii 1.2's scripts",
+        takes: Takes::RUN,
+        flag: Flag { value_name: "FILE", bare: true, ..Flag::PLAIN },
+        apply: |s, v| s.files.record = Some(v.path_or_bare()),
+        simulate_default: None,
     },
     Knob {
         name: "record_decisions",
@@ -366,6 +237,10 @@ pub const CATALOG: &[Knob] = &[
         description: "Record every scheduling decision (which task each worker ran, in order) with the graph, knobs \
             and scheduler, for tomii replay FILE",
         search_hint: "not a tuning knob: it records the trace, which costs time per task; for reproducing a run",
+        takes: Takes::RUN.and(Takes::SIMULATE),
+        flag: Flag { value_name: "FILE", ..Flag::PLAIN },
+        apply: |s, v| s.files.decisions = Some(v.path()),
+        simulate_default: None,
     },
     Knob {
         name: "pop_batch",
@@ -376,6 +251,10 @@ pub const CATALOG: &[Knob] = &[
         role: Role::Perf,
         description: "The most tasks a worker takes from the scheduler at once",
         search_hint: "powers of two 1..=64; helps short tasks and batching schedulers (multi-slot-batch), may hurt balance",
+        takes: Takes::ALL,
+        flag: Flag { value_name: "N", ..Flag::PLAIN },
+        apply: |s, v| s.run.pop_batch = v.u32(),
+        simulate_default: None,
     },
     Knob {
         name: "inline_continuation",
@@ -386,6 +265,10 @@ pub const CATALOG: &[Knob] = &[
         role: Role::Perf,
         description: "A worker runs one task its completion made ready itself, without the scheduler (which never sees that task)",
         search_hint: "on for chains and 1:1 pipelines of short tasks; it bypasses the scheduler's policy for those tasks, so leave it off when comparing schedulers",
+        takes: Takes::RUN.and(Takes::SESSION),
+        flag: Flag::PLAIN,
+        apply: |s, v| s.run.inline_continuation = v.flag(),
+        simulate_default: None,
     },
     Knob {
         name: "task_timing",
@@ -396,6 +279,10 @@ pub const CATALOG: &[Knob] = &[
         role: Role::Io,
         description: "Time each kernel (per-node times and busy fractions in the report); --no-task-timing turns it off",
         search_hint: "keep it on while tuning (the report's per-node figures need it); off saves two clock reads per task",
+        takes: Takes::RUN.and(Takes::SESSION),
+        flag: Flag::PLAIN,
+        apply: |s, v| s.run.task_timing = v.flag(),
+        simulate_default: None,
     },
     Knob {
         name: "stall_timeout_ms",
@@ -406,6 +293,10 @@ pub const CATALOG: &[Knob] = &[
         role: Role::Behaviour,
         description: "Stop with an error when every worker has been idle this long (ms) while frames are incomplete",
         search_hint: "not a tuning knob: raise it only for kernels that wait on something outside the graph",
+        takes: Takes::RUN.and(Takes::SESSION),
+        flag: Flag { value_name: "MS", ..Flag::PLAIN },
+        apply: |s, v| s.run.stall_timeout = v.millis(),
+        simulate_default: None,
     },
     Knob {
         name: "scheduler_call_timeout_ms",
@@ -418,6 +309,10 @@ pub const CATALOG: &[Knob] = &[
             long (ms); a thread stuck in a plugin cannot be stopped, so the command exits",
         search_hint: "not a tuning knob: a scheduler call takes nanoseconds to microseconds; raise it only for a \
             scheduler that blocks on purpose",
+        takes: Takes::RUN,
+        flag: Flag { value_name: "MS", ..Flag::PLAIN },
+        apply: |s, v| s.run.scheduler_call_timeout = v.millis(),
+        simulate_default: None,
     },
     Knob {
         name: "kernel_timeout_ms",
@@ -429,18 +324,26 @@ pub const CATALOG: &[Knob] = &[
         description: "Stop with an error when a kernel call has not returned after this long (ms); 0: no limit. A \
             thread stuck in a plugin cannot be stopped, so the command exits",
         search_hint: "not a tuning knob: set it well above the slowest kernel while developing kernels",
+        takes: Takes::RUN,
+        flag: Flag { value_name: "MS", ..Flag::PLAIN },
+        apply: |s, v| s.run.kernel_timeout = Some(v.millis()).filter(|limit| !limit.is_zero()),
+        simulate_default: None,
     },
     Knob {
         name: "on_scheduler_fault",
         cli: "--on-scheduler-fault",
         kind: Kind::String,
         default: Preset::Text("stop"),
-        domain: Domain::Choice(&["stop", "fallback"]),
+        domain: Domain::Choice(FaultPolicy::WORDS),
         role: Role::Behaviour,
         description: "When the scheduler breaks its contract: stop the run with an error, or fallback: \
             eject it and finish on the host's FIFO",
         search_hint: "not a tuning knob: stop while developing a scheduler; fallback for long sweeps \
             (the report records an ejection)",
+        takes: Takes::RUN.and(Takes::SESSION),
+        flag: Flag { value_name: "POLICY", ..Flag::PLAIN },
+        apply: |s, v| s.run.on_fault = v.choice(),
+        simulate_default: None,
     },
     Knob {
         name: "receiver_threads",
@@ -452,6 +355,10 @@ pub const CATALOG: &[Knob] = &[
         description: "Network source: threads that read the sockets (each socket is read by one; at most num_sockets are used)",
         search_hint: "only for graphs with a network_config: 1 until one thread cannot keep up (packets_dropped grows), \
             then up to num_sockets",
+        takes: Takes::RUN,
+        flag: Flag { value_name: "N", ..Flag::PLAIN },
+        apply: |s, v| s.run.network.receiver_threads = v.u32(),
+        simulate_default: None,
     },
     Knob {
         name: "socket_recv_buf_bytes",
@@ -463,30 +370,42 @@ pub const CATALOG: &[Knob] = &[
         description: "Network source: SO_RCVBUF asked for each socket, in bytes (the system may grant less; the report says what it gave)",
         search_hint: "only for graphs with a network_config: raise it when bursts overflow the socket; the system caps it \
             (net.core.rmem_max)",
+        takes: Takes::RUN,
+        flag: Flag { value_name: "BYTES", ..Flag::PLAIN },
+        apply: |s, v| s.run.network.socket_recv_buf_bytes = v.int(),
+        simulate_default: None,
     },
     Knob {
         name: "network_dispatch",
         cli: "--network-dispatch",
         kind: Kind::String,
         default: Preset::Text("packet"),
-        domain: Domain::Choice(&["packet", "frame"]),
+        domain: Domain::Choice(Dispatch::WORDS),
         role: Role::Perf,
         description: "Network source: packet runs a packet's tasks as it arrives (a frame starts at its first packet); \
             frame collects a frame's packets, then starts it",
         search_hint: "only for graphs with a network_config: packet is the point of a packet-driven runtime; frame is the \
             collect-first baseline to compare with",
+        takes: Takes::RUN,
+        flag: Flag { value_name: "WHEN", ..Flag::PLAIN },
+        apply: |s, v| s.run.network.dispatch = v.choice(),
+        simulate_default: None,
     },
     Knob {
         name: "on_slots_busy",
         cli: "--on-slots-busy",
         kind: Kind::String,
         default: Preset::Text("drop"),
-        domain: Domain::Choice(&["drop", "wait"]),
+        domain: Domain::Choice(WhenBusy::WORDS),
         role: Role::Behaviour,
         description: "Network source: a new frame that finds every slot busy is dropped (its packets counted), or waits \
             in the window, holding its packets, until a slot is free",
         search_hint: "not a tuning knob: drop keeps up with a live stream; wait loses nothing while the window and the \
             socket buffers hold",
+        takes: Takes::RUN,
+        flag: Flag { value_name: "POLICY", ..Flag::PLAIN },
+        apply: |s, v| s.run.network.on_slots_busy = v.choice(),
+        simulate_default: None,
     },
     Knob {
         name: "frame_timeout_ms",
@@ -498,6 +417,10 @@ pub const CATALOG: &[Knob] = &[
         description: "Network source: a frame whose packets have not all arrived this long (ms) after its first one is \
             abandoned and reported incomplete",
         search_hint: "not a tuning knob: a few frame periods of the sender",
+        takes: Takes::RUN,
+        flag: Flag { value_name: "MS", ..Flag::PLAIN },
+        apply: |s, v| s.run.network.frame_timeout = v.millis(),
+        simulate_default: None,
     },
     Knob {
         name: "frame_window",
@@ -509,6 +432,10 @@ pub const CATALOG: &[Knob] = &[
         description: "Network source: frame ids accepted from the oldest frame in flight on (at least slots); \
             packets of ids beyond are dropped as outside the window (with on_slots_busy=wait, the receiver waits for room)",
         search_hint: "not a tuning knob: larger than the frames a sender has in the air at once",
+        takes: Takes::RUN,
+        flag: Flag { value_name: "FRAMES", ..Flag::PLAIN },
+        apply: |s, v| s.run.network.frame_window = v.u32(),
+        simulate_default: None,
     },
     Knob {
         name: "quiet",
@@ -519,84 +446,9 @@ pub const CATALOG: &[Knob] = &[
         role: Role::Io,
         description: "Print nothing but errors",
         search_hint: "not a tuning knob",
+        takes: Takes::RUN.and(Takes::SIMULATE),
+        flag: Flag { short: Some('q'), ..Flag::PLAIN },
+        apply: |s, v| s.quiet = v.flag(),
+        simulate_default: None,
     },
 ];
-
-/// The knob called `name`, if any.
-pub fn find(name: &str) -> Option<&'static Knob> {
-    CATALOG.iter().find(|knob| knob.name == name)
-}
-
-/// Checks `value` of the integer knob `name` against the catalog's domain, which is therefore the
-/// one statement of what the runtime accepts. The message names the knob, its value and range, then
-/// its flag and what it is.
-///
-/// # Panics
-/// If `name` is not an integer knob of the catalog: a caller's typo, caught by any test.
-pub fn check_int(name: &str, value: u64) -> Result<(), String> {
-    let knob = find(name).unwrap_or_else(|| panic!("{name} is not a knob of the catalog"));
-    let Domain::Int { min, max, .. } = knob.domain else { panic!("{name} is not an integer knob") };
-    if (min..=max).contains(&value) {
-        return Ok(());
-    }
-    let range = if max == u64::MAX { format!("at least {min}") } else { format!("between {min} and {max}") };
-    Err(format!("{name} is {value}: it must be {range}. {name} ({}): {}", knob.cli, knob.description))
-}
-
-/// One entry of `tomii knobs --json`: name, cli, type, default, domain, role, description,
-/// search_hint, in that order.
-impl Serialize for Knob {
-    fn serialize<S: Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
-        let mut knob = out.serialize_struct("Knob", 8)?;
-        knob.serialize_field("name", self.name)?;
-        knob.serialize_field("cli", self.cli)?;
-        knob.serialize_field("type", self.kind.name())?;
-        knob.serialize_field("default", &self.default)?;
-        knob.serialize_field("domain", &self.domain)?;
-        knob.serialize_field("role", self.role.name())?;
-        knob.serialize_field("description", self.description)?;
-        knob.serialize_field("search_hint", self.search_hint)?;
-        knob.end()
-    }
-}
-
-/// What `tomii knobs --json` prints: `{"version": 1, "knobs": [...]}`.
-#[derive(Clone, Copy, Debug, serde::Serialize)]
-pub struct Listing {
-    pub version: u32,
-    pub knobs: &'static [Knob],
-}
-
-/// The whole catalog, ready to serialize.
-pub const LISTING: Listing = Listing { version: FORMAT_VERSION, knobs: CATALOG };
-
-/// The catalog as an aligned text table (one knob a line, the description last), what
-/// `tomii knobs` prints.
-pub fn to_table() -> String {
-    let header = ["NAME", "CLI", "TYPE", "DEFAULT", "DOMAIN", "ROLE", "DESCRIPTION"].map(str::to_owned);
-    let rows: Vec<[String; 7]> = CATALOG
-        .iter()
-        .map(|k| {
-            [
-                k.name.to_owned(),
-                k.cli.to_owned(),
-                k.kind.name().to_owned(),
-                k.default.to_text(),
-                k.domain.to_text(),
-                k.role.name().to_owned(),
-                k.description.to_owned(),
-            ]
-        })
-        .collect();
-    let mut widths = [0; 7];
-    for row in std::iter::once(&header).chain(&rows) {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let line = |row: &[String; 7]| {
-        let cells: Vec<String> = row.iter().zip(widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
-        cells.join("  ").trim_end().to_owned() + "\n"
-    };
-    std::iter::once(&header).chain(&rows).map(line).collect()
-}

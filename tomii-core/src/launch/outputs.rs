@@ -1,0 +1,150 @@
+//! The files a run writes besides the CSV trace the engine streams: the report, Tomii 1.2's timing
+//! file and scheduler record, the Chrome trace and the decisions file. Each is created before the
+//! run (an unwritable path fails before the run is spent), fed by its trace tap as the run goes,
+//! and ended once with the report, whole or partial, so that a failed or interrupted run keeps
+//! what it did.
+//!
+//! Nothing here runs on a worker; every file is written on the host thread.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::cli::timing::{Record, Timing};
+use crate::engine::{ChromeLayout, ChromeTraceFile, Report, RunConfig, TraceTap};
+use crate::graph::CompiledGraph;
+use crate::replay::DecisionsFile;
+
+use super::Files;
+
+/// A run's files, open.
+pub struct Outputs {
+    report: Option<PathBuf>,
+    /// The CSV trace (the engine writes it; named here for what a failed run kept).
+    trace: Option<PathBuf>,
+    chrome: Option<ChromeTraceFile>,
+    timing: Option<Timing>,
+    record: Option<Record>,
+    /// Created when the run starts, once its scheduler is known.
+    decisions: OnceLock<DecisionsFile>,
+}
+
+/// What ending the files did: what each holds, and the errors met (each file is tried).
+#[derive(Debug, Default)]
+pub struct Written {
+    /// "the report (PATH)", "the trace (PATH)", ...: the files that hold what ran.
+    pub kept: Vec<String>,
+    pub errors: Vec<String>,
+}
+
+impl Written {
+    /// The first error, if any.
+    pub fn result(&self) -> Result<(), String> {
+        self.errors.first().cloned().map_or(Ok(()), Err)
+    }
+}
+
+impl Outputs {
+    /// Checks that every file of `files` can be written without blocking and without destroying
+    /// the graph file (`graph_file`, if the graph came from one), then creates those written
+    /// through taps.
+    pub(super) fn create(
+        files: &Files,
+        graph: &CompiledGraph,
+        config: &RunConfig,
+        graph_file: Option<&Path>,
+    ) -> Result<Outputs, String> {
+        for path in files.paths() {
+            check_writable(&path, graph_file)?;
+        }
+        let chrome = files
+            .chrome_trace()
+            .map(|path| ChromeTraceFile::create(&path, ChromeLayout::of(graph, config)))
+            .transpose()?;
+        let record = files.record_path().map(|path| Record::create(&path)).transpose()?;
+        Ok(Outputs {
+            report: files.report.clone(),
+            trace: files.csv_trace(),
+            chrome,
+            timing: files.timing.as_deref().map(|path| Timing::new(path, graph, config)),
+            record,
+            decisions: OnceLock::new(),
+        })
+    }
+
+    /// The taps that feed the files as the trace streams in.
+    pub(super) fn taps(&self) -> Vec<TraceTap> {
+        let timing = self.timing.iter().map(Timing::tap);
+        let record = self.record.iter().map(Record::tap);
+        timing.chain(record).chain(self.chrome.iter().map(ChromeTraceFile::tap)).collect()
+    }
+
+    /// Keeps the decisions file, created when the run starts; its tap.
+    pub(super) fn keep_decisions(&self, file: DecisionsFile) -> TraceTap {
+        self.decisions.get_or_init(|| file).tap()
+    }
+
+    /// Ends every file with the run's report (none: the run never started): writes the report and
+    /// the timing file, ends the Chrome trace, the record and the decisions file.
+    pub fn finish(&self, report: Option<&Report>) -> Written {
+        let mut written = Written::default();
+        let mut keep = |what: &str, path: &Path, result: Result<(), String>| match result {
+            Ok(()) => written.kept.push(format!("{what} ({})", path.display())),
+            Err(error) => written.errors.push(error),
+        };
+        if let (Some(path), Some(report)) = (&self.report, report) {
+            keep("the report", path, write_report(path, report));
+        }
+        if let (Some(timing), Some(report)) = (&self.timing, report) {
+            keep("the timing file", timing.path(), timing.write(report));
+        }
+        if let Some(record) = &self.record {
+            keep("the record", record.path(), record.finish());
+        }
+        if let Some(chrome) = &self.chrome {
+            keep("the trace", chrome.path(), chrome.finish(report));
+        }
+        if let Some(decisions) = self.decisions.get() {
+            keep("the decisions file", decisions.path(), decisions.finish());
+        }
+        if let (Some(path), Some(_)) = (&self.trace, report) {
+            written.kept.push(format!("the trace ({})", path.display()));
+        }
+        written
+    }
+}
+
+/// Writes `report` as pretty JSON, with a last newline.
+pub fn write_report(path: &Path, report: &Report) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(report)
+        .map_err(|e| format!("{}: cannot write the report: {e}", path.display()))?;
+    std::fs::write(path, text + "\n").map_err(|e| format!("{}: cannot write the report: {e}", path.display()))
+}
+
+/// Refuses an output path that would block (a FIFO, a socket, a device), that is a directory,
+/// that is the graph file itself, or that cannot be opened for writing.
+pub fn check_writable(path: &Path, graph_file: Option<&Path>) -> Result<(), String> {
+    use std::os::unix::fs::FileTypeExt;
+    if path.is_dir() {
+        return Err(format!("{}: is a directory; give a file name", path.display()));
+    }
+    if let Ok(metadata) = std::fs::metadata(path) {
+        let kind = metadata.file_type();
+        if kind.is_fifo() || kind.is_socket() || kind.is_block_device() {
+            return Err(format!("{}: is a FIFO, a socket or a block device; give a regular file", path.display()));
+        }
+        if let (Ok(output), Some(Ok(input))) = (path.canonicalize(), graph_file.map(Path::canonicalize))
+            && output == input
+        {
+            return Err(format!(
+                "{}: is the graph file itself; writing there would destroy it, give another path",
+                path.display()
+            ));
+        }
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(drop)
+        .map_err(|error| format!("{}: cannot write here: {error}", path.display()))
+}
