@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ._tomii import ConfigError, knobs_json
+from ._tomii import knobs_json
+from .errors import ConfigError
 
 __all__ = ["catalog_knobs", "check_run_options"]
 
