@@ -17,17 +17,19 @@ plugin, never into the runtime) or Python (`@tomii.export` + `Graph.py_node`).
 from __future__ import annotations
 
 from . import graphs, knobs, network
-from ._tomii import (
+from ._warnings import GraphWarning
+from .build import BuildResult, build
+from .errors import (
     ConfigError,
     GraphError,
     HangError,
     KernelError,
     PluginError,
     SchedulerFault,
+    SessionBusy,
+    SessionClosed,
     TomiiError,
 )
-from ._warnings import GraphWarning
-from .build import BuildResult, build
 from .export import (
     CallContext,
     TomiiExportError,
@@ -41,7 +43,7 @@ from .network import SendStats, send
 from .plugins import find_plugin, find_scheduler, installed_schedulers
 from .run import TRACE_DTYPE, Report, RunResult, run_graph, validate
 from .scaffold import new_scheduler
-from .session import Frame, FrameResult, Session, SessionBusy, SessionClosed
+from .session import Frame, FrameResult, Session
 from .simulation import simulate
 from .trace_view import view_trace
 from .tune import tune

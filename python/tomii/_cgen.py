@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._tomii import PluginError
+from .errors import PluginError
 
 __all__ = ["Kernel", "generate", "parse_header"]
 

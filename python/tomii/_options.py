@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ._tomii import ConfigError, knobs_json, knobs_taken
+from ._tomii import knobs_json, knobs_taken
+from .errors import ConfigError
 
 __all__ = ["PYTHON_NAMES", "catalog_knobs", "check_run_options", "runtime_options"]
 

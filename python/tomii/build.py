@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import _cgen
-from ._tomii import PluginError
 from ._warnings import user_stacklevel
+from .errors import PluginError
 
 if sys.version_info >= (3, 11):
     import tomllib

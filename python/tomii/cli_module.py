@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from ._tomii import TomiiError, knobs_json, knobs_table, schema_json
+from ._tomii import knobs_json, knobs_table, schema_json
+from .errors import TomiiError
 from .graph_editor import edit
 from .graph_view import load_graph_file, open_page, write_graph_page
 from .knobs import load_graph

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from typing import Any, TypeVar, overload
 
-from ._tomii import TomiiError
 from ._tomii import call_context as _call_context
+from .errors import TomiiError
 
 __all__ = [
     "CallContext",

@@ -1,7 +1,8 @@
 """The graph builder of the Tomii 1.2 Python API: `Graph`, its vars, nodes and dependency handles.
 
 `Graph.to_json()` emits the graph format of tomii-core/src/graph/README.md; `Graph.run()` runs it
-in-process through `tomii.run_graph`, with the Python kernels of its `py_node`s.
+in-process through `tomii.run_graph`, with the Python kernels of its `py_node`s. A bad graph (a
+name, factor, argument, edge or range) raises `tomii.GraphError` where it is defined, naming it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from ._warnings import warn_graph
+from .errors import GraphError
 from .export import ExportedKernel, TomiiExportError, find_exported
 from .types import String, TypedValue, infer_type
 
@@ -77,7 +79,7 @@ def _bound(value: int | str | Var, what: str) -> str:
     if isinstance(value, Var):
         return value.name
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise TypeError(f"{what} must be an int, a str or a Var, got {type(value).__name__}")
+        raise GraphError(f"{what} must be an int, a str or a Var, got {type(value).__name__}")
     return str(value)
 
 
@@ -93,29 +95,29 @@ class _Edge:
 
     def __post_init__(self) -> None:
         if not isinstance(self.wrap, bool):
-            raise TypeError(f"wrap must be a bool, got {type(self.wrap).__name__}")
+            raise GraphError(f"wrap must be a bool, got {type(self.wrap).__name__}")
         if self.wrap and self.group_by is not None:
-            raise ValueError("wrap does not apply to group_by, which is absolute")
+            raise GraphError("wrap does not apply to group_by, which is absolute")
         if self.group_by is not None:
             if isinstance(self.group_by, bool) or not isinstance(self.group_by, int):
-                raise TypeError(f"group_by must be an int, got {type(self.group_by).__name__}")
+                raise GraphError(f"group_by must be an int, got {type(self.group_by).__name__}")
             if self.group_by < 1:
-                raise ValueError(f"group_by must be positive, got {self.group_by}")
+                raise GraphError(f"group_by must be positive, got {self.group_by}")
             if self.start is not None or self.end is not None:
-                raise ValueError("group_by replaces the selection: do not give start or end too")
+                raise GraphError("group_by replaces the selection: do not give start or end too")
         if isinstance(self.start, list):
             if self.end is not None:
-                raise ValueError("a list of offsets cannot have an end")
+                raise GraphError("a list of offsets cannot have an end")
             if not self.start:
-                raise ValueError("a list of offsets cannot be empty")
+                raise GraphError("a list of offsets cannot be empty")
             if any(isinstance(k, bool) or not isinstance(k, int) for k in self.start):
-                raise TypeError("a list of offsets must hold ints")
+                raise GraphError("a list of offsets must hold ints")
 
     def _index(self) -> Any:
         if self.end is not None:
             start = 0 if self.start is None else self.start
             if isinstance(start, list):
-                raise ValueError("a list of offsets cannot have an end")
+                raise GraphError("a list of offsets cannot have an end")
             return f"{_bound(start, 'start')}-{_bound(self.end, 'end')}"
         if self.start is None:
             return None
@@ -124,7 +126,7 @@ class _Edge:
         if isinstance(self.start, list):
             return list(self.start)
         if isinstance(self.start, bool) or not isinstance(self.start, (int, str)):
-            raise TypeError(
+            raise GraphError(
                 f"start must be an int, a str, a list of ints or a Var, "
                 f"got {type(self.start).__name__}"
             )
@@ -279,16 +281,19 @@ def _factor(factor: int | Var, what: str = "factor") -> int | str:
     if isinstance(factor, Var):
         return factor.name
     if isinstance(factor, bool) or not isinstance(factor, int):
-        raise TypeError(f"{what} must be an int or a Var, got {type(factor).__name__}")
+        raise GraphError(f"{what} must be an int or a Var, got {type(factor).__name__}")
     if factor < 1:
-        raise ValueError(f"{what} must be positive, got {factor}")
+        raise GraphError(f"{what} must be positive, got {factor}")
     return factor
 
 
 def _literal(value: Any) -> dict[str, Any]:
     if isinstance(value, str):
         return String(value).to_json()
-    return infer_type(value).to_json()
+    try:
+        return infer_type(value).to_json()
+    except (TypeError, ValueError) as error:
+        raise GraphError(str(error)) from None
 
 
 def _arg(value: Any) -> dict[str, Any]:
@@ -297,10 +302,10 @@ def _arg(value: Any) -> dict[str, Any]:
     if isinstance(value, tuple) and len(value) == 2 and value[0] == "dep":
         # The Tomii 1.2 spelling of an ordering-only dependency: ("dep", node) is node.dep().
         if not isinstance(value[1], Node):
-            raise TypeError(f"('dep', x) needs a node, got {type(value[1]).__name__}")
+            raise GraphError(f"('dep', x) needs a node, got {type(value[1]).__name__}")
         return value[1].dep().to_json()
     if isinstance(value, Node):
-        raise TypeError(
+        raise GraphError(
             f"node {value.name!r} passed as an argument: use {value.name}.out(), .dep() or .wait()"
         )
     return _literal(value)
@@ -312,7 +317,7 @@ class Graph:
     def __init__(self, *, name: str | None = None) -> None:
         """An empty graph; `name` is the graph's (default: a file's stem, or "graph")."""
         if name is not None and not isinstance(name, str):
-            raise TypeError(f"name must be a str, got {type(name).__name__}")
+            raise GraphError(f"name must be a str, got {type(name).__name__}")
         self._name: str | None = name
         self._vars: list[dict[str, Any]] = []
         self._var_names: set[str] = set()
@@ -380,20 +385,20 @@ class Graph:
         """An initialization variable: a literal `value` or computed by `func(*args)` at init."""
         _check_name(name, "var")
         if name in self._var_names:
-            raise ValueError(f"duplicate var name {name!r}")
+            raise GraphError(f"duplicate var name {name!r}")
         if (value is None) == (func is None):
-            raise ValueError(f"var {name!r}: give exactly one of value or func")
+            raise GraphError(f"var {name!r}: give exactly one of value or func")
         if value is not None:
             if args is not None or factor is not None:
-                raise ValueError(f"var {name!r}: args and factor need func, not value")
+                raise GraphError(f"var {name!r}: args and factor need func, not value")
             if isinstance(value, (Var, _Edge, Node)):
-                raise TypeError(f"var {name!r}: the value must be a literal")
+                raise GraphError(f"var {name!r}: the value must be a literal")
             spec: dict[str, Any] = {"name": name, "value": _literal(value)}
         else:
             spec_args = []
             for a in args or []:
                 if isinstance(a, (_Edge, Node)):
-                    raise TypeError(
+                    raise GraphError(
                         f"var {name!r}: a computed var cannot depend on a node (nothing has run)"
                     )
                 spec_args.append(_arg(a))
@@ -413,7 +418,7 @@ class Graph:
         (`samples.out(0, 4)`, `samples.dep()`)."""
         _check_name(name, "input")
         if name in self._node_names:
-            raise ValueError(f"input {name!r}: a node or input has that name already")
+            raise GraphError(f"input {name!r}: a node or input has that name already")
         spec: dict[str, Any] = {"name": name}
         if factor is not None:
             spec["factor"] = _factor(factor)
@@ -501,13 +506,13 @@ class Graph:
         """
         unknown = sorted(set(config) - set(_NETWORK_KEYS))
         if unknown:
-            raise ValueError(
+            raise GraphError(
                 f"network(): unknown key(s) {', '.join(unknown)}; valid keys: "
                 f"{', '.join(_NETWORK_KEYS)}"
             )
         for key in ("start_port", "packet_length", "frame_packets"):
             if key not in config:
-                raise ValueError(f"network(): {key} is required")
+                raise GraphError(f"network(): {key} is required")
         block: dict[str, Any] = {"buffer_depth": 128}
         for key, value in config.items():
             if isinstance(value, Var):
@@ -533,9 +538,9 @@ class Graph:
     ) -> dict[str, Any]:
         _check_name(name, "node")
         if name in self._node_names:
-            raise ValueError(f"duplicate node name {name!r}")
+            raise GraphError(f"duplicate node name {name!r}")
         if not isinstance(func, str) or not func:
-            raise ValueError(f"node {name!r}: func must be a non-empty string")
+            raise GraphError(f"node {name!r}: func must be a non-empty string")
         spec: dict[str, Any] = {"name": name, "function": func}
         if factor is not None:
             spec["factor"] = _factor(factor)
@@ -547,13 +552,13 @@ class Graph:
             spec["use_workers"] = _use_workers(name, use_workers)
         if group_size is not None:
             if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
-                raise ValueError(f"node {name!r}: group_size must be a positive int")
+                raise GraphError(f"node {name!r}: group_size must be a positive int")
             spec["group_size"] = group_size
         if loop is not None:
             spec["loop"] = loop.to_json()
         if loop_args is not None:
             if loop is None:
-                raise ValueError(f"node {name!r}: loop_args needs a loop")
+                raise GraphError(f"node {name!r}: loop_args needs a loop")
             spec["loop_args"] = [_arg(a) for a in loop_args]
         if condition is not None:
             spec["condition"] = condition.to_json()
@@ -808,10 +813,10 @@ def _priority(node: str, priority: str | int) -> str | int:
     """A node's priority as the format writes it: a name or any i32."""
     if isinstance(priority, int) and not isinstance(priority, bool):
         if not -(2**31) <= priority < 2**31:
-            raise ValueError(f"node {node!r}: priority {priority} does not fit in an i32")
+            raise GraphError(f"node {node!r}: priority {priority} does not fit in an i32")
         return priority
     if priority not in _PRIORITIES:
-        raise ValueError(
+        raise GraphError(
             f"node {node!r}: priority must be one of {', '.join(_PRIORITIES)} or an int, "
             f"got {priority!r}"
         )
@@ -822,14 +827,14 @@ def _use_workers(node: str, workers: str | int) -> str | int:
     """A node's worker range as the format writes it ("lo-hi" inclusive, or one worker), checked
     as the runtime's parser checks it, so that a bad one is named where the node is defined."""
     if isinstance(workers, bool) or not isinstance(workers, (str, int)):
-        raise TypeError(
+        raise GraphError(
             f"node {node!r}: use_workers must be a string like '0-3' or a worker number"
         )
     lo, dash, hi = str(workers).strip().partition("-")
     bounds = (lo.strip(), (hi if dash else lo).strip())
     numbers = [int(b) for b in bounds if b.isascii() and b.isdigit()]
     if len(numbers) != 2 or not numbers[0] <= numbers[1] < 2**32 - 1:
-        raise ValueError(
+        raise GraphError(
             f"node {node!r}: use_workers {workers!r} is not a worker range; write 'lo-hi' with "
             "lo <= hi (inclusive, e.g. '0-3') or one worker number"
         )
@@ -838,4 +843,4 @@ def _use_workers(node: str, workers: str | int) -> str | int:
 
 def _check_name(name: str, what: str) -> None:
     if not isinstance(name, str) or not name:
-        raise ValueError(f"a {what} name must be a non-empty string, got {name!r}")
+        raise GraphError(f"a {what} name must be a non-empty string, got {name!r}")

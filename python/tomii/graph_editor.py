@@ -20,7 +20,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, final
 
-from ._tomii import GraphError, convert_json
+from ._tomii import convert_json
+from .errors import GraphError
 from .export_python import builder_script
 from .graph_view import graph_page
 

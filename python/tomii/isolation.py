@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, TypeVar, final
 
 import tomii
 
-from ._tomii import TomiiError
+from .errors import TomiiError
 
 __all__ = ["ChildFailed", "ChildStartFailed", "ChildTimeout", "Isolated"]
 

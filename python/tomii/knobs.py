@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 from typing import Any, Union
 
-from ._tomii import GraphError, convert_json, knobs_json, knobs_table
+from ._tomii import convert_json, knobs_json, knobs_table
+from .errors import GraphError
 from .graph import Graph
 
 __all__ = ["GraphInput", "enumerate_domain", "knob_space", "list_knobs", "load_graph"]

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
-from ._tomii import ConfigError, TomiiError, send_packets
+from ._tomii import send_packets
+from .errors import ConfigError, TomiiError
 from .graph import Graph
 
 __all__ = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ._tomii import PluginError
+from .errors import PluginError
 
 __all__ = ["PACKAGED_PLUGINS", "find_plugin", "find_scheduler", "installed_schedulers"]
 

@@ -13,15 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from ._options import catalog_knobs, check_run_options, runtime_options
-from ._tomii import (
-    ConfigError,
-    GraphError,
-    TomiiError,
-    convert_json,
-    run_json,
-    write_chrome_trace,
-)
+from ._tomii import convert_json, run_json, write_chrome_trace
 from ._warnings import user_stacklevel, warn_graph
+from .errors import ConfigError, GraphError, TomiiError
 from .export import ExportedKernel, find_exported
 from .graph import Graph
 from .plugins import find_scheduler

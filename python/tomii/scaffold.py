@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from ._tomii import TomiiError
 from .build import sdk_dir
+from .errors import TomiiError
 
 __all__ = ["PROJECT_FILES", "main", "new_scheduler", "sdk_main"]
 

@@ -26,7 +26,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ._options import check_run_options, runtime_options
-from ._tomii import ConfigError, NativeSession, NativeTicket, SessionBusy, SessionClosed, TomiiError
+from ._tomii import NativeSession, NativeTicket
+from .errors import ConfigError, SessionBusy, SessionClosed, TomiiError
 
 if TYPE_CHECKING:
     from typing_extensions import Self

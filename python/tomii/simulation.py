@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from ._options import check_run_options, runtime_options
-from ._tomii import ConfigError, TomiiError, simulate_json
+from ._tomii import simulate_json
+from .errors import ConfigError, TomiiError
 from .graphs import Fixed, LogNormal, Uniform
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._tomii import TomiiError
+from .errors import TomiiError
 from .webpage import assemble, temporary_page
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._tomii import GraphError
+from .errors import GraphError
 
 __all__ = ["render_ascii"]
 

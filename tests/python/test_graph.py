@@ -207,7 +207,7 @@ def test_builder_errors_are_specific() -> None:
         g.run(dylibs=[SYNTHETIC], wrokers=2)
     with pytest.raises(ValueError, match="loop_args needs a loop"):
         g.node("z", func="noop", loop_args=[1])
-    with pytest.raises(TypeError, match=r"x\.out\(\)"):
+    with pytest.raises(tm.GraphError, match=r"x\.out\(\)"):
         g.node("w", func="noop", args=[tm.Node("x")])
     # The failed definitions did not register their names.
     g.node("y", func="noop")

@@ -13,8 +13,7 @@ mod send;
 mod session;
 mod simulate;
 
-use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::import_exception;
 use pyo3::prelude::*;
 use runner::{Finished, GaveUp};
 use tomii_core::engine::{self, ChromeLayout, ChromeTrace, NsRecord, Output, RunError, RunFailure};
@@ -25,20 +24,17 @@ use tomii_core::plugin::PluginError as LoadError;
 
 use python_kernels::PythonKernels;
 
-create_exception!(tomii, TomiiError, PyException, "Every error raised by Tomii.");
-create_exception!(tomii, GraphError, TomiiError, "The graph is invalid (names the node, argument or field).");
-create_exception!(tomii, PluginError, TomiiError, "A kernel library or scheduler could not be loaded or started.");
-create_exception!(tomii, KernelError, TomiiError, "A kernel failed; the message names the node, instance and frame.");
-create_exception!(tomii, SchedulerFault, TomiiError, "The scheduler broke its contract or stalled.");
-create_exception!(tomii, ConfigError, TomiiError, "A run option is invalid.");
-create_exception!(
-    tomii,
-    HangError,
-    TomiiError,
-    "A scheduler call or a kernel did not return within its limit; its thread stays stuck in the process."
-);
-create_exception!(tomii, SessionBusy, TomiiError, "Every slot of a session stayed busy for the whole timeout.");
-create_exception!(tomii, SessionClosed, TomiiError, "The session was closed, or its run ended.");
+// The exception family is Python's (python/tomii/errors.py): the binding raises those very classes,
+// so the builder and the runtime raise one `tomii.GraphError`.
+import_exception!(tomii.errors, TomiiError);
+import_exception!(tomii.errors, GraphError);
+import_exception!(tomii.errors, PluginError);
+import_exception!(tomii.errors, KernelError);
+import_exception!(tomii.errors, SchedulerFault);
+import_exception!(tomii.errors, ConfigError);
+import_exception!(tomii.errors, HangError);
+import_exception!(tomii.errors, SessionBusy);
+import_exception!(tomii.errors, SessionClosed);
 
 /// The Python exception for `error`; a Python kernel's failure is raised from its own exception.
 fn run_error(py: Python<'_>, error: RunError, python: &PythonKernels) -> PyErr {
@@ -386,7 +382,6 @@ fn schema_json(dialect: &str) -> PyResult<String> {
 
 #[pymodule]
 fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(knobs_json, m)?)?;
     m.add_function(wrap_pyfunction!(knobs_table, m)?)?;
@@ -400,14 +395,5 @@ fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(send::send_packets, m)?)?;
     m.add_class::<session::NativeSession>()?;
     m.add_class::<session::NativeTicket>()?;
-    m.add("SessionBusy", py.get_type::<SessionBusy>())?;
-    m.add("SessionClosed", py.get_type::<SessionClosed>())?;
-    m.add("TomiiError", py.get_type::<TomiiError>())?;
-    m.add("GraphError", py.get_type::<GraphError>())?;
-    m.add("PluginError", py.get_type::<PluginError>())?;
-    m.add("KernelError", py.get_type::<KernelError>())?;
-    m.add("SchedulerFault", py.get_type::<SchedulerFault>())?;
-    m.add("HangError", py.get_type::<HangError>())?;
-    m.add("ConfigError", py.get_type::<ConfigError>())?;
     Ok(())
 }

@@ -26,7 +26,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
-from .._tomii import HangError
+from ..errors import HangError
 from ..isolation import ChildFailed, Isolated
 from ..plugins import find_plugin
 from ..run import run_graph

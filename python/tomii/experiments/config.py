@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import graphs as generators
-from .._tomii import ConfigError, TomiiError
+from ..errors import ConfigError, TomiiError
 from .stats import distinct, is_valid, run_knobs
 from .sweep import Scheduler, scheduler_labels, sweep
 from .verdict import Comparisons, choose_baseline, compare, verdict

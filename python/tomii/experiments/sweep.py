@@ -31,7 +31,7 @@ from typing import Any, Protocol, Union
 import numpy as np
 from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
-from .._tomii import ConfigError, GraphError, HangError, PluginError
+from ..errors import ConfigError, GraphError, HangError, PluginError
 from ..graph import Graph
 from ..graphs import critical_path_us, standard_set, total_work_us
 from ..isolation import ChildFailed, Isolated

@@ -14,7 +14,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._tomii import TomiiError
+from ..errors import TomiiError
 from .space import Candidate, TuneSpace
 from .strategies import TrialRecord
 

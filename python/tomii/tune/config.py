@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._tomii import TomiiError
+from ..errors import TomiiError
 
 # A tuning file's graphs are a sweep file's, read the same way.
 from ..experiments.config import _check_keys, _fail, _graphs, _read_toml

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-from .._tomii import TomiiError
+from ..errors import TomiiError
 from ..knobs import GraphInput, load_graph
 from .agent import Agent, AgentError
 from .space import Candidate, TuneSpace, build_space

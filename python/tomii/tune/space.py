@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._tomii import ConfigError
+from ..errors import ConfigError
 from ..knobs import SPACE_VERSION, enumerate_domain, knob_space
 
 __all__ = ["Candidate", "Dimension", "TuneSpace", "build_space", "scheduler_catalog"]

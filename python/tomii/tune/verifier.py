@@ -16,8 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._tomii import GraphError
 from ..check.reference import KERNELS, Expected, ModelError, expected_run, fnv1a
+from ..errors import GraphError
 from ..knobs import knob_space, load_graph
 from .space import GRAPH_FIELDS, SCHEDULER, Candidate, Dimension, TuneSpace
 
