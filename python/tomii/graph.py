@@ -20,8 +20,8 @@ from .export import ExportedKernel, TomiiExportError, find_exported
 from .types import String, TypedValue, infer_type
 
 if TYPE_CHECKING:
-    from . import RunResult
     from .build import BuildResult
+    from .run import RunResult
     from .session import Session
 
 __all__ = [
@@ -333,8 +333,8 @@ class Graph:
 
         The graph is checked as a run would check it. Its nodes, inputs and vars are looked up by
         name (`graph["stage"]` is a Node, `graph["n"]` a Var), to add nodes that read them."""
-        from . import _graph_text
         from ._tomii import convert_json
+        from .run import _graph_text
 
         text, shown = _graph_text(source)
         _dialect, current, notes = convert_json(text, shown, workers)
@@ -669,7 +669,7 @@ class Graph:
         used, if any. `env` sets environment variables for the duration of the run (kernels may
         read them). Python kernels of `py_node`s need no library.
         """
-        from . import run_graph
+        from .run import run_graph
 
         with _environment(env):
             return run_graph(

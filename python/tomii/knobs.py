@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from typing import Any, Union
 
-from ._tomii import GraphError, convert_json, knobs_json
+from ._tomii import GraphError, convert_json, knobs_json, knobs_table
 from .graph import Graph
 
-__all__ = ["GraphInput", "enumerate_domain", "knob_space", "load_graph"]
+__all__ = ["GraphInput", "enumerate_domain", "knob_space", "list_knobs", "load_graph"]
 
 #: The version of the dict `knob_space` returns; bumped when a field changes meaning.
 SPACE_VERSION = 1
@@ -472,3 +472,8 @@ def _check_size(points: int, what: str) -> None:
             f"{what} has {points} points, more than {MAX_POINTS} to enumerate: "
             "sample it, or narrow it as its search hint says"
         )
+
+
+def list_knobs() -> str:
+    """Every runtime option (`run_graph`, `Graph.run` and `tomii run`), as a table."""
+    return knobs_table()

@@ -31,8 +31,8 @@ from ._tomii import ConfigError, NativeSession, NativeTicket, SessionBusy, Sessi
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from . import GraphSource, Report
     from .export import ExportedKernel
+    from .run import GraphSource, Report
 
 __all__ = ["Frame", "FrameResult", "Session", "SessionBusy", "SessionClosed"]
 
@@ -126,7 +126,7 @@ class Session:
         busy: str = "wait",
         timeout: float | None = None,
     ) -> None:
-        from . import _prepare
+        from .run import _prepare
 
         check_run_options(locals())
         if busy not in _BUSY:
@@ -206,7 +206,7 @@ class Session:
     def close(self) -> Report:
         """Takes no more frames, waits for those in flight and returns the run's report; raises
         the run's error if it failed. Closing a closed session returns its report again."""
-        from . import Report
+        from .run import Report
 
         if self.report is None:
             self.report = Report(json.loads(self._native.close()))

@@ -18,7 +18,7 @@ from ._tomii import ConfigError, TomiiError, simulate_json
 from .graphs import Fixed, LogNormal, Uniform
 
 if TYPE_CHECKING:
-    from . import GraphSource, RunResult
+    from .run import GraphSource, RunResult
 
 __all__ = ["CostModel", "cost_model_json", "simulate"]
 
@@ -61,7 +61,7 @@ def simulate(
     `trace_format` and `report` are `run_graph`'s. Raises what `run_graph` raises; a scheduler
     that breaks its contract raises SchedulerFault with the real run's message, carrying the
     partial result."""
-    from . import _check_output, _prepare, _run_result
+    from .run import _check_output, _prepare, _run_result
 
     check_run_options(locals())
     text, source, plugin, _kernels = _prepare(graph, (), scheduler, scheduler_plugin)

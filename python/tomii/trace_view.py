@@ -19,7 +19,7 @@ from ._tomii import TomiiError
 from .webpage import assemble, temporary_page
 
 if TYPE_CHECKING:
-    from . import RunResult
+    from .run import RunResult
 
 __all__ = [
     "MAX_TASKS",

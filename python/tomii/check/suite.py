@@ -26,9 +26,10 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
-from .. import HangError, run_graph
+from .._tomii import HangError
 from ..isolation import ChildFailed, Isolated
 from ..plugins import find_plugin
+from ..run import run_graph
 from .invariants import Violation, check_trace, fifo_order, priority_order, rows_of
 from .reference import ReferenceModel
 from .strategies import Knobs, graphs

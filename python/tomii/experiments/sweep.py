@@ -31,19 +31,13 @@ from typing import Any, Protocol, Union
 import numpy as np
 from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
-from .. import (
-    TRACE_DTYPE,
-    ConfigError,
-    Graph,
-    GraphError,
-    HangError,
-    PluginError,
-    run_graph,
-    simulate,
-)
+from .._tomii import ConfigError, GraphError, HangError, PluginError
+from ..graph import Graph
 from ..graphs import critical_path_us, standard_set, total_work_us
 from ..isolation import ChildFailed, Isolated
 from ..plugins import find_plugin, find_scheduler
+from ..run import TRACE_DTYPE, run_graph
+from ..simulation import simulate
 from .table import (
     COLUMNS,
     FRAME_COLUMNS,

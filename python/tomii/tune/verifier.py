@@ -240,8 +240,8 @@ def verify_run(
     """A run of the twin `graph`: its outputs against the reference model's, its trace against
     the invariants (tomii.check.invariants, as the sweep checks every trial). Runs wherever it is
     called: the tuner calls it in its child process."""
-    from .. import run_graph
     from ..experiments.sweep import trace_problems
+    from ..run import run_graph
 
     result = run_graph(
         graph, dylibs=list(dylibs), scheduler=scheduler, sched_opts=sched_opts, frames=frames,

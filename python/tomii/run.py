@@ -1,0 +1,561 @@
+"""Runs of a graph in this process: `run_graph`, what it returns (`RunResult` with its `Report` and
+a trace of dtype `TRACE_DTYPE`) and `validate`, which loads a graph as a run would. `Graph.run`,
+`Session` and `simulate` share its helpers; this module never builds or edits a graph.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
+
+from ._options import catalog_knobs, check_run_options
+from ._tomii import (
+    ConfigError,
+    GraphError,
+    TomiiError,
+    convert_json,
+    run_json,
+    write_chrome_trace,
+)
+from ._warnings import user_stacklevel, warn_graph
+from .export import ExportedKernel, find_exported
+from .graph import Graph
+from .plugins import find_scheduler
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["TRACE_DTYPE", "GraphSource", "Report", "RunResult", "run_graph", "validate"]
+
+#: The fields of a trace record (one task execution), as `RunResult.trace` holds them: times in
+#: nanoseconds since the run started; `node` indexes `RunResult.node_names`.
+TRACE_DTYPE: list[tuple[str, str]] = [
+    ("frame", "<u8"),
+    ("ready_ns", "<u8"),
+    ("start_ns", "<u8"),
+    ("end_ns", "<u8"),
+    ("node", "<u4"),
+    ("instance", "<u4"),
+    ("slot", "<u4"),
+    ("worker", "<u4"),
+]
+
+
+#: The columns of a trace CSV file (`trace=FILE`, `RunResult.save_trace`).
+_TRACE_CSV_COLUMNS = (
+    "node",
+    "instance",
+    "frame",
+    "slot",
+    "worker",
+    "ready_ns",
+    "start_ns",
+    "end_ns",
+)
+
+
+class Report(dict[str, Any]):
+    """The run report (the JSON of `--report`), as a dict, with typed attributes for its figures."""
+
+    @property
+    def throughput_frames_per_s(self) -> float:
+        return float(self["throughput_frames_per_s"])
+
+    @property
+    def tasks_per_s(self) -> float:
+        return float(self["tasks_per_s"])
+
+    @property
+    def wall_time_s(self) -> float:
+        return float(self["wall_time_s"])
+
+    @property
+    def frames(self) -> int:
+        return int(self["frames"])
+
+    @property
+    def tasks(self) -> int:
+        return int(self["tasks"])
+
+    @property
+    def tasks_inlined(self) -> int:
+        """Tasks run as inline continuations, past the scheduler (`inline_continuation=True`)."""
+        return int(self["tasks_inlined"])
+
+    @property
+    def workers(self) -> int:
+        return int(self["workers"])
+
+    @property
+    def slots(self) -> int:
+        return int(self["slots"])
+
+    @property
+    def scheduler(self) -> str:
+        """The scheduler's name."""
+        return str(self["scheduler"]["name"])
+
+    @property
+    def latency_us(self) -> dict[str, float]:
+        """Frame latency in microseconds: mean, p50, p95, p99, min, max."""
+        return {key: float(value) for key, value in self["latency_us"].items()}
+
+    @property
+    def per_node(self) -> list[dict[str, Any]]:
+        return list(self["per_node"])
+
+    @property
+    def per_worker(self) -> list[dict[str, Any]]:
+        return list(self["per_worker"])
+
+    def summary(self) -> str:
+        """The run in one line, as `tomii run` prints it at the end (a failed or interrupted run
+        says so first)."""
+        latency = self.latency_us
+        line = (
+            f"{self.scheduler} on {self['graph'] or 'graph'}: {self.frames} frames "
+            f"({self.tasks} tasks) in {self.wall_time_s:.3f} s: "
+            f"{self.throughput_frames_per_s:.0f} frames/s, {self.tasks_per_s:.0f} tasks/s; "
+            f"frame latency p50 {latency['p50']:.1f} µs, p95 {latency['p95']:.1f} µs, "
+            f"p99 {latency['p99']:.1f} µs"
+        )
+        if self.get("frames_excluded"):
+            line += f"; {self['frames_excluded']} warm-up frame(s) left out"
+        if self.get("status", "completed") != "completed":
+            return f"{self['status']} ({self.get('error')}): {line}"
+        if self.get("interrupted"):
+            return f"interrupted: {line}"
+        return line
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run produced."""
+
+    report: Report
+    #: Per frame: (node, instance, value) for every sink instance.
+    outputs: list[list[tuple[str, int, Any]]] = field(default_factory=list)
+    #: (post-node, instance, value) for every post-node instance.
+    post_outputs: list[tuple[str, int, Any]] = field(default_factory=list)
+    #: One record per task execution (dtype `TRACE_DTYPE`), sorted by start; None unless traced.
+    trace: np.ndarray[Any, Any] | None = None
+    #: The graph's node names; a trace record's `node` indexes them.
+    node_names: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        """The report's one line and what else the result holds: the whole report and every
+        output would bury a notebook's cell (`result.report` shows the report)."""
+        held = [f"outputs of {len(self.outputs)} frame(s)"] if self.outputs else []
+        held += [f"{len(self.post_outputs)} post-node output(s)"] if self.post_outputs else []
+        held += [f"trace of {len(self.trace)} record(s)"] if self.trace is not None else []
+        return f"RunResult({'; '.join([self.report.summary(), *held])})"
+
+    def output(self, node: str, instance: int = 0, frame: int = -1) -> Any:
+        """The value sink `node` (instance `instance`) produced in `frame` (default: the last)."""
+        if not self.outputs:
+            raise LookupError("no outputs: the run had collect_outputs=False or no frame")
+        rows = self.outputs[frame]
+        for name, index, value in rows:
+            if name == node and index == instance:
+                return value
+        sinks = sorted({name for name, _, _ in rows})
+        raise LookupError(
+            f"no output of node {node!r} instance {instance}; sinks: {', '.join(sinks)}"
+        )
+
+    def save_trace(self, path: str | Path, format: str = "csv") -> None:
+        """Writes the trace kept in memory (a run with `trace=True`) to `path`: `format="csv"` as
+        `trace=FILE` writes it (node,instance,frame,slot,worker,ready_ns,start_ns,end_ns), or
+        `"chrome"`, the trace-event JSON that Perfetto (ui.perfetto.dev) and chrome://tracing
+        open: workers as threads, frames by slot, the run's events (warm-up end, an ejected
+        scheduler, drops, the run's end) as instants."""
+        if self.trace is None:
+            raise LookupError("no trace: run with trace=True to keep it in memory")
+        if format == "chrome":
+            write_chrome_trace(
+                str(path), self.trace.tobytes(), list(self.node_names), json.dumps(self.report)
+            )
+            return
+        if format != "csv":
+            raise ConfigError(f"format {format!r}: give 'csv' or 'chrome'")
+        import csv
+
+        try:
+            with Path(path).open("w", newline="", encoding="utf-8") as file:
+                out = csv.writer(file, lineterminator="\n")
+                out.writerow(_TRACE_CSV_COLUMNS)
+                names = self.node_names
+                for r in self.trace.tolist():
+                    frame, ready, start, end, node, instance, slot, worker = r
+                    out.writerow([names[node], instance, frame, slot, worker, ready, start, end])
+        except OSError as error:
+            raise TomiiError(f"{path}: cannot write the trace: {error.strerror}") from None
+
+    def view_trace(self, html_path: str | Path | None = None) -> Path:
+        """Opens the trace kept in memory (a run with `trace=True`) in the browser as a timeline:
+        a self-contained page, each worker a lane of task bars coloured by frame, each slot a
+        lane of frames, zoom and pan, a bar's details on click. With `html_path`, writes the
+        page there instead of opening it. Returns the page's path."""
+        from .trace_view import view_trace
+
+        return view_trace(self, html_path=html_path)
+
+    def trace_frame(self) -> Any:
+        """The trace as a pandas DataFrame with a `node_name` column (needs pandas)."""
+        if self.trace is None:
+            raise LookupError("no trace: run with trace=True (or a trace file path)")
+        try:
+            import pandas as pd  # type: ignore[import-untyped,unused-ignore]
+        except ImportError:
+            raise ImportError("trace_frame() needs pandas: pip install pandas") from None
+        frame = pd.DataFrame(self.trace)
+        frame.insert(0, "node_name", [self.node_names[i] for i in self.trace["node"]])
+        return frame
+
+
+GraphSource = Union[str, Path, dict[str, Any]]
+
+
+def _check_output(output: str | Path | None, graph: GraphSource) -> None:
+    """Refuses an output path that would block (a FIFO, a socket) or overwrite the graph file."""
+    if output is None:
+        return
+    path = Path(output)
+    if path.exists() and (path.is_fifo() or path.is_socket() or path.is_block_device()):
+        raise ConfigError(f"{path}: is a FIFO, a socket or a block device; give a regular file")
+    if isinstance(graph, dict) or str(graph).lstrip().startswith("{"):
+        return  # the graph is not a file
+    if path.exists() and path.resolve() == Path(graph).resolve():
+        raise ConfigError(f"{path}: is the graph file itself; writing there would destroy it")
+
+
+#: The largest graph file read (the runtime's `graph::MAX_FILE_BYTES`).
+_MAX_GRAPH_BYTES = 256 << 20
+
+
+def _graph_text(graph: GraphSource) -> tuple[str, str]:
+    if isinstance(graph, dict):
+        return json.dumps(graph), "graph"
+    if isinstance(graph, Path) or not graph.lstrip().startswith("{"):
+        path = Path(graph)
+        # A name with control characters is shown escaped, so a message stays one line.
+        shown = str(path).encode("unicode_escape").decode("ascii")
+        try:
+            if path.exists() and not path.is_file():
+                # A FIFO would block the read, a device never end it.
+                raise GraphError(f"{shown}: is not a regular file; give a graph JSON file")
+            if path.exists() and path.stat().st_size > _MAX_GRAPH_BYTES:
+                raise GraphError(
+                    f"{shown}: the file has {path.stat().st_size} bytes, more than the "
+                    f"{_MAX_GRAPH_BYTES} a graph may have"
+                )
+            return path.read_text(encoding="utf-8"), str(path)
+        except OSError as error:
+            raise GraphError(f"{shown}: cannot read the graph: {error.strerror}") from None
+    return graph, "graph"
+
+
+#: Run options of Tomii 1.2 that name a knob of the catalog differently (the CLI's hidden aliases,
+#: `tomii_core::cli::legacy::SPELLINGS`).
+_RENAMED = {
+    "max_frames": "frames",
+    "max_streams": "frames",
+    "exclude_streams": "warmup_frames",
+    "max_runtime": "max_runtime_s",
+    "dylib": "dylibs",
+    "sched_opt": "sched_opts",
+}
+#: Run options of Tomii 1.2 that this runtime has no use for, and why: accepted with a warning,
+#: so that a script written for it runs unchanged (the same flags warn on the CLI).
+_WITHOUT_EFFECT = {
+    "system_threads": "workers propagate dependencies themselves; there are no system threads",
+    "coalesce_barriers": "barriers are counted per instance, with nothing to coalesce",
+    "batching_size": "completions are not batched on their way to a system thread; "
+    "see pop_batch for the scheduler's side",
+    "core_offset": "workers are not pinned to cores",
+    "use_rdtsc": "kernels are always timed with the cycle counter where it is invariant",
+    "output": "run_graph prints nothing (the CLI's --output takes its printed lines); "
+    "the figures are in the result and in report=FILE",
+}
+
+
+def _legacy_scheduler(name: str, value: Any) -> str | None:
+    """The scheduler Tomii 1.2's `fifo=True` or `custom=True|NAME` names (None: not asked for)."""
+    if name == "fifo":
+        return "fifo" if value else None
+    if value is True:
+        return "priority"  # 1.2's custom scheduler was its priority scheduler
+    if isinstance(value, str) and value:
+        return value
+    if value is False or value is None:
+        return None
+    raise ConfigError(f"custom={value!r}: give True (the priority scheduler) or a scheduler's name")
+
+
+def _record_path(record: bool | str | Path | None, timing: str | Path | None) -> str | None:
+    """Where the scheduler record goes: `record=True` puts it where Tomii 1.2 did, beside the
+    timing file as NAME_sched.csv (NAME: its name up to the first dot), else in
+    scheduler_record.csv."""
+    if record is None or record is False:
+        return None
+    if record is not True:
+        return str(record)
+    if timing is None:
+        return "scheduler_record.csv"
+    path = Path(timing)
+    return str(path.with_name(path.name.split(".")[0] + "_sched.csv"))
+
+
+def run_graph(
+    graph: GraphSource,
+    *,
+    dylibs: Sequence[str | Path] = (),
+    python_kernels: Sequence[ExportedKernel] = (),
+    scheduler: str | Path = "fifo",
+    scheduler_plugin: str | Path | None = None,
+    workers: int = 1,
+    slots: int = 1,
+    frames: int = 1,
+    warmup_frames: int = 0,
+    max_runtime_s: int = 0,
+    pop_batch: int = 1,
+    inline_continuation: bool = False,
+    task_timing: bool = True,
+    trace: bool | str | Path | None = None,
+    trace_format: str = "csv",
+    record_decisions: str | Path | None = None,
+    report: str | Path | None = None,
+    timing: str | Path | None = None,
+    record: bool | str | Path | None = None,
+    collect_outputs: bool = True,
+    stall_timeout_ms: int = 2000,
+    scheduler_call_timeout_ms: int = 10_000,
+    kernel_timeout_ms: int = 0,
+    on_scheduler_fault: str = "stop",
+    sched_opts: dict[str, str] | None = None,
+    receiver_threads: int = 1,
+    socket_recv_buf_bytes: int = 16 << 20,
+    network_dispatch: str = "packet",
+    on_slots_busy: str = "drop",
+    frame_timeout_ms: int = 1000,
+    frame_window: int = 64,
+    quiet: bool = False,
+    **legacy: Any,
+) -> RunResult:
+    """Runs `graph` (JSON text, a dict or a file path) in this process; the GIL is released while
+    the runtime works and taken by Python kernels only around their calls.
+
+    The options are the knob catalog's (`tomii.list_knobs()`), by the same names; list knobs take
+    the plural (`dylibs`, `sched_opts`). `scheduler` is a name (a scheduler shipped with the
+    package, or one on `$TOMII_SCHEDULER_PATH`) or a path; `scheduler_plugin`, a path, replaces it.
+    `trace=True` keeps the trace in `RunResult.trace`; a path writes it there instead, as CSV or,
+    with `trace_format="chrome"`, as the trace-event JSON Perfetto opens (see
+    `RunResult.save_trace`). `record_decisions` is a file that records every scheduling decision
+    (which task each worker ran, in order) with the graph, knobs and scheduler, for `tomii replay
+    FILE`.
+    `report` is a path the report JSON is written to; `timing` and `record` paths get Tomii 1.2's
+    timing file and scheduler record (`record=True`: where 1.2 put it). `warmup_frames` leaves the
+    first frames out of every figure; `max_runtime_s` stops the run after that many seconds (the
+    frames in flight complete; the report says interrupted). Python kernels come from
+    `python_kernels`
+    and from the graph's function names of the form "module.function" registered by
+    `@tomii.export` (their module is imported if needed). Tomii 1.2 option names are accepted
+    (`max_frames`, `max_streams`, `exclude_streams`, `max_runtime`, `fifo`, `custom`, `dylib`;
+    `system_threads`, `coalesce_barriers`, `batching_size`, `core_offset`, `use_rdtsc` and
+    `output` with a warning that they have no effect); any other name raises
+    ConfigError listing the valid ones. Failures raise a `TomiiError` subclass: GraphError,
+    PluginError, KernelError (from a Python kernel's own exception), SchedulerFault, ConfigError,
+    HangError (a scheduler call or kernel that did not return within its limit: its thread stays
+    stuck in the process). A run that fails after it started keeps what it did: the exception's
+    `result` is a RunResult whose report has `status` "failed", the error and the frames done,
+    with the trace of every task that ran; `report` and `trace` files are written all the same.
+    Ctrl-C stops the run (the frames in flight complete) and raises KeyboardInterrupt carrying
+    the `result`; a second Ctrl-C stops waiting for a run that does not end.
+    """
+    check_run_options(locals())
+    options: dict[str, Any] = {}
+    for name, value in legacy.items():
+        if name in ("fifo", "custom"):
+            named = _legacy_scheduler(name, value)
+            if named is not None:
+                options["scheduler"] = named
+        elif name in _WITHOUT_EFFECT:
+            warnings.warn(
+                f"run option {name!r} has no effect in this runtime: {_WITHOUT_EFFECT[name]}",
+                stacklevel=user_stacklevel(),
+            )
+        elif name in _RENAMED:
+            options[_RENAMED[name]] = value
+        else:
+            valid = sorted(
+                _knob_names() | set(_RENAMED) | set(_WITHOUT_EFFECT) | {"fifo", "custom"}
+            )
+            raise ConfigError(f"unknown run option {name!r}; valid options: {', '.join(valid)}")
+    check_run_options(options)
+    frames = options.get("frames", frames)
+    warmup_frames = options.get("warmup_frames", warmup_frames)
+    max_runtime_s = options.get("max_runtime_s", max_runtime_s)
+    scheduler = options.get("scheduler", scheduler)
+    trace = options.get("trace", trace)
+    sched_opts = options.get("sched_opts", sched_opts)
+    if "dylibs" in options:
+        extra = options["dylibs"]
+        dylibs = [*dylibs, *([extra] if isinstance(extra, (str, Path)) else extra)]
+    text, source, plugin, kernels = _prepare(graph, python_kernels, scheduler, scheduler_plugin)
+    trace_path = None if isinstance(trace, bool) or trace is None else str(trace)
+    timing_path = None if timing is None else str(timing)
+    record_path = _record_path(record, timing)
+    decisions_path = None if record_decisions is None else str(record_decisions)
+    for output in (report, trace_path, timing_path, record_path, decisions_path):
+        _check_output(output, graph)
+    try:
+        returned = run_json(
+            text,
+            source=source,
+            dylibs=[str(d) for d in dylibs],
+            scheduler_plugin=str(plugin),
+            workers=workers,
+            slots=slots,
+            frames=frames,
+            pop_batch=pop_batch,
+            inline_continuation=inline_continuation,
+            task_timing=task_timing,
+            trace=trace is True,
+            trace_path=trace_path,
+            collect_outputs=collect_outputs,
+            stall_timeout_ms=stall_timeout_ms,
+            on_scheduler_fault=on_scheduler_fault,
+            sched_opts=sorted((sched_opts or {}).items()),
+            python_kernels=kernels,
+            network=(
+                receiver_threads,
+                socket_recv_buf_bytes,
+                network_dispatch,
+                on_slots_busy,
+                frame_timeout_ms,
+                frame_window,
+            ),
+            scheduler_call_timeout_ms=scheduler_call_timeout_ms,
+            kernel_timeout_ms=kernel_timeout_ms,
+            warmup_frames=warmup_frames,
+            max_runtime_s=max_runtime_s,
+            timing_path=timing_path,
+            record_path=record_path,
+            trace_format=trace_format,
+            decisions_path=decisions_path,
+        )
+    except TomiiError as error:
+        partial = getattr(error, "partial", None)
+        if partial is not None:
+            error.result = _run_result(partial[:4], report)  # type: ignore[attr-defined]
+            del error.partial  # type: ignore[attr-defined]
+            warn_graph(error.result.report.get("graph_warnings", []))  # type: ignore[attr-defined]
+        raise
+    result = _run_result(returned[:4], report)
+    warn_graph(result.report.get("graph_warnings", []))
+    signal = returned[4]
+    if signal is not None:
+        # Ctrl-C (or another signal's handler) raised during the run: the run stopped, completing
+        # the frames in flight; the exception carries what it did.
+        signal.result = result  # type: ignore[attr-defined]
+        raise signal
+    return result
+
+
+def _run_result(returned: tuple[str, Any, Any, Any], report: str | Path | None) -> RunResult:
+    """The RunResult of what `run_json` returned, its report written to `report` if given."""
+    report_json, outputs, post, packed = returned
+    if report is not None:
+        try:
+            Path(report).write_text(
+                json.dumps(json.loads(report_json), indent=2) + "\n", encoding="utf-8"
+            )
+        except OSError as error:
+            raise TomiiError(f"{report}: cannot write the report: {error.strerror}") from None
+    records, names = (None, []) if packed is None else _trace_array(packed)
+    return RunResult(
+        report=Report(json.loads(report_json)),
+        outputs=outputs,
+        post_outputs=post,
+        trace=records,
+        node_names=names,
+    )
+
+
+def _prepare(
+    graph: GraphSource,
+    python_kernels: Sequence[ExportedKernel],
+    scheduler: str | Path,
+    scheduler_plugin: str | Path | None,
+) -> tuple[str, str, Path, list[tuple[str, Any, bool]]]:
+    """What the binding needs to start a run: the graph's text and source name, the scheduler's
+    path (a name is looked up; `scheduler_plugin`, a path, replaces it) and the Python kernels
+    as `(name, function, variadic)`: `python_kernels` and those the graph names
+    ("module.function") that `@tomii.export` registered."""
+    text, source = _graph_text(graph)
+    path = Path(scheduler_plugin if scheduler_plugin is not None else scheduler)
+    if scheduler_plugin is not None or path.suffix == ".so" or path.is_file():
+        plugin = path
+    else:
+        plugin = find_scheduler(str(scheduler))
+    kernels = {k.name: k for k in python_kernels}
+    for name in _python_names(text, graph if isinstance(graph, dict) else None):
+        if name not in kernels:
+            kernels[name] = find_exported(name)
+    return text, source, plugin, [(k.name, k.function, k.variadic) for k in kernels.values()]
+
+
+def _trace_array(packed: tuple[bytes, list[str]]) -> tuple[np.ndarray[Any, Any], list[str]]:
+    import numpy as np
+
+    data, names = packed
+    return np.frombuffer(data, dtype=np.dtype(TRACE_DTYPE)).copy(), list(names)
+
+
+def _knob_names() -> set[str]:
+    return {knob["name"] for knob in catalog_knobs()} | {"dylibs", "sched_opts", "collect_outputs"}
+
+
+def _python_names(text: str, spec: Any = None) -> list[str]:
+    """The function names of the graph `text` (or of `spec`, the dict it was made from) that name
+    Python kernels ("module.function")."""
+    if spec is None:
+        if "." not in text:
+            return []  # no name of a Python kernel, and no need to read the text again
+        try:
+            spec = json.loads(text)
+        except json.JSONDecodeError:
+            return []  # the runtime's parser reports it, naming the line and column
+    if not isinstance(spec, dict):
+        return []
+    names: list[str] = []
+    # Anything malformed is skipped here: the runtime's parser reports it, naming the field.
+    for section in ("initializations", "nodes", "post_nodes"):
+        items = spec.get(section)
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict):
+                continue
+            condition = item.get("condition")
+            functions = [item.get("function")]
+            if isinstance(condition, dict):
+                functions.append(condition.get("function"))
+            names += [f for f in functions if isinstance(f, str) and "." in f]
+    return names
+
+
+def validate(graph: GraphSource | Graph, *, workers: int | None = None) -> str:
+    """Loads `graph` (JSON text, a dict, a file path or a `Graph`) as a run would, without running
+    it: raises GraphError naming the node, argument or field at fault, and returns the graph's
+    dialect ("tomii", or "tomii-1.2" with its warnings raised as GraphWarning). `workers` is what
+    a Tomii 1.2 factor of "$workers" becomes. A graph with a `network_config` is checked without
+    binding its sockets."""
+    if isinstance(graph, Graph):
+        graph = graph.to_dict()
+    text, source = _graph_text(graph)
+    dialect, _current, notes = convert_json(text, source, workers)
+    warn_graph(notes)
+    return dialect
