@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from ._options import catalog_knobs, check_run_options, runtime_options
-from ._tomii import convert_json, run_json, write_chrome_trace
+from ._tomii import convert_json, run_json, trace_fields, write_chrome_trace, write_trace_csv
 from ._warnings import user_stacklevel, warn_graph
 from .errors import ConfigError, GraphError, TomiiError
 from .export import ExportedKernel, find_exported
@@ -26,30 +26,9 @@ if TYPE_CHECKING:
 __all__ = ["TRACE_DTYPE", "GraphSource", "Report", "RunResult", "run_graph", "validate"]
 
 #: The fields of a trace record (one task execution), as `RunResult.trace` holds them: times in
-#: nanoseconds since the run started; `node` indexes `RunResult.node_names`.
-TRACE_DTYPE: list[tuple[str, str]] = [
-    ("frame", "<u8"),
-    ("ready_ns", "<u8"),
-    ("start_ns", "<u8"),
-    ("end_ns", "<u8"),
-    ("node", "<u4"),
-    ("instance", "<u4"),
-    ("slot", "<u4"),
-    ("worker", "<u4"),
-]
-
-
-#: The columns of a trace CSV file (`trace=FILE`, `RunResult.save_trace`).
-_TRACE_CSV_COLUMNS = (
-    "node",
-    "instance",
-    "frame",
-    "slot",
-    "worker",
-    "ready_ns",
-    "start_ns",
-    "end_ns",
-)
+#: nanoseconds since the run started; `node` indexes `RunResult.node_names`. The runtime declares
+#: them (tomii-core's `TaskRecord`); this is its NumPy dtype, `(name, type)` per field.
+TRACE_DTYPE: list[tuple[str, str]] = [(name, dtype) for name, dtype, _unit in trace_fields()]
 
 
 class Report(dict[str, Any]):
@@ -176,18 +155,7 @@ class RunResult:
             return
         if format != "csv":
             raise ConfigError(f"format {format!r}: give 'csv' or 'chrome'")
-        import csv
-
-        try:
-            with Path(path).open("w", newline="", encoding="utf-8") as file:
-                out = csv.writer(file, lineterminator="\n")
-                out.writerow(_TRACE_CSV_COLUMNS)
-                names = self.node_names
-                for r in self.trace.tolist():
-                    frame, ready, start, end, node, instance, slot, worker = r
-                    out.writerow([names[node], instance, frame, slot, worker, ready, start, end])
-        except OSError as error:
-            raise TomiiError(f"{path}: cannot write the trace: {error.strerror}") from None
+        write_trace_csv(str(path), self.trace.tobytes(), list(self.node_names))
 
     def view_trace(self, html_path: str | Path | None = None) -> Path:
         """Opens the trace kept in memory (a run with `trace=True`) in the browser as a timeline:

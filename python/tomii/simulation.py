@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from ._options import check_run_options, runtime_options
-from ._tomii import simulate_json
+from ._tomii import simulate_json, trace_csv_columns
 from .errors import ConfigError, TomiiError
 from .graphs import Fixed, LogNormal, Uniform
 
@@ -29,7 +29,7 @@ __all__ = ["CostModel", "cost_model_json", "simulate"]
 CostModel = Union[str, Path, Mapping[str, Any], "RunResult", None]
 
 #: The trace CSV's header (`trace=FILE`, `tomii run --trace`).
-_TRACE_HEADER = "node,instance,frame,slot,worker,ready_ns,start_ns,end_ns"
+_TRACE_HEADER = ",".join(trace_csv_columns())
 
 
 def simulate(

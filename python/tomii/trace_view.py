@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._tomii import trace_csv_columns
 from .errors import TomiiError
 from .webpage import assemble, temporary_page
 
@@ -127,7 +128,7 @@ def _from_chrome(path: Path, text: str) -> dict[str, Any]:
 
 def _from_csv(path: Path, text: str) -> dict[str, Any]:
     rows = list(csv.reader(text.splitlines()))
-    header = ["node", "instance", "frame", "slot", "worker", "ready_ns", "start_ns", "end_ns"]
+    header = trace_csv_columns()
     if not rows or rows[0] != header:
         raise TomiiError(
             f"{path}: not a trace (a Chrome trace, or a CSV with the header {','.join(header)})"
@@ -152,9 +153,12 @@ def result_payload(result: RunResult) -> dict[str, Any]:
     if result.trace is None:
         raise LookupError("no trace: run with trace=True to keep it in memory")
     report = result.report
+    fields = ("worker", "start_ns", "end_ns", "node", "instance", "frame", "slot", "ready_ns")
     tasks: list[Task] = [
         (worker, start, end, node, instance, frame, slot, ready)
-        for frame, ready, start, end, node, instance, slot, worker in result.trace.tolist()
+        for worker, start, end, node, instance, frame, slot, ready in zip(
+            *(result.trace[name].tolist() for name in fields)
+        )
     ]
     return trace_payload(
         tasks,

@@ -92,3 +92,35 @@ def test_bad_formats_and_a_missing_trace_are_named(tmp_path: Path) -> None:
     traced = tomii.run_graph(DIAMOND, trace=True, **RUN)
     with pytest.raises(tomii.ConfigError, match="format 'svg'"):
         traced.save_trace(tmp_path / "t.svg", format="svg")
+
+
+def test_the_trace_saved_from_memory_is_the_streamed_one(tmp_path: Path) -> None:
+    # A simulation runs the same twice: the CSV kept in memory and saved holds the streamed rows
+    # (in start order, where the stream has the order chunks came in).
+    model = {"default": {"lognormal": {"median_ns": 1000, "sigma": 0.5}}}
+    knobs: dict[str, Any] = {"workers": 3, "slots": 2, "frames": 20, "seed": 4}
+    kept = tomii.simulate(DIAMOND, trace=True, cost_model=model, **knobs)
+    tomii.simulate(DIAMOND, trace=tmp_path / "streamed.csv", cost_model=model, **knobs)
+    kept.save_trace(tmp_path / "saved.csv")
+    saved = (tmp_path / "saved.csv").read_text(encoding="utf-8").splitlines()
+    streamed = (tmp_path / "streamed.csv").read_text(encoding="utf-8").splitlines()
+    assert saved[0] == streamed[0] == "node,instance,frame,slot,worker,ready_ns,start_ns,end_ns"
+    assert sorted(saved[1:]) == sorted(streamed[1:]) and len(saved) == 61
+    assert kept.trace is not None and kept.trace.dtype.itemsize == 48
+    assert [name for name, _ in tomii.TRACE_DTYPE] == [
+        "frame",
+        "ready_ns",
+        "start_ns",
+        "end_ns",
+        "node",
+        "instance",
+        "slot",
+        "worker",
+    ]
+
+
+def test_a_trace_that_cannot_be_saved_names_the_file(tmp_path: Path) -> None:
+    traced = tomii.run_graph(DIAMOND, trace=True, **RUN)
+    path = tmp_path / "missing" / "t.csv"
+    with pytest.raises(tomii.TomiiError, match=r"t.csv: cannot write the trace: No such file or d"):
+        traced.save_trace(path)

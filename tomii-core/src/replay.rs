@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{TraceChunk, TraceRecord, TraceTap};
+use crate::engine::{TaskRecord, TraceRecord, TraceTap};
 use crate::graph::CompiledGraph;
 
 /// The header's `format`.
@@ -127,12 +127,11 @@ impl DecisionsFile {
     /// The tap that writes the trace's records here.
     pub fn tap(&self) -> TraceTap {
         let (out, path) = (Arc::clone(&self.out), self.path.clone());
-        TraceTap(Arc::new(move |chunk: &TraceChunk<'_>| {
+        TraceTap(Arc::new(move |records: &[TaskRecord]| {
             let mut out = out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let Some(file) = &mut out.file else { return };
-            let written = chunk.records.iter().try_for_each(|r| {
-                let (start, end) = (chunk.ns(r.start), chunk.ns(r.end));
-                writeln!(file, "{},{},{},{},{start},{end}", r.worker, r.frame, r.node, r.instance)
+            let written = records.iter().try_for_each(|r| {
+                writeln!(file, "{},{},{},{},{},{}", r.worker, r.frame, r.node, r.instance, r.start_ns, r.end_ns)
             });
             if let Err(error) = written {
                 out.error = Some(format!("{}: cannot write the decisions: {error}", path.display()));

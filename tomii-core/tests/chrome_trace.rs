@@ -11,7 +11,7 @@ use std::path::Path;
 use common::cli::{finish, tomii};
 use common::{fifo_lib, graph_path, synthetic_lib};
 use serde_json::{Value as Json, json};
-use tomii_core::engine::{ChromeLayout, ChromeTrace, NsRecord};
+use tomii_core::engine::{ChromeLayout, ChromeTrace, TaskRecord};
 
 fn run(graph: &str, trace: &Path, extra: &[&str]) -> common::cli::Run {
     let mut command = tomii();
@@ -141,7 +141,7 @@ fn frames_are_written_once_complete_and_the_rest_at_the_end() {
         tasks_per_frame: 2,
         warmup_frames: 0,
     };
-    let task = |frame, node, start_ns| NsRecord {
+    let task = |frame, node, start_ns| TaskRecord {
         frame,
         ready_ns: start_ns / 2,
         start_ns,
@@ -152,7 +152,7 @@ fn frames_are_written_once_complete_and_the_rest_at_the_end() {
         worker: 0,
     };
     let mut trace = ChromeTrace::begin(Vec::new(), layout).expect("in memory");
-    trace.records([task(0, 0, 1_000), task(1, 0, 2_000), task(0, 1, 3_000)]).expect("in memory");
+    trace.records(&[task(0, 0, 1_000), task(1, 0, 2_000), task(0, 1, 3_000)]).expect("in memory");
     let text = String::from_utf8(trace.finish(None).expect("in memory")).expect("UTF-8");
     let parsed: Json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}:\n{text}"));
     let frames = events(&parsed, "X", Some("frame"));

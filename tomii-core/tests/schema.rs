@@ -1,7 +1,7 @@
 //! The graph schema (`tomii schema`, `graph::schema()`) against the parser: every graph in the
 //! repository that the parser accepts validates against it, every deliberately malformed fixture is
 //! listed here and rejected by the parser, and each form of the format (README.md beside
-//! `src/graph/spec.rs`) is accepted or rejected by both alike.
+//! `src/graph/spec/`) is accepted or rejected by both alike.
 //!
 //! The schema may accept what only the parser can reject (names, cycles, selections outside a
 //! predecessor); the reverse, a graph the parser accepts but the schema rejects, is always a bug.

@@ -16,7 +16,7 @@ mod simulate;
 use pyo3::import_exception;
 use pyo3::prelude::*;
 use runner::{Finished, GaveUp};
-use tomii_core::engine::{self, ChromeLayout, ChromeTrace, NsRecord, Output, RunError, RunFailure};
+use tomii_core::engine::{self, ChromeLayout, ChromeTrace, CsvTrace, Output, RunError, RunFailure, TaskRecord};
 use tomii_core::graph;
 use tomii_core::knobs::Entry;
 use tomii_core::launch::{Hooks, Launch};
@@ -70,21 +70,18 @@ fn output(py: Python<'_>, value: Output) -> PyResult<Py<PyAny>> {
     })
 }
 
-/// The bytes of one trace record as `trace_bytes` packs it: little-endian frame, ready, start and
-/// end (ns since the run started) as u64, then node, instance, slot and worker as u32.
-const TRACE_RECORD_BYTES: usize = 48;
-
 /// What `run_json` returns to Python.
 type RunReturn = (String, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>, Option<Py<PyAny>>);
 
 /// Runs a graph given as JSON text with `options`, `[(knob, value), ...]` by the knob catalog's
 /// names (`tomii knobs`), through the launcher, which writes every file they name. Returns
-/// `(report_json, outputs, post_outputs, trace, signal)`: `trace` is `(packed records, node
-/// names)` when `keep_trace` or a trace file was set (see `TRACE_RECORD_BYTES`; a record's node
-/// indexes the names), else None; `outputs` is one list per frame of `(node, instance, value)`
-/// (when `collect_outputs`), `post_outputs` a list of `(post_node, instance, value)`; `signal` the
-/// exception a Ctrl-C raised meanwhile. `python_kernels` are `(name, function, variadic)`: Python
-/// functions the graph calls by name, next to the kernels of the `dylib` option.
+/// `(report_json, outputs, post_outputs, trace, signal)`: `trace` is `(records, node names)` when
+/// `keep_trace` or a trace file was set (the bytes of `TaskRecord`s, whose fields `trace_fields`
+/// lists; a record's node indexes the names), else None; `outputs` is one list per frame of
+/// `(node, instance, value)` (when `collect_outputs`), `post_outputs` a list of `(post_node,
+/// instance, value)`; `signal` the exception a Ctrl-C raised meanwhile. `python_kernels` are
+/// `(name, function, variadic)`: Python functions the graph calls by name, next to the kernels of
+/// the `dylib` option.
 #[pyfunction]
 #[pyo3(signature = (graph_json, *, source, options, python_kernels, collect_outputs, keep_trace))]
 fn run_json(
@@ -182,29 +179,16 @@ fn run_return(
     for (name, instance, value) in std::mem::take(&mut outcome.post_outputs) {
         post.append((name, instance, output(py, value)?))?;
     }
-    let trace = traced.then(|| trace_return(py, &pack_trace(&outcome), graph)).transpose()?;
+    let trace = traced.then(|| trace_return(py, &outcome, graph)).transpose()?;
     let signal = signal.map(|raised| raised.into_value(py).into_any());
     Ok((report, outputs.into_any().unbind(), post.into_any().unbind(), trace, signal))
 }
 
-/// The trace records packed as `TRACE_RECORD_BYTES` describes.
-fn pack_trace(outcome: &engine::RunOutcome) -> Vec<u8> {
-    let mut packed = Vec::with_capacity(outcome.trace.len() * TRACE_RECORD_BYTES);
-    for r in &outcome.trace {
-        for word in [r.frame, outcome.ns(r.ready), outcome.ns(r.start), outcome.ns(r.end)] {
-            packed.extend_from_slice(&word.to_le_bytes());
-        }
-        for word in [r.node, r.instance, r.slot, r.worker] {
-            packed.extend_from_slice(&word.to_le_bytes());
-        }
-    }
-    packed
-}
-
-/// `(packed records, node names)`, as Python reads a trace.
-fn trace_return(py: Python<'_>, packed: &[u8], graph: &graph::CompiledGraph) -> PyResult<Py<PyAny>> {
+/// `(records, node names)`, as Python reads a trace: the bytes of the run's `TaskRecord`s.
+fn trace_return(py: Python<'_>, outcome: &engine::RunOutcome, graph: &graph::CompiledGraph) -> PyResult<Py<PyAny>> {
+    let records = pyo3::types::PyBytes::new(py, TaskRecord::as_bytes(&outcome.task_records()));
     let names: Vec<&str> = graph.nodes.iter().map(|n| n.name.as_str()).collect();
-    Ok((pyo3::types::PyBytes::new(py, packed).into_any().unbind(), names).into_pyobject(py)?.into_any().unbind())
+    Ok((records.into_any().unbind(), names).into_pyobject(py)?.into_any().unbind())
 }
 
 /// The exception for a failed run, carrying what ran before it as `partial` (what `run_json`
@@ -328,17 +312,54 @@ fn convert_json(graph_json: &str, source: &str, workers: Option<u32>) -> PyResul
     Ok((converted.dialect.name(), converted.text, converted.warnings))
 }
 
-/// Writes a run's trace, kept in memory (`data`: records packed as `TRACE_RECORD_BYTES`
-/// describes; `names`: the graph's node names), as a Chrome trace-event JSON file at `path`,
-/// with the lanes and the run's events of its report (`report_json`), as `trace_format="chrome"`
-/// writes it during a run.
+/// The fields of a trace record, in their order in its bytes: `(name, NumPy type, unit)`, the
+/// unit None for a count or an index. Python's `TRACE_DTYPE` is made of them.
+#[pyfunction]
+fn trace_fields() -> Vec<(&'static str, &'static str, Option<&'static str>)> {
+    TaskRecord::FIELDS.iter().map(|field| (field.name, field.ty.numpy(), field.unit)).collect()
+}
+
+/// The columns of a trace CSV file, in its order.
+#[pyfunction]
+fn trace_csv_columns() -> Vec<&'static str> {
+    engine::CSV_COLUMNS.to_vec()
+}
+
+/// The records of a trace's bytes (`RunResult.trace`), or ConfigError.
+fn trace_records(data: &[u8]) -> PyResult<Vec<TaskRecord>> {
+    TaskRecord::from_bytes(data)
+        .ok_or_else(|| ConfigError::new_err(format!("a trace is records of {} bytes", TaskRecord::SIZE)))
+}
+
+/// The error of a trace that cannot be written to `path`: "PATH: cannot write the trace: REASON",
+/// the reason as the OS words it.
+fn cannot_write(path: &std::path::Path, error: &std::io::Error) -> PyErr {
+    let text = error.to_string();
+    let reason =
+        error.raw_os_error().and_then(|code| text.strip_suffix(&format!(" (os error {code})"))).unwrap_or(&text);
+    TomiiError::new_err(format!("{}: cannot write the trace: {reason}", path.display()))
+}
+
+/// Writes a run's trace, kept in memory (`data`: the bytes of its records; `names`: the graph's
+/// node names), as a CSV file at `path`, as `trace=FILE` writes it during a run.
+#[pyfunction]
+fn write_trace_csv(path: PathBuf, data: &[u8], names: Vec<String>) -> PyResult<()> {
+    let records = trace_records(data)?;
+    let failed = |error: std::io::Error| cannot_write(&path, &error);
+    let file = std::fs::File::create(&path).map_err(failed)?;
+    let mut trace = CsvTrace::begin(std::io::BufWriter::new(file), &names).map_err(failed)?;
+    trace.records(&records).map_err(failed)?;
+    trace.finish().map(drop).map_err(failed)
+}
+
+/// Writes a run's trace, kept in memory (`data`: the bytes of its records; `names`: the graph's
+/// node names), as a Chrome trace-event JSON file at `path`, with the lanes and the run's events
+/// of its report (`report_json`), as `trace_format="chrome"` writes it during a run.
 #[pyfunction]
 fn write_chrome_trace(path: PathBuf, data: &[u8], names: Vec<String>, report_json: &str) -> PyResult<()> {
     let report: serde_json::Value =
         serde_json::from_str(report_json).map_err(|e| ConfigError::new_err(format!("the report is not JSON: {e}")))?;
-    if !data.len().is_multiple_of(TRACE_RECORD_BYTES) {
-        return Err(ConfigError::new_err(format!("a trace is records of {TRACE_RECORD_BYTES} bytes")));
-    }
+    let records = trace_records(data)?;
     let count = |key: &str| report[key].as_u64().unwrap_or_default();
     let layout = ChromeLayout {
         node_names: names,
@@ -347,23 +368,11 @@ fn write_chrome_trace(path: PathBuf, data: &[u8], names: Vec<String>, report_jso
         tasks_per_frame: report["summary"]["total_tasks_per_stream"].as_u64().unwrap_or(u64::MAX),
         warmup_frames: count("frames_excluded"),
     };
-    let word = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
-    let half = |bytes: &[u8]| u32::from_le_bytes(bytes.try_into().expect("4 bytes"));
-    let records = data.chunks_exact(TRACE_RECORD_BYTES).map(|r| NsRecord {
-        frame: word(&r[0..8]),
-        ready_ns: word(&r[8..16]),
-        start_ns: word(&r[16..24]),
-        end_ns: word(&r[24..32]),
-        node: half(&r[32..36]),
-        instance: half(&r[36..40]),
-        slot: half(&r[40..44]),
-        worker: half(&r[44..48]),
-    });
     let failed =
         |error: std::io::Error| TomiiError::new_err(format!("{}: cannot write the trace: {error}", path.display()));
     let file = std::fs::File::create(&path).map_err(failed)?;
     let mut trace = ChromeTrace::begin(std::io::BufWriter::new(file), layout).map_err(failed)?;
-    trace.records(records).map_err(failed)?;
+    trace.records(&records).map_err(failed)?;
     trace.finish(Some(&report)).map(drop).map_err(failed)
 }
 
@@ -389,6 +398,9 @@ fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(schema_json, m)?)?;
     m.add_function(wrap_pyfunction!(convert_json, m)?)?;
     m.add_function(wrap_pyfunction!(write_chrome_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(write_trace_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_fields, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_csv_columns, m)?)?;
     m.add_function(wrap_pyfunction!(simulate::simulate_json, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(call_context, m)?)?;

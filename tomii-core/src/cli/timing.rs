@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::engine::{Report, RunConfig, TraceChunk, TraceTap};
+use crate::engine::{Report, RunConfig, TaskRecord, TraceTap};
 use crate::graph::CompiledGraph;
 
 /// The scheduler record, written row by row as the trace comes in (rows in the order workers hand
@@ -46,10 +46,10 @@ impl Record {
     /// The tap that writes the trace's records here.
     pub fn tap(&self) -> TraceTap {
         let (out, path) = (Arc::clone(&self.out), self.path.clone());
-        TraceTap(Arc::new(move |chunk: &TraceChunk<'_>| {
+        TraceTap(Arc::new(move |records: &[TaskRecord]| {
             let mut out = lock(&out);
             let Some(file) = &mut out.file else { return };
-            if let Err(error) = write_rows(file, chunk) {
+            if let Err(error) = write_rows(file, records) {
                 out.error = Some(format!("{}: cannot write the scheduler record: {error}", path.display()));
                 out.file = None;
             }
@@ -72,10 +72,9 @@ impl Record {
     }
 }
 
-fn write_rows(file: &mut impl std::io::Write, chunk: &TraceChunk<'_>) -> std::io::Result<()> {
-    for r in chunk.records {
-        let (start, end) = (chunk.ns(r.start), chunk.ns(r.end));
-        writeln!(file, "{},{},{start},{end},{},{},{}", r.slot, r.frame, r.worker, r.node, r.instance)?;
+fn write_rows(file: &mut impl std::io::Write, records: &[TaskRecord]) -> std::io::Result<()> {
+    for r in records {
+        writeln!(file, "{},{},{},{},{},{},{}", r.slot, r.frame, r.start_ns, r.end_ns, r.worker, r.node, r.instance)?;
     }
     Ok(())
 }
@@ -129,7 +128,7 @@ impl Timing {
     /// The tap that gathers the trace's figures.
     pub fn tap(&self) -> TraceTap {
         let stats = Arc::clone(&self.stats);
-        TraceTap(Arc::new(move |chunk: &TraceChunk<'_>| lock(&stats).take(chunk)))
+        TraceTap(Arc::new(move |records: &[TaskRecord]| lock(&stats).take(records)))
     }
 
     /// Writes the file: what the trace gathered, and `report`'s frame figures.
@@ -149,15 +148,15 @@ impl Timing {
 const FILLER: &str = "****************";
 
 impl Stats {
-    fn take(&mut self, chunk: &TraceChunk<'_>) {
-        for r in chunk.records {
+    fn take(&mut self, records: &[TaskRecord]) {
+        for r in records {
             if Some(r.node) == self.marker && r.instance == 0 {
                 self.per_slot[r.slot as usize] += 1;
             }
             if r.frame < self.warmup {
                 continue;
             }
-            let ns = chunk.ns(r.end).saturating_sub(chunk.ns(r.start));
+            let ns = r.end_ns.saturating_sub(r.start_ns);
             let node = &mut self.nodes[r.node as usize];
             node.min_ns = if node.count == 0 { ns } else { node.min_ns.min(ns) };
             node.max_ns = node.max_ns.max(ns);

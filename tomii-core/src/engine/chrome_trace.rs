@@ -26,21 +26,8 @@ use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::{RunConfig, TraceChunk, TraceTap};
+use super::{RunConfig, TaskRecord, TraceTap};
 use crate::graph::CompiledGraph;
-
-/// One task execution, its times in ns since the run started.
-#[derive(Clone, Copy, Debug)]
-pub struct NsRecord {
-    pub frame: u64,
-    pub ready_ns: u64,
-    pub start_ns: u64,
-    pub end_ns: u64,
-    pub node: u32,
-    pub instance: u32,
-    pub slot: u32,
-    pub worker: u32,
-}
 
 /// What the trace is of: the lanes and the frames' shape.
 #[derive(Clone, Debug)]
@@ -105,9 +92,9 @@ impl<W: Write> ChromeTrace<W> {
     }
 
     /// Writes the task executions `records`, and the frames they complete.
-    pub fn records(&mut self, records: impl IntoIterator<Item = NsRecord>) -> std::io::Result<()> {
+    pub fn records(&mut self, records: &[TaskRecord]) -> std::io::Result<()> {
         for r in records {
-            self.task(&r)?;
+            self.task(r)?;
             self.last_ns = self.last_ns.max(r.end_ns);
             let span = self.open.entry(r.frame).or_insert(Span {
                 first_ready_ns: r.ready_ns,
@@ -164,7 +151,7 @@ impl<W: Write> ChromeTrace<W> {
         Ok(self.out)
     }
 
-    fn task(&mut self, r: &NsRecord) -> std::io::Result<()> {
+    fn task(&mut self, r: &TaskRecord) -> std::io::Result<()> {
         let queued = r.start_ns.saturating_sub(r.ready_ns);
         self.separator()?;
         let name = self.names.get(r.node as usize).map_or("\"?\"", String::as_str);
@@ -263,19 +250,9 @@ impl ChromeTraceFile {
     /// The tap that writes the trace's records here.
     pub fn tap(&self) -> TraceTap {
         let (state, path) = (Arc::clone(&self.state), self.path.clone());
-        TraceTap(Arc::new(move |chunk: &TraceChunk<'_>| {
+        TraceTap(Arc::new(move |records: &[TaskRecord]| {
             let mut state = state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let Writing::Open(trace) = &mut *state else { return };
-            let records = chunk.records.iter().map(|r| NsRecord {
-                frame: r.frame,
-                ready_ns: chunk.ns(r.ready),
-                start_ns: chunk.ns(r.start),
-                end_ns: chunk.ns(r.end),
-                node: r.node,
-                instance: r.instance,
-                slot: r.slot,
-                worker: r.worker,
-            });
             if let Err(error) = trace.records(records) {
                 *state = Writing::Failed(format!("{}: cannot write the trace: {error}", path.display()));
             }

@@ -7,10 +7,10 @@
 //! it is full and takes an empty one. If the host has fallen so far behind that the pool is empty,
 //! the worker overwrites its chunk and counts the records lost; the report says how many.
 //! Formatting happens only on the host thread, and so do trace taps ([`TraceTap`]): other writers
-//! of the trace, handed each chunk as the host takes it.
+//! of the trace, handed each chunk as the host takes it. The host turns each chunk into the
+//! exported record ([`TaskRecord`], in ns) once, for the CSV file and every tap.
 
 use std::collections::VecDeque;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,13 +19,16 @@ use std::thread::Thread;
 use crossbeam_queue::ArrayQueue;
 
 use super::clock::{Clock, Ticks};
+use super::csv_trace::CsvTrace;
+use super::task_record::TaskRecord;
 
 /// Records per chunk.
 const CHUNK: usize = 4096;
 /// Empty chunks per worker in the pool, besides the one each worker fills.
 const CHUNKS_PER_WORKER: usize = 8;
 
-/// One task execution. Times are clock ticks during the run.
+/// One task execution, as a worker records it. Times are clock ticks during the run; the trace
+/// leaves the run as [`TaskRecord`]s.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TraceRecord {
     pub frame: u64,
@@ -42,24 +45,14 @@ pub struct TraceRecord {
 /// thread with every chunk of records the workers hand over, and with what is left of each
 /// worker's chunk when it stops. It must not block for long: the workers' chunks wait for the host.
 #[derive(Clone)]
-pub struct TraceTap(pub Arc<dyn Fn(&TraceChunk<'_>) + Send + Sync>);
+pub struct TraceTap(pub Arc<TapFn>);
+
+/// What a [`TraceTap`] calls with each chunk of exported records.
+pub type TapFn = dyn Fn(&[TaskRecord]) + Send + Sync;
 
 impl std::fmt::Debug for TraceTap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("TraceTap")
-    }
-}
-
-/// Trace records handed to a [`TraceTap`], with the run's clock to read their times.
-pub struct TraceChunk<'a> {
-    pub records: &'a [TraceRecord],
-    clock: &'a Clock,
-}
-
-impl TraceChunk<'_> {
-    /// Nanoseconds since the run started, for one of the records' times.
-    pub fn ns(&self, ticks: Ticks) -> u64 {
-        self.clock.ns_since_start(ticks)
     }
 }
 
@@ -142,11 +135,12 @@ impl WorkerTrace {
 
 /// Where the host puts the trace: a CSV file written as the run goes, and memory.
 pub struct TraceSink {
-    file: Option<(PathBuf, std::io::BufWriter<std::fs::File>)>,
+    file: Option<(PathBuf, CsvTrace<std::io::BufWriter<std::fs::File>>)>,
     /// The first write error; the file is not written to after it.
     file_error: Option<String>,
-    names: Vec<String>,
     taps: Vec<TraceTap>,
+    /// The chunk being taken, as exported records (for the file and the taps).
+    exported: Vec<TaskRecord>,
     memory: Option<VecDeque<Vec<TraceRecord>>>,
     /// The most records kept in memory; older chunks are released beyond it.
     memory_limit: usize,
@@ -168,17 +162,16 @@ impl TraceSink {
     ) -> std::io::Result<Self> {
         let file = match file {
             Some(path) => {
-                let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
-                writeln!(out, "node,instance,frame,slot,worker,ready_ns,start_ns,end_ns")?;
-                Some((path.to_owned(), out))
+                let out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+                Some((path.to_owned(), CsvTrace::begin(out, node_names)?))
             }
             None => None,
         };
         Ok(TraceSink {
             file,
             file_error: None,
-            names: node_names.iter().map(|name| csv_field(name)).collect(),
             taps,
+            exported: Vec::new(),
             memory: memory_limit.map(|_| VecDeque::new()),
             memory_limit: memory_limit.unwrap_or(0),
             kept: 0,
@@ -199,10 +192,7 @@ impl TraceSink {
     /// in it by a new allocation (here, on the host thread, never on a worker).
     pub fn take(&mut self, chunk: Vec<TraceRecord>, pool: Option<&TracePool>, clock: &Clock) {
         self.records += chunk.len() as u64;
-        for tap in &self.taps {
-            (tap.0)(&TraceChunk { records: &chunk, clock });
-        }
-        self.write(&chunk, clock);
+        self.export(&chunk, clock);
         let Some(memory) = &mut self.memory else {
             if let Some(pool) = pool {
                 pool.give_back(chunk);
@@ -222,23 +212,18 @@ impl TraceSink {
         }
     }
 
-    fn write(&mut self, chunk: &[TraceRecord], clock: &Clock) {
+    /// Hands `chunk`, as exported records, to the taps and the file.
+    fn export(&mut self, chunk: &[TraceRecord], clock: &Clock) {
+        if self.taps.is_empty() && self.file.is_none() {
+            return;
+        }
+        self.exported.clear();
+        self.exported.extend(chunk.iter().map(|record| TaskRecord::of(record, clock)));
+        for tap in &self.taps {
+            (tap.0)(&self.exported);
+        }
         let Some((path, out)) = &mut self.file else { return };
-        let written = chunk.iter().try_for_each(|r| {
-            writeln!(
-                out,
-                "{},{},{},{},{},{},{},{}",
-                self.names[r.node as usize],
-                r.instance,
-                r.frame,
-                r.slot,
-                r.worker,
-                clock.ns_since_start(r.ready),
-                clock.ns_since_start(r.start),
-                clock.ns_since_start(r.end)
-            )
-        });
-        if let Err(error) = written {
+        if let Err(error) = out.records(&self.exported) {
             self.file_error = Some(format!("{}: cannot write the trace: {error}", path.display()));
             self.file = None;
         }
@@ -246,12 +231,11 @@ impl TraceSink {
 
     /// Flushes the file; returns the first write error, if any.
     pub fn finish(&mut self) -> Result<(), String> {
-        if let Some((path, out)) = &mut self.file
-            && let Err(error) = out.flush()
+        if let Some((path, out)) = self.file.take()
+            && let Err(error) = out.finish()
         {
             self.file_error = Some(format!("{}: cannot write the trace: {error}", path.display()));
         }
-        self.file = None;
         self.file_error.take().map_or(Ok(()), Err)
     }
 
@@ -262,9 +246,4 @@ impl TraceSink {
         records.sort_unstable_by_key(|r| (r.start, r.worker));
         records
     }
-}
-
-/// A CSV field: quoted, with inner quotes doubled, when it holds a separator or a quote.
-fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) { format!("\"{}\"", text.replace('"', "\"\"")) } else { text.to_owned() }
 }

@@ -311,23 +311,7 @@ impl Scope<'_> {
         let Some(socket_type) = SocketType::parse(&spec.socket_type) else {
             return invalid(format!(r#"{at}: socket_type {} is not "udp" or "tcp""#, quote(&spec.socket_type)));
         };
-        let address = match self.lookup(&spec.address) {
-            Some(Literal::Str(text)) => text.clone(),
-            Some(other) => {
-                return invalid(format!(
-                    "{at}: address {} is an initialization of type {}; give it a String value such as \"127.0.0.1\"",
-                    quote(&spec.address),
-                    other.type_name()
-                ));
-            }
-            None => spec.address.clone(),
-        };
-        let address = address.parse::<std::net::IpAddr>().map_err(|_| {
-            Issue::Invalid(format!(
-                "{at}: address {} is not an IP address; write one such as \"127.0.0.1\", \"0.0.0.0\" or \"::1\"",
-                quote(&address)
-            ))
-        })?;
+        let address = self.network_address(spec)?;
         let start_port = self.number(&spec.start_port, "start_port")?;
         let num_sockets = self.number(&spec.num_sockets, "num_sockets")?;
         if num_sockets == 0 {
@@ -347,23 +331,7 @@ impl Scope<'_> {
                 socket_type.name()
             ));
         }
-        let index_function = match &spec.index_function {
-            None => None,
-            Some((function, args)) => {
-                let mut literals = Vec::with_capacity(args.len());
-                for arg in args {
-                    match self.resolve_arg(arg, at)? {
-                        Arg::Const(id) => literals.push(self.consts[id as usize].clone()),
-                        _ => {
-                            return invalid(format!(
-                                "{at}: index_function's args must be literals or $ref of literal initializations"
-                            ));
-                        }
-                    }
-                }
-                Some((function.clone(), literals))
-            }
-        };
+        let index_function = self.index_function(spec)?;
         let input = self.node_ids.get(NETWORK_INPUT).copied().unwrap_or(0) as u32;
         let config = NetworkConfig {
             socket_type,
@@ -388,6 +356,50 @@ impl Scope<'_> {
             ));
         }
         Ok(config)
+    }
+
+    /// `network_config.address`: a literal, or a String initialization holding one.
+    fn network_address(&self, spec: &NetworkSpec) -> Result<std::net::IpAddr, Issue> {
+        let at = Place::Network;
+        let address = match self.lookup(&spec.address) {
+            Some(Literal::Str(text)) => text.clone(),
+            Some(other) => {
+                return invalid(format!(
+                    "{at}: address {} is an initialization of type {}; give it a String value such as \"127.0.0.1\"",
+                    quote(&spec.address),
+                    other.type_name()
+                ));
+            }
+            None => spec.address.clone(),
+        };
+        address.parse::<std::net::IpAddr>().map_err(|_| {
+            Issue::Invalid(format!(
+                "{at}: address {} is not an IP address; write one such as \"127.0.0.1\", \"0.0.0.0\" or \"::1\"",
+                quote(&address)
+            ))
+        })
+    }
+
+    /// `network_config.index_function`: its kernel and literal arguments.
+    fn index_function(&mut self, spec: &NetworkSpec) -> Result<Option<(String, Vec<Literal>)>, Issue> {
+        let at = Place::Network;
+        Ok(match &spec.index_function {
+            None => None,
+            Some((function, args)) => {
+                let mut literals = Vec::with_capacity(args.len());
+                for arg in args {
+                    match self.resolve_arg(arg, at)? {
+                        Arg::Const(id) => literals.push(self.consts[id as usize].clone()),
+                        _ => {
+                            return invalid(format!(
+                                "{at}: index_function's args must be literals or $ref of literal initializations"
+                            ));
+                        }
+                    }
+                }
+                Some((function.clone(), literals))
+            }
+        })
     }
 
     fn arg(&mut self, node: &NodeSpec, group: ArgGroup, k: usize, arg: &ArgSpec) -> Result<Arg, Issue> {

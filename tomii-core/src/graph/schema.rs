@@ -4,7 +4,7 @@
 //! The schema describes the format, the parser is the final word: it also rejects what a schema
 //! cannot express (unknown or duplicate names, cycles, selections outside a predecessor, an empty
 //! range, an integer like `3.0`, a `network_config` without `start_port`). Must never drift from
-//! `spec.rs`: `tests/schema.rs` validates every graph in the repository against it.
+//! `spec/`: `tests/schema.rs` validates every graph in the repository against it.
 
 use serde_json::{Value as Json, json};
 

@@ -1,5 +1,5 @@
 //! The Tomii 1.2 front end: a graph file as Tomii 1.2 wrote it, rewritten as the current format's
-//! JSON with the same meaning, which the usual reader (`spec.rs` → `resolve.rs` → `compile.rs`)
+//! JSON with the same meaning, which the usual reader (`spec/` → `resolve.rs` → `compile.rs`)
 //! then compiles; `tomii convert` writes that JSON out. README.md, "Tomii 1.2 graph files", says
 //! what is read and how, and which meanings needed a warning.
 //!

@@ -1,0 +1,147 @@
+//! A node's arguments: literals, `$ref`, `$index`, `$workers` and the edges `$res`, `$dep` and
+//! `$barrier` with their predecessor's selection.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use serde_json::Value as Json;
+
+use super::fields::{check_fields, dollar_type, literal, name_field, name_ref};
+use super::{ArgSpec, EdgeKind, EdgeSpec, IndexSpec};
+use crate::graph::error::{ArgGroup, Issue, Place, invalid, quote};
+use crate::graph::typed::show;
+
+const EDGE_FIELDS: &[&str] = &["type", "predecessor"];
+const PRED_FIELDS: &[&str] = &["name", "index", "group_by", "wrap"];
+const REF_FIELDS: &[&str] = &["type", "name"];
+/// Fields of `$index` and `$workers`.
+const PLAIN_FIELDS: &[&str] = &["type"];
+
+/// A list of arguments (a condition's `args`, `index_function`'s); absent or null is empty.
+pub(super) fn arg_list<'a>(
+    json: Option<&'a Json>,
+    field: &str,
+    node: &str,
+    group: ArgGroup,
+) -> Result<Vec<ArgSpec<'a>>, Issue> {
+    let mut list = Vec::new();
+    args_into(json, field, node, group, &mut list)?;
+    Ok(list)
+}
+
+/// A list of arguments appended to `pool`: their range there.
+pub(super) fn args_into<'a>(
+    json: Option<&'a Json>,
+    field: &str,
+    node: &str,
+    group: ArgGroup,
+    pool: &mut Vec<ArgSpec<'a>>,
+) -> Result<Range<usize>, Issue> {
+    let start = pool.len();
+    match json {
+        None | Some(Json::Null) => {}
+        Some(Json::Array(items)) => {
+            for (k, item) in items.iter().enumerate() {
+                pool.push(arg(item, node, group, k)?);
+            }
+        }
+        Some(other) => {
+            return invalid(format!(r#"{}: "{field}" must be a list, got {}"#, Place::Node(node), show(other)));
+        }
+    }
+    Ok(start..pool.len())
+}
+
+/// Argument `k` of node `node`.
+pub(super) fn arg<'a>(json: &'a Json, node: &str, group: ArgGroup, k: usize) -> Result<ArgSpec<'a>, Issue> {
+    let at = Place::Arg(node, group, k);
+    let Some(kind) = dollar_type(json) else {
+        return literal(json).map(ArgSpec::Literal).map_err(|e| Issue::Invalid(format!("{at}: {e}")));
+    };
+    let object = json.as_object().ok_or_else(|| Issue::Invalid(format!("{at}: internal: not an object")))?;
+    let kind = match kind {
+        "$ref" => {
+            check_fields(object, REF_FIELDS, &[], at)?;
+            return name_field(object, "name", at, "name the initialization to pass").map(ArgSpec::Ref);
+        }
+        "$index" | "$workers" => {
+            check_fields(object, PLAIN_FIELDS, &[], at)?;
+            return Ok(if kind == "$index" { ArgSpec::Index } else { ArgSpec::Workers });
+        }
+        "$res" => EdgeKind::Res,
+        "$dep" => EdgeKind::Dep,
+        "$barrier" => EdgeKind::Barrier,
+        "$network" => {
+            return invalid(format!(
+                r#"{at}: "$network" is the name of the packets, not an argument type; read them with {{"type": "$res", "predecessor": {{"name": "$network", "index": ...}}}} and give the graph a "network_config""#
+            ));
+        }
+        other => return Err(Issue::Unsupported(format!("{at}: argument type {}", quote(other)))),
+    };
+    check_fields(object, EDGE_FIELDS, &[], at)?;
+    let pred_at = Place::Pred(node, group, k);
+    let Some(Json::Object(pred)) = object.get("predecessor") else {
+        return invalid(format!(r#"{at}: a {} argument needs "predecessor": {{"name": NODE}}"#, kind.name()));
+    };
+    check_fields(pred, PRED_FIELDS, &[], pred_at)?;
+    let pred_name = Cow::Borrowed(name_ref(pred, "name", pred_at, "name the node to read from")?);
+    edge(kind, pred_name, [pred.get("index"), pred.get("group_by"), pred.get("wrap")], at, pred_at).map(ArgSpec::Edge)
+}
+
+/// An edge of `kind` from `pred_name` with the predecessor's `[index, group_by, wrap]` as written;
+/// `at` is the argument's place, `pred_at` its predecessor's.
+pub(crate) fn edge<'a>(
+    kind: EdgeKind,
+    pred_name: Cow<'a, str>,
+    [index_json, group_by, wrap]: [Option<&Json>; 3],
+    at: Place<'_>,
+    pred_at: Place<'_>,
+) -> Result<EdgeSpec<'a>, Issue> {
+    let index = index(index_json, at)?;
+    let group_by = match group_by {
+        None | Some(Json::Null) => None,
+        Some(Json::Number(n)) if n.as_u64().is_some_and(|g| g >= 1 && g <= u64::from(u32::MAX)) => {
+            n.as_u64().map(|g| g as u32)
+        }
+        Some(other) => return invalid(format!("{pred_at}: group_by {} is not a positive integer", show(other))),
+    };
+    let wrap = match wrap {
+        None | Some(Json::Null) => false,
+        Some(Json::Bool(wrap)) => *wrap,
+        Some(other) => return invalid(format!("{pred_at}: wrap must be true or false, got {}", show(other))),
+    };
+    if group_by.is_some() && (wrap || !matches!(index, IndexSpec::Default)) {
+        return invalid(format!(
+            "{pred_at}: group_by selects the instances itself; give either group_by or an index (with wrap), not both"
+        ));
+    }
+    Ok(EdgeSpec { kind, pred: pred_name, index, group_by, wrap })
+}
+
+fn index(json: Option<&Json>, at: Place<'_>) -> Result<IndexSpec, Issue> {
+    let bad = |got: &Json| {
+        invalid(format!(
+            r#"{at}: index {} is not a selection; write an offset, a list of offsets, a range "a-b" or "all""#,
+            show(got)
+        ))
+    };
+    match json {
+        None | Some(Json::Null) => Ok(IndexSpec::Default),
+        Some(number @ Json::Number(n)) => match n.as_i64() {
+            Some(k) => Ok(IndexSpec::Offset(k)),
+            None => bad(number),
+        },
+        Some(Json::String(text)) => Ok(IndexSpec::Text(text.trim().to_owned())),
+        Some(all @ Json::Array(items)) => {
+            let offsets: Option<Vec<i64>> = items.iter().map(Json::as_i64).collect();
+            match offsets {
+                Some(offsets) if !offsets.is_empty() => Ok(IndexSpec::Offsets(offsets)),
+                Some(_) => {
+                    invalid(format!("{at}: index is an empty list, which selects nothing; list at least one offset"))
+                }
+                None => bad(all),
+            }
+        }
+        Some(other) => bad(other),
+    }
+}
