@@ -18,7 +18,7 @@ use super::pool::PacketPool;
 use super::receive::{self, Endpoint, Local, Sink};
 use super::window::{Cause, Counts, Shape, Verdict, Window};
 use super::{Dispatch, NetworkOptions, WhenBusy, read_header};
-use crate::engine::{Door, FrameDone, FrameOutputs, FrameSource, NextFrame, RunConfig, RunError};
+use crate::engine::{Capabilities, Door, FrameDone, FrameOutputs, FrameSource, NextFrame, RunConfig, RunError};
 use crate::graph::{CompiledGraph, NetworkConfig};
 use crate::plugin::{Kernel, KernelSet};
 
@@ -76,6 +76,15 @@ struct Shared {
 impl NetworkSource {
     /// Binds the sockets of `graph`'s `network_config` and makes the packet buffers, for a run
     /// configured by `config`; resolves the source kernels in `kernels`.
+    /// The network source of `graph`, bound, when it has a `network_config` (see
+    /// [`bind`](Self::bind)); `None` for a graph without one.
+    pub fn for_graph(graph: &CompiledGraph, kernels: &KernelSet, config: &RunConfig) -> Result<Option<Self>, RunError> {
+        if graph.network.is_none() {
+            return Ok(None);
+        }
+        Self::bind(graph, kernels, config).map(Some)
+    }
+
     pub fn bind(graph: &CompiledGraph, kernels: &KernelSet, config: &RunConfig) -> Result<Self, RunError> {
         let network = graph.network.clone().ok_or_else(|| {
             RunError::Config(format!("{}: the graph has no network_config; a network source needs one", graph.source))
@@ -220,6 +229,12 @@ impl FrameSource for NetworkSource {
         NextFrame::NotYet // frames open as packets arrive, through the door
     }
 
+    fn capabilities(&self) -> Capabilities {
+        // Each packet's value is delivered as it arrives; a frame whose packets stop coming is
+        // abandoned (README.md, "Frames").
+        Capabilities { gives_inputs: true, delivers_inputs: true }
+    }
+
     fn wants_outputs(&self) -> bool {
         self.shared.outputs.is_some()
     }
@@ -362,7 +377,7 @@ impl Shared {
 
     /// Calls a source kernel on `args`; its error message on failure.
     fn call(&self, local: &mut Local, kernel: Kernel, args: &[TomiiValue]) -> Result<Value, String> {
-        crate::engine::call_outside_run(kernel, args, &self.node, 0, 0, &mut local.error)
+        local.kernels.call_from(kernel, args, &self.node, 0, 0)
     }
 
     /// A source kernel's result as a frame id or index.

@@ -1,8 +1,13 @@
 //! Scheduler plugins: finding them by name, loading and checking them, and calling them.
 //!
 //! `SchedulerPlugin` is a checked, loaded library; `SchedulerInstance` is one created scheduler
-//! state for one run. The instance's `push`/`pop` are on the hot path: no allocation or formatting
-//! unless the scheduler reports a failure.
+//! state for one run; a `SchedulerCaller` is one thread's side of it, whose every call is marked
+//! for the watchdog (`watchdog.rs`). The instance's `push`/`pop` are on the hot path: no
+//! allocation or formatting unless the scheduler reports a failure.
+//!
+//! # Memory ordering
+//! `abandoned` is Relaxed: it only stops later calls of this thread and of threads that see it;
+//! a call made before the store reaches them is one a broken scheduler could have received anyway.
 
 use std::ffi::{CString, c_void};
 use std::path::{Path, PathBuf};
@@ -19,6 +24,7 @@ use tomii_types::stable::{LIB_HEADER_SYMBOL, SchedulerModuleRef};
 use super::PluginError;
 use super::checked::Checked;
 use super::library::{OpenLibrary, absolute, static_text};
+use super::watchdog::{Call, Mark, Watchdog};
 
 /// The most bytes of a scheduler's `stats` text that are read (a claim of more is not allocated).
 pub const MAX_STATS_BYTES: usize = 1 << 20;
@@ -576,6 +582,59 @@ impl<'p> SchedulerInstance<'p> {
             .map(|ptr| unsafe { std::ffi::CStr::from_ptr(ptr) }.to_string_lossy().into_owned())
             .unwrap_or_default();
         if detail.is_empty() { format!("{call} returned status {status}") } else { format!("{call} failed: {detail}") }
+    }
+}
+
+/// One thread's side of a created scheduler: each call it makes is marked on the thread's
+/// watchdog mark for as long as it runs (engine/README.md, "Stuck callbacks"), so that the host
+/// finds a call that does not return. Workers and the host thread call the scheduler only so.
+#[derive(Clone, Copy)]
+pub(crate) struct SchedulerCaller<'s> {
+    scheduler: &'s SchedulerInstance<'s>,
+    worker: u32,
+    mark: Mark<'s>,
+}
+
+impl SchedulerInstance<'_> {
+    /// The caller of `worker` (`TOMII_NO_WORKER` for the host thread), marked on `watchdog`.
+    pub(crate) fn caller<'s>(&'s self, worker: u32, watchdog: &'s Watchdog) -> SchedulerCaller<'s> {
+        SchedulerCaller { scheduler: self, worker, mark: watchdog.mark(worker) }
+    }
+}
+
+impl SchedulerCaller<'_> {
+    /// [`SchedulerInstance::push`], marked.
+    #[inline(always)]
+    pub(crate) fn push(&self, tasks: &[TomiiTask]) -> Result<(), String> {
+        self.mark.watch(Call::Push, || self.scheduler.push(self.worker, tasks))
+    }
+
+    /// [`SchedulerInstance::pop_guarded`], marked.
+    #[inline(always)]
+    pub(crate) fn pop(&self, buffer: &mut PopBuffer) -> Result<usize, String> {
+        self.mark.watch(Call::Pop, || self.scheduler.pop_guarded(self.worker, buffer))
+    }
+
+    /// [`SchedulerInstance::task_started`], marked.
+    #[inline]
+    pub(crate) fn task_started(&self, task: &TomiiTask) {
+        self.mark.watch(Call::TaskStarted, || self.scheduler.task_started(self.worker, task));
+    }
+
+    /// [`SchedulerInstance::task_completed`], marked.
+    #[inline]
+    pub(crate) fn task_completed(&self, task: &TomiiTask, duration_ns: u64) {
+        self.mark.watch(Call::TaskCompleted, || self.scheduler.task_completed(self.worker, task, duration_ns));
+    }
+
+    /// [`SchedulerInstance::frame_started`], marked.
+    pub(crate) fn frame_started(&self, frame: u64, slot: u32) {
+        self.mark.watch(Call::FrameStarted, || self.scheduler.frame_started(frame, slot));
+    }
+
+    /// [`SchedulerInstance::frame_completed`], marked.
+    pub(crate) fn frame_completed(&self, frame: u64, slot: u32, latency_ns: u64) {
+        self.mark.watch(Call::FrameCompleted, || self.scheduler.frame_completed(frame, slot, latency_ns));
     }
 }
 

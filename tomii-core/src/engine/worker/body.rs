@@ -6,20 +6,16 @@
 
 use std::cmp::Ordering;
 
-use tomii_types::abi::{
-    TOMII_KERNEL_VARIADIC, TOMII_NO_WORKER, TOMII_OK, TOMII_TAG_LIST, TOMII_TAG_USIZE, TomiiBuffer, TomiiCallCtx,
-    TomiiErrorBuf, TomiiPayload, TomiiValue,
-};
+use tomii_types::abi::{TOMII_KERNEL_VARIADIC, TOMII_TAG_LIST, TOMII_TAG_USIZE, TomiiBuffer, TomiiPayload, TomiiValue};
 use tomii_types::kernel::{Value, ValueRef};
 
-use std::ffi::{CStr, CString, c_char};
+use std::ffi::{CString, c_char};
 
 use super::records::{Record, SIMPLE};
 use super::{Engine, Local};
-use crate::engine::watchdog::Call;
 use crate::engine::{Output, RunError};
 use crate::graph::{ArgSource, CompiledGraph, Condition, Literal, quote_name};
-use crate::plugin::{Kernel, KernelSet};
+use crate::plugin::{CallSite as Context, Kernel, KernelCaller, KernelSet};
 
 /// What the hot path needs to run one node's tasks, in one place.
 #[derive(Clone, Copy)]
@@ -31,19 +27,6 @@ pub(super) struct NodeRun {
     pub(super) simple: bool,
     /// `group_size` > 1: a task runs several instances.
     pub(super) grouped: bool,
-}
-
-/// What an input's `NodeRun` holds: inputs are never run (their values come from the frame
-/// source), so this only fails, should the engine ever call it.
-pub(super) const INPUT_KERNEL: Kernel = Kernel { func: never_run, data: std::ptr::null_mut(), flags: 0 };
-
-unsafe extern "C" fn never_run(
-    _args: *const TomiiValue,
-    _nargs: usize,
-    _out: *mut TomiiValue,
-    _ctx: *const TomiiCallCtx,
-) -> i32 {
-    1
 }
 
 /// What a kernel's call context says of where the call comes from: the node (its id and
@@ -238,56 +221,25 @@ impl Engine<'_> {
         instance: u32,
         frame: u64,
     ) -> Result<TomiiValue, RunError> {
-        let node = site.node;
-        local.error[0] = 0;
-        let ctx = TomiiCallCtx {
-            struct_size: size_of::<TomiiCallCtx>() as u32,
-            worker: local.pusher.worker,
-            frame,
-            slot,
-            instance: site.index,
-            node: site.node_name,
-            err: TomiiErrorBuf { ptr: local.error.as_mut_ptr().cast(), cap: local.error.len() },
-            data: kernel.data,
-        };
-        let mut out = TomiiValue::NONE;
-        // SAFETY (both calls): arguments are valid borrowed values for the call; `out` and `ctx`
-        // are live.
-        let status = if self.kernel_watch {
-            self.watch_kernel(local.pusher.worker, slot, instance);
-            self.watchdog.watch(local.pusher.worker, Call::Kernel, || unsafe {
-                (kernel.func)(local.args.as_ptr(), local.args.len(), &mut out, &ctx)
-            })
-        } else {
-            unsafe { (kernel.func)(local.args.as_ptr(), local.args.len(), &mut out, &ctx) }
-        };
-        if status == TOMII_OK {
-            return Ok(out);
+        let context = Context { frame, slot, index: site.index, node: site.node_name };
+        let subject = u64::from(slot) << 32 | u64::from(instance);
+        match local.kernels.call(kernel, &local.args, context, subject) {
+            Ok(out) => Ok(out),
+            Err(message) => Err(self.kernel_error(name, site.node, instance, frame, message)),
         }
-        // SAFETY: per the ABI a failing kernel leaves `out` NONE or releasable.
-        drop(unsafe { Value::from_raw(out) });
-        Err(self.kernel_error(local, name, node, instance, frame, status))
     }
 
+    /// A kernel's failure (`message`), named: the kernel (`name`, the node's kernel when `None`),
+    /// the node, the instance and the frame.
     #[cold]
-    fn kernel_error(
-        &self,
-        local: &Local,
-        name: Option<&str>,
-        node: u32,
-        instance: u32,
-        frame: u64,
-        status: i32,
-    ) -> RunError {
+    fn kernel_error(&self, name: Option<&str>, node: u32, instance: u32, frame: u64, message: String) -> RunError {
         let name = name.unwrap_or(&self.graph.nodes[node as usize].function);
-        let end = local.error.iter().position(|&b| b == 0).unwrap_or(local.error.len());
-        let text = String::from_utf8_lossy(&local.error[..end]).into_owned();
         RunError::Kernel {
             node: self.graph.nodes[node as usize].name.clone(),
             kernel: name.to_owned(),
             instance: self.graph.inst_index[instance as usize],
             frame,
-            message: if text.is_empty() { format!("returned status {status} without a message") } else { text },
+            message,
         }
     }
 }
@@ -303,6 +255,7 @@ pub(super) fn compute_initializations(
         return Ok(Vec::new());
     }
     let consts: Vec<Value> = graph.consts.iter().map(Literal::to_value).collect();
+    let mut caller = KernelCaller::outside_run(CALL_ONCE_ERROR_CAPACITY);
     let mut computed: Vec<Vec<Value>> = Vec::with_capacity(graph.computed.len());
     for init in &graph.computed {
         let kernel = kernels.resolve(|| format!("initialization {}", quote_name(&init.name)), &init.function)?;
@@ -326,7 +279,7 @@ pub(super) fn compute_initializations(
                         ArgSource::Result(_) => TomiiValue::NONE,
                     })
                     .collect();
-                call_once(kernel, &args, &name, element, 0).map_err(|message| RunError::Init {
+                caller.call_from(kernel, &args, &name, element, 0).map_err(|message| RunError::Init {
                     init: init.name.clone(),
                     kernel: init.function.clone(),
                     element,
@@ -362,6 +315,7 @@ impl Engine<'_> {
         let Some((last_frame, slot)) = last.max() else {
             return Ok(outputs);
         };
+        let mut caller = KernelCaller::outside_run(CALL_ONCE_ERROR_CAPACITY);
         for (post, &kernel) in self.graph.post.iter().zip(&self.post_kernels) {
             let variadic = kernel.flags & TOMII_KERNEL_VARIADIC != 0;
             let name = CString::new(post.node.name.as_str()).map_err(|_| {
@@ -382,13 +336,14 @@ impl Engine<'_> {
                     };
                     args.push(TomiiValue { tag: TOMII_TAG_LIST, elem: 0, payload: TomiiPayload { buf } });
                 }
-                let value = call_once(kernel, &args, &name, i, last_frame).map_err(|message| RunError::Kernel {
-                    node: post.node.name.clone(),
-                    kernel: post.node.function.clone(),
-                    instance: i,
-                    frame: last_frame,
-                    message,
-                })?;
+                let value =
+                    caller.call_from(kernel, &args, &name, i, last_frame).map_err(|message| RunError::Kernel {
+                        node: post.node.name.clone(),
+                        kernel: post.node.function.clone(),
+                        instance: i,
+                        frame: last_frame,
+                        message,
+                    })?;
                 drop(list);
                 outputs.push((post.node.name.clone(), i, Output::from_value(value)));
             }
@@ -413,45 +368,8 @@ impl Engine<'_> {
     }
 }
 
-/// One call of a kernel outside any frame: owned result, or the kernel's message.
-fn call_once(kernel: Kernel, args: &[TomiiValue], name: &CString, element: u32, frame: u64) -> Result<Value, String> {
-    call_outside_run(kernel, args, name, element, frame, &mut [0u8; 1024])
-}
-
-/// Calls `kernel` once outside a worker's task (an initialization, a post-node, a network
-/// source's decoding): `name` is the node its context names, `error` the buffer a failing kernel
-/// writes its message into. The value, or the message.
-pub(crate) fn call_outside_run(
-    kernel: Kernel,
-    args: &[TomiiValue],
-    name: &CStr,
-    instance: u32,
-    frame: u64,
-    error: &mut [u8],
-) -> Result<Value, String> {
-    error[0] = 0;
-    let ctx = TomiiCallCtx {
-        struct_size: size_of::<TomiiCallCtx>() as u32,
-        worker: TOMII_NO_WORKER,
-        frame,
-        slot: 0,
-        instance,
-        node: name.as_ptr(),
-        err: TomiiErrorBuf { ptr: error.as_mut_ptr().cast(), cap: error.len() },
-        data: kernel.data,
-    };
-    let mut out = TomiiValue::NONE;
-    // SAFETY: the arguments live for the call; `out` and `ctx` are live.
-    let status = unsafe { (kernel.func)(args.as_ptr(), args.len(), &mut out, &ctx) };
-    // SAFETY: the kernel handed over ownership of `out` (NONE or releasable even on failure).
-    let value = unsafe { Value::from_raw(out) };
-    if status == TOMII_OK {
-        return Ok(value);
-    }
-    let end = error.iter().position(|&b| b == 0).unwrap_or(error.len());
-    let text = String::from_utf8_lossy(&error[..end]).into_owned();
-    Err(if text.is_empty() { format!("returned status {status} without a message") } else { text })
-}
+/// Bytes of the buffer a failing initialization or post-node kernel writes its message into.
+const CALL_ONCE_ERROR_CAPACITY: usize = 1024;
 
 /// A `usize` scalar (no buffer, nothing to release).
 #[inline]

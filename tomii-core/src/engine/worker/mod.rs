@@ -18,7 +18,6 @@ use tomii_types::kernel::Value;
 
 mod body;
 
-pub(crate) use body::call_outside_run;
 mod fault;
 mod records;
 mod setup;
@@ -39,10 +38,12 @@ use super::sleep::{Sleep, Wake};
 use super::slots::{ClaimError, SlotTable, decode_handle, encode_handle};
 use super::source::{FrameDone, FrameSource, NextFrame};
 use super::trace::{TracePool, TraceRecord, TraceSink, WorkerTrace};
-use super::watchdog::{Call, Watchdog};
 use super::{FaultPolicy, FrameOutputs, Output, Report, RunConfig, RunError, RunFailure, RunOutcome};
 use crate::graph::{ArgSource, CompiledGraph, quote_name};
-use crate::plugin::{Kernel, KernelSet, PopBuffer, SchedulerInstance, SchedulerPlugin};
+use crate::plugin::{
+    Call, Kernel, KernelCaller, KernelSet, NEVER_CALLED, PopBuffer, SchedulerCaller, SchedulerInstance,
+    SchedulerPlugin, Watchdog,
+};
 
 /// Ready tasks pushed to the scheduler in one call, at most.
 const PUSH_CHUNK: usize = 256;
@@ -136,18 +137,13 @@ pub(super) struct Engine<'a> {
     watchdog: Watchdog,
     /// Whether the scheduler has a task hook.
     task_hooks: bool,
-    /// Whether kernel calls are marked too (`RunConfig::kernel_timeout`).
-    kernel_watch: bool,
-    /// Per worker, with `kernel_watch`: the (slot, instance) of its kernel call, `slot << 32 |
-    /// instance`.
-    kernel_calls: Box<[AtomicU64]>,
 }
 
 /// Ready tasks waiting to be pushed, and who pushes them.
 struct Pusher<'e> {
     worker: u32,
-    /// The watchdog's mark of `worker`'s calls into the scheduler.
-    mark: &'e AtomicU64,
+    /// `worker`'s calls into the scheduler, each marked for the watchdog.
+    scheduler: SchedulerCaller<'e>,
     ready: Vec<TomiiTask>,
     /// Whether the pushing worker will still take one of its pushed tasks itself.
     self_take: bool,
@@ -180,7 +176,8 @@ struct Local<'e> {
     args: Vec<TomiiValue>,
     /// The elements of a variadic kernel's LIST argument.
     list: Vec<TomiiValue>,
-    error: Vec<u8>,
+    /// `worker`'s kernel calls: their context, error buffer and watchdog mark.
+    kernels: KernelCaller<'e>,
     counters: WorkerCounters,
     /// What the tasks of warm-up frames counted: left out of the report.
     warmup: WorkerCounters,
@@ -210,6 +207,16 @@ impl<'a> Engine<'a> {
         config: &'a RunConfig,
         source: &'a dyn FrameSource,
     ) -> Result<RunOutcome, RunFailure> {
+        if !source.capabilities().gives_inputs
+            && let Some(input) = graph.nodes.iter().find(|node| node.input)
+        {
+            return Err(RunError::Config(format!(
+                "{}: input {:?} needs a source that gives it values: feed the graph's inputs through a session \
+                 (tomii_core::engine::Session, tomii.Session in Python)",
+                graph.source, input.name
+            ))
+            .into());
+        }
         check_config(graph, config)?;
         let engine = Engine::new(graph, kernels, plugin, config, source)?;
         let mut sink = engine.trace_sink()?;
@@ -227,12 +234,14 @@ impl<'a> Engine<'a> {
             .nodes
             .iter()
             .map(|node| match node.input {
-                true => Ok(body::INPUT_KERNEL),
+                true => Ok(NEVER_CALLED),
                 false => kernels.resolve(|| format!("node {}", quote_name(&node.name)), &node.function),
             })
             .collect::<Result<Vec<_>, _>>()?;
 
         let conditions = bind_conditions(graph, kernels)?;
+        // A source that may abandon frames makes every body look at its frame's flag.
+        let abandonable = source.capabilities().delivers_inputs;
         let computed = body::compute_initializations(graph, kernels, config.workers)?;
         let post_kernels = body::bind_post_nodes(graph, kernels)?;
         let runs = graph
@@ -243,7 +252,7 @@ impl<'a> Engine<'a> {
                 let variadic = kernel.flags & TOMII_KERNEL_VARIADIC != 0;
                 // A loop of one iteration still appends its loop arguments: not simple.
                 let looped = node.iterations > 1 || !graph.loop_args_of(node.first).is_empty();
-                let simple = !variadic && node.condition.is_none() && !looped && graph.network.is_none();
+                let simple = !variadic && node.condition.is_none() && !looped && !abandonable;
                 NodeRun { kernel, variadic, simple, grouped: node.group_size > 1 }
             })
             .collect::<Vec<_>>();
@@ -298,15 +307,14 @@ impl<'a> Engine<'a> {
             config,
             scheduler,
             runs,
-            abandonable: graph.network.is_some(),
+            abandonable,
             conditions,
             computed,
             post_kernels,
             source,
-            // Only a network source delivers inputs one by one.
             door: Arc::new(Door::new(
                 config.slots,
-                if graph.network.is_some() { graph.inputs.len() } else { 0 },
+                if abandonable { graph.inputs.len() } else { 0 },
                 config.workers,
                 Arc::clone(&sleep),
                 host.clone(),
@@ -338,10 +346,6 @@ impl<'a> Engine<'a> {
             containment: Containment::new(config.on_fault),
             watchdog: Watchdog::new(config.workers),
             task_hooks,
-            kernel_watch: config.kernel_timeout.is_some(),
-            kernel_calls: (0..if config.kernel_timeout.is_some() { config.workers } else { 0 })
-                .map(|_| AtomicU64::new(0))
-                .collect(),
         })
     }
 
@@ -361,7 +365,7 @@ impl<'a> Engine<'a> {
     fn start_first_frames(&self, latency: &mut Histogram<u64>) -> Result<(), RunError> {
         let mut pusher = Pusher {
             worker: TOMII_NO_WORKER,
-            mark: self.watchdog.mark(TOMII_NO_WORKER),
+            scheduler: self.scheduler.caller(TOMII_NO_WORKER, &self.watchdog),
             ready: Vec::with_capacity(PUSH_CHUNK),
             self_take: false,
         };
@@ -519,13 +523,17 @@ impl<'a> Engine<'a> {
         let mut local = Local {
             pusher: Pusher {
                 worker,
-                mark: self.watchdog.mark(worker),
+                scheduler: self.scheduler.caller(worker, &self.watchdog),
                 ready: Vec::with_capacity(PUSH_CHUNK),
                 self_take: true,
             },
             args: Vec::with_capacity(self.graph.max_args() + 1),
             list: Vec::with_capacity(self.graph.max_args()),
-            error: vec![0; ERROR_CAPACITY],
+            kernels: KernelCaller::new(
+                worker,
+                ERROR_CAPACITY,
+                self.config.kernel_timeout.is_some().then(|| self.watchdog.mark(worker)),
+            ),
             counters: WorkerCounters {
                 per_node: vec![NodeCounters::default(); self.graph.nodes.len()],
                 durations: Durations::new(self.graph.nodes.len(), self.config.workers as usize, self.timing),
@@ -611,8 +619,7 @@ impl<'a> Engine<'a> {
         if self.containment.is_ejected() {
             return Some(self.containment.fifo().pop(local.pusher.worker, popped));
         }
-        let worker = local.pusher.worker;
-        match self.watchdog.watch_at(local.pusher.mark, Call::Pop, || self.scheduler.pop_guarded(worker, popped)) {
+        match local.pusher.scheduler.pop(popped) {
             Ok(count) => Some(count),
             Err(violation) => match self.contract_violation(violation) {
                 Ok(()) => Some(0),
@@ -737,14 +744,13 @@ impl<'a> Engine<'a> {
         popped: Option<&TomiiTask>,
         claimed: Claimed,
     ) -> Result<Option<Claimed>, RunError> {
-        let worker = local.pusher.worker;
         let Claimed { slot, inst, generation, frame } = claimed;
         let instance = inst.get();
         let record = self.records.get(inst);
         if self.task_hooks
             && let Some(task) = popped
         {
-            self.watchdog.watch(worker, Call::TaskStarted, || self.scheduler.task_started(worker, task));
+            local.pusher.scheduler.task_started(task);
         }
         let first_start = if self.timing { self.clock.now_after_loads() } else { 0 };
         let inlined = popped.is_none();
@@ -757,7 +763,7 @@ impl<'a> Engine<'a> {
             && let Some(task) = popped
         {
             let ns = self.clock.ns_between(first_start, end);
-            self.watchdog.watch(worker, Call::TaskCompleted, || self.scheduler.task_completed(worker, task, ns));
+            local.pusher.scheduler.task_completed(task, ns);
         }
         let continuation = self.release_successors(&mut local.pusher, claimed, end, self.config.inline_continuation)?;
         if record.flags & SINK != 0 && self.table.complete_sink(slot, generation) {
@@ -1015,9 +1021,7 @@ impl<'a> Engine<'a> {
     fn push_staged(&self, pusher: &mut Pusher) -> Result<(), RunError> {
         if self.containment.is_ejected() {
             self.containment.fifo().push(&pusher.ready);
-        } else if let Err(violation) =
-            self.watchdog.watch_at(pusher.mark, Call::Push, || self.scheduler.push(pusher.worker, &pusher.ready))
-        {
+        } else if let Err(violation) = pusher.scheduler.push(&pusher.ready) {
             // Under the fallback policy the ejection requeues these tasks from the counters.
             self.contract_violation(violation)?;
         }
@@ -1051,7 +1055,7 @@ impl<'a> Engine<'a> {
             let _ = self.measured_from.set(Instant::now());
         }
         let generation = self.table.begin_frame(slot, frame, tag, serial, now);
-        self.watchdog.watch(pusher.worker, Call::FrameStarted, || self.scheduler.frame_started(frame, slot));
+        pusher.scheduler.frame_started(frame, slot);
         for &root in &self.graph.roots {
             self.stage(pusher, self.inst(root), slot, generation, frame, now, TOMII_NO_WORKER)?;
         }
@@ -1195,8 +1199,7 @@ impl<'a> Engine<'a> {
             // `record` grows the histogram (auto-resize); it fails only beyond u64, never here.
             let _ = latency.record(latency_ns.clamp(1, MAX_LATENCY_NS));
         }
-        let worker = pusher.worker;
-        self.watchdog.watch(worker, Call::FrameCompleted, || self.scheduler.frame_completed(frame, slot, latency_ns));
+        pusher.scheduler.frame_completed(frame, slot, latency_ns);
         let tag = state.tag.load(Ordering::Relaxed);
         let next = self.next_frame();
         if matches!(next, NextFrame::Start { .. }) {
@@ -1279,7 +1282,7 @@ impl<'a> Engine<'a> {
     /// The kernel call `worker` is stuck in, named.
     #[cold]
     fn kernel_hang(&self, worker: u32) -> RunError {
-        let call = self.kernel_calls.get(worker as usize).map_or(0, |call| call.load(Ordering::Relaxed));
+        let call = self.watchdog.subject(worker);
         let (slot, instance) = ((call >> 32) as u32, call as u32);
         let node = self.graph.node_of(instance);
         RunError::KernelHang {
@@ -1289,14 +1292,6 @@ impl<'a> Engine<'a> {
             frame: self.table.slot(slot).frame.load(Ordering::Relaxed),
             worker,
             timeout_ms: self.config.kernel_timeout.unwrap_or_default().as_millis(),
-        }
-    }
-
-    /// Marks the kernel call `worker` is about to make (only with `kernel_watch`).
-    #[inline]
-    fn watch_kernel(&self, worker: u32, slot: u32, instance: u32) {
-        if let Some(call) = self.kernel_calls.get(worker as usize) {
-            call.store(u64::from(slot) << 32 | u64::from(instance), Ordering::Relaxed);
         }
     }
 
