@@ -2,7 +2,17 @@
 //! decoded (`extract_packet_func`), given its frame id and index (`id_function`,
 //! `index_function`, or the packet header), and, with packet-driven dispatch, delivered through the
 //! door as the value of its `$network` instance the moment it arrives; a frame opens at its first
-//! packet and its reception ends at its last, or at its deadline.
+//! packet and its reception ends at its last, or at its deadline. Its kernels are called through
+//! the kernel port (`plugin::KernelCaller`); it never touches a slot but through the door.
+//!
+//! # Memory ordering
+//! - `stop` is stored Release when the source stops its receivers and loaded Acquire by each
+//!   receiver at its ticks and waits, so a receiver that sees it sees the run's end before it.
+//! - `waiting` (whether a frame waits for a slot) is stored Release under the window's lock and
+//!   loaded Acquire, without the lock, by the door's slot-free callback and the receivers' ticks:
+//!   one that sees it set takes the lock and finds the waiting frame; one that misses it is
+//!   caught by the next tick.
+//! - The counts and the next expiry time are Relaxed: statistics and a hint.
 
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -6,16 +6,17 @@
 
 use std::cmp::Ordering;
 
-use tomii_types::abi::{TOMII_KERNEL_VARIADIC, TOMII_TAG_LIST, TOMII_TAG_USIZE, TomiiBuffer, TomiiPayload, TomiiValue};
+use tomii_types::abi::{TOMII_TAG_LIST, TOMII_TAG_USIZE, TomiiBuffer, TomiiPayload, TomiiValue};
 use tomii_types::kernel::{Value, ValueRef};
 
-use std::ffi::{CString, c_char};
+use std::ffi::c_char;
 
+use super::Engine;
+use super::local::Local;
 use super::records::{Record, SIMPLE};
-use super::{Engine, Local};
-use crate::engine::{Output, RunError};
-use crate::graph::{ArgSource, CompiledGraph, Condition, Literal, quote_name};
-use crate::plugin::{CallSite as Context, Kernel, KernelCaller, KernelSet};
+use crate::engine::RunError;
+use crate::graph::{ArgSource, Condition, Literal};
+use crate::plugin::{CallSite as Context, Kernel};
 
 /// What the hot path needs to run one node's tasks, in one place.
 #[derive(Clone, Copy)]
@@ -58,14 +59,14 @@ impl Engine<'_> {
         frame: u64,
     ) -> Result<Option<TomiiValue>, RunError> {
         if record.flags & SIMPLE != 0 {
-            self.gather(local, slot, instance, self.records.args(record));
+            self.gather(local, slot, instance, self.plan.records.args(record));
             // A simple body's kernel is not variadic, its only flag (`NodeRun::simple`).
             let kernel = Kernel { func: record.kernel, data: record.kernel_data, flags: 0 };
             let site = CallSite { node: record.node, node_name: record.node_name, index: record.index };
             return self.call_named(local, kernel, None, site, slot, instance, frame).map(Some);
         }
         let node = record.node;
-        self.run_general_body(local, self.runs[node as usize], node, slot, instance, frame)
+        self.run_general_body(local, self.plan.runs[node as usize], node, slot, instance, frame)
     }
 
     /// `run_body` for nodes with a condition, a loop or a variadic kernel.
@@ -78,22 +79,22 @@ impl Engine<'_> {
         instance: u32,
         frame: u64,
     ) -> Result<Option<TomiiValue>, RunError> {
-        if self.abandonable && self.table.slot(slot).abandoned.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.plan.abandonable && self.shared.table.slot(slot).abandoned.load(std::sync::atomic::Ordering::Relaxed) {
             return Ok(None); // its source gave up on the frame
         }
-        if let Some(condition) = &self.conditions[node as usize]
+        if let Some(condition) = &self.plan.conditions[node as usize]
             && !self.condition_holds(local, condition, node, slot, instance, frame)?
         {
             return Ok(None);
         }
-        self.gather(local, slot, instance, self.graph.args_of(instance));
+        self.gather(local, slot, instance, self.plan.graph.args_of(instance));
         if run.variadic {
             self.gather_trailing_results(local, instance);
         }
         let kernel = run.kernel;
-        let iterations = self.graph.nodes[node as usize].iterations;
+        let iterations = self.plan.graph.nodes[node as usize].iterations;
         let base = local.args.len();
-        self.append(local, slot, instance, self.graph.loop_args_of(instance));
+        self.append(local, slot, instance, self.plan.graph.loop_args_of(instance));
         let mut result = self.call(local, kernel, node, slot, instance, frame)?;
         for _ in 1..iterations {
             local.args.truncate(base);
@@ -116,18 +117,18 @@ impl Engine<'_> {
         instance: u32,
         frame: u64,
     ) -> Result<bool, RunError> {
-        self.gather(local, slot, instance, self.graph.condition_args_of(instance));
+        self.gather(local, slot, instance, self.plan.graph.condition_args_of(instance));
         let site = self.call_site(node, instance);
         let raw =
             self.call_named(local, condition.function, Some(&condition.spec.function), site, slot, instance, frame)?;
         // SAFETY: the function handed over ownership of its result.
         let value = unsafe { Value::from_raw(raw) };
         let ordering = compare(&value.view(), &condition.spec.value).map_err(|why| {
-            let meta = &self.graph.nodes[node as usize];
+            let meta = &self.plan.graph.nodes[node as usize];
             RunError::Kernel {
                 node: meta.name.clone(),
                 kernel: condition.spec.function.clone(),
-                instance: self.graph.inst_index[instance as usize],
+                instance: self.plan.graph.inst_index[instance as usize],
                 frame,
                 message: format!(
                     "the condition's function {why}; make it return a {}",
@@ -152,13 +153,14 @@ impl Engine<'_> {
             local.args.push(match *source {
                 // SAFETY: the predecessor completed in this generation (we are its successor and
                 // were made ready by its arrival).
-                ArgSource::Result(pred) => unsafe { self.table.result(slot, pred) },
-                ArgSource::Const(index) => *self.consts[index as usize].as_raw(),
-                ArgSource::Index => usize_value(u64::from(self.graph.inst_index[instance as usize])),
-                ArgSource::Workers => usize_value(u64::from(self.config.workers)),
+                ArgSource::Result(pred) => unsafe { self.shared.table.result(slot, pred) },
+                ArgSource::Const(index) => *self.plan.consts[index as usize].as_raw(),
+                ArgSource::Index => usize_value(u64::from(self.plan.graph.inst_index[instance as usize])),
+                ArgSource::Workers => usize_value(u64::from(self.plan.config.workers)),
                 ArgSource::Computed(k) => {
-                    let values = &self.computed[k as usize];
-                    let element = if values.len() == 1 { 0 } else { self.graph.inst_index[instance as usize] as usize };
+                    let values = &self.plan.computed[k as usize];
+                    let element =
+                        if values.len() == 1 { 0 } else { self.plan.graph.inst_index[instance as usize] as usize };
                     *values[element].as_raw()
                 }
             });
@@ -169,7 +171,7 @@ impl Engine<'_> {
     /// from the worker's list buffer (sized before the run, so this never allocates).
     #[inline]
     fn gather_trailing_results(&self, local: &mut Local, instance: u32) {
-        let sources = self.graph.args_of(instance);
+        let sources = self.plan.graph.args_of(instance);
         let trailing = sources.iter().rev().take_while(|s| matches!(s, ArgSource::Result(_))).count();
         let first = local.args.len() - trailing;
         local.list.clear();
@@ -202,8 +204,8 @@ impl Engine<'_> {
     fn call_site(&self, node: u32, instance: u32) -> CallSite {
         CallSite {
             node,
-            node_name: self.records.node_name(node).as_ptr(),
-            index: self.graph.inst_index[instance as usize],
+            node_name: self.plan.records.node_name(node).as_ptr(),
+            index: self.plan.graph.inst_index[instance as usize],
         }
     }
 
@@ -233,147 +235,20 @@ impl Engine<'_> {
     /// the node, the instance and the frame.
     #[cold]
     fn kernel_error(&self, name: Option<&str>, node: u32, instance: u32, frame: u64, message: String) -> RunError {
-        let name = name.unwrap_or(&self.graph.nodes[node as usize].function);
+        let name = name.unwrap_or(&self.plan.graph.nodes[node as usize].function);
         RunError::Kernel {
-            node: self.graph.nodes[node as usize].name.clone(),
+            node: self.plan.graph.nodes[node as usize].name.clone(),
             kernel: name.to_owned(),
-            instance: self.graph.inst_index[instance as usize],
+            instance: self.plan.graph.inst_index[instance as usize],
             frame,
             message,
         }
     }
 }
 
-/// Computes every computed initialization, in file order, on the calling thread: its kernel is
-/// called once per element, with `$index` the element's index.
-pub(super) fn compute_initializations(
-    graph: &CompiledGraph,
-    kernels: &KernelSet,
-    workers: u32,
-) -> Result<Vec<Vec<Value>>, RunError> {
-    if graph.computed.is_empty() {
-        return Ok(Vec::new());
-    }
-    let consts: Vec<Value> = graph.consts.iter().map(Literal::to_value).collect();
-    let mut caller = KernelCaller::outside_run(CALL_ONCE_ERROR_CAPACITY);
-    let mut computed: Vec<Vec<Value>> = Vec::with_capacity(graph.computed.len());
-    for init in &graph.computed {
-        let kernel = kernels.resolve(|| format!("initialization {}", quote_name(&init.name)), &init.function)?;
-        let name = CString::new(init.name.as_str()).map_err(|_| {
-            RunError::Config(format!("{}: an initialization name contains a NUL character", graph.source))
-        })?;
-        let values = (0..init.count)
-            .map(|element| {
-                let args: Vec<TomiiValue> = init
-                    .args
-                    .iter()
-                    .map(|source| match *source {
-                        ArgSource::Const(c) => *consts[c as usize].as_raw(),
-                        ArgSource::Computed(k) => {
-                            let values = &computed[k as usize];
-                            *values[if values.len() == 1 { 0 } else { element as usize }].as_raw()
-                        }
-                        ArgSource::Index => usize_value(u64::from(element)),
-                        ArgSource::Workers => usize_value(u64::from(workers)),
-                        // The parser refuses edges in an initialization's arguments.
-                        ArgSource::Result(_) => TomiiValue::NONE,
-                    })
-                    .collect();
-                caller.call_from(kernel, &args, &name, element, 0).map_err(|message| RunError::Init {
-                    init: init.name.clone(),
-                    kernel: init.function.clone(),
-                    element,
-                    message,
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        computed.push(values);
-    }
-    Ok(computed)
-}
-
-/// Binds every post-node to its kernel.
-pub(super) fn bind_post_nodes(graph: &CompiledGraph, kernels: &KernelSet) -> Result<Vec<Kernel>, RunError> {
-    graph
-        .post
-        .iter()
-        .map(|post| Ok(kernels.resolve(|| format!("post-node {}", quote_name(&post.node.name)), &post.node.function)?))
-        .collect()
-}
-
-impl Engine<'_> {
-    /// Runs the post-nodes once, in file order, on the calling thread, after the last frame: their
-    /// results arguments read the last frame's slot. Returns what each instance returned.
-    /// The last frame is the one started last: nothing reused its slot after it, and its outputs
-    /// are still held there. Without a completed frame there is nothing to read: they do not run.
-    pub(super) fn run_post_nodes(&self) -> Result<Vec<(String, u32, Output)>, RunError> {
-        let mut outputs = Vec::new();
-        let last = self.held.iter().enumerate().filter_map(|(slot, held)| {
-            let held = held.lock().unwrap_or_else(|p| p.into_inner());
-            held.as_ref().map(|done| (done.frame, slot as u32))
-        });
-        let Some((last_frame, slot)) = last.max() else {
-            return Ok(outputs);
-        };
-        let mut caller = KernelCaller::outside_run(CALL_ONCE_ERROR_CAPACITY);
-        for (post, &kernel) in self.graph.post.iter().zip(&self.post_kernels) {
-            let variadic = kernel.flags & TOMII_KERNEL_VARIADIC != 0;
-            let name = CString::new(post.node.name.as_str()).map_err(|_| {
-                RunError::Config(format!("{}: a post-node name contains a NUL character", self.graph.source))
-            })?;
-            for i in 0..post.node.factor {
-                let sources = post.args_of(i);
-                let mut args: Vec<TomiiValue> = sources.iter().map(|&source| self.post_arg(source, slot, i)).collect();
-                let mut list = Vec::new();
-                if variadic {
-                    let trailing = sources.iter().rev().take_while(|s| matches!(s, ArgSource::Result(_))).count();
-                    list = args.split_off(args.len() - trailing);
-                    let buf = TomiiBuffer {
-                        data: list.as_mut_ptr().cast(),
-                        len: list.len(),
-                        ctx: std::ptr::null_mut(),
-                        release: None,
-                    };
-                    args.push(TomiiValue { tag: TOMII_TAG_LIST, elem: 0, payload: TomiiPayload { buf } });
-                }
-                let value =
-                    caller.call_from(kernel, &args, &name, i, last_frame).map_err(|message| RunError::Kernel {
-                        node: post.node.name.clone(),
-                        kernel: post.node.function.clone(),
-                        instance: i,
-                        frame: last_frame,
-                        message,
-                    })?;
-                drop(list);
-                outputs.push((post.node.name.clone(), i, Output::from_value(value)));
-            }
-        }
-        Ok(outputs)
-    }
-
-    /// One argument of post-node instance `i`; results come from `slot`, the last frame's.
-    fn post_arg(&self, source: ArgSource, slot: u32, i: u32) -> TomiiValue {
-        match source {
-            // SAFETY: every worker has stopped and the last frame completed in `slot`, so its
-            // results are written and nothing writes them any more.
-            ArgSource::Result(pred) => unsafe { self.table.result(slot, pred) },
-            ArgSource::Const(c) => *self.consts[c as usize].as_raw(),
-            ArgSource::Computed(k) => {
-                let values = &self.computed[k as usize];
-                *values[if values.len() == 1 { 0 } else { i as usize }].as_raw()
-            }
-            ArgSource::Index => usize_value(u64::from(i)),
-            ArgSource::Workers => usize_value(u64::from(self.config.workers)),
-        }
-    }
-}
-
-/// Bytes of the buffer a failing initialization or post-node kernel writes its message into.
-const CALL_ONCE_ERROR_CAPACITY: usize = 1024;
-
 /// A `usize` scalar (no buffer, nothing to release).
 #[inline]
-fn usize_value(value: u64) -> TomiiValue {
+pub(super) fn usize_value(value: u64) -> TomiiValue {
     TomiiValue { tag: TOMII_TAG_USIZE, elem: 0, payload: TomiiPayload { u: value } }
 }
 
