@@ -37,12 +37,26 @@ unsafe extern "C" fn never_called(
     1
 }
 
+/// What a kernel call returned: [`ok`](Self::ok), or a failure whose message
+/// [`KernelCaller::failure`] reads.
+#[derive(Clone, Copy, Debug)]
+#[must_use]
+pub(crate) struct Status(i32);
+
+impl Status {
+    #[inline(always)]
+    pub(crate) fn ok(self) -> bool {
+        self.0 == TOMII_OK
+    }
+}
+
 /// One thread's caller of kernels: its error buffer and, when kernels are limited, its mark.
 pub(crate) struct KernelCaller<'w> {
-    /// The worker the calls run on (`TOMII_NO_WORKER` outside a worker).
-    worker: u32,
-    /// Where a failing kernel writes its message, NUL-terminated.
-    error: Box<[u8]>,
+    /// The call context: its fixed part (size, worker, error buffer) set once, the rest per call.
+    ctx: TomiiCallCtx,
+    /// Where a failing kernel writes its message, NUL-terminated (`ctx.err` points at it; it is
+    /// never resized, so the pointer holds wherever the caller moves).
+    error: Vec<u8>,
     /// With a kernel time limit (`RunConfig::kernel_timeout`): the thread's watchdog mark.
     watch: Option<Mark<'w>>,
 }
@@ -50,7 +64,18 @@ pub(crate) struct KernelCaller<'w> {
 impl<'w> KernelCaller<'w> {
     /// A caller for `worker`'s calls with a `capacity`-byte error buffer, marked on `watch`.
     pub(crate) fn new(worker: u32, capacity: usize, watch: Option<Mark<'w>>) -> Self {
-        KernelCaller { worker, error: vec![0; capacity.max(1)].into_boxed_slice(), watch }
+        let mut error = vec![0; capacity.max(1)];
+        let ctx = TomiiCallCtx {
+            struct_size: size_of::<TomiiCallCtx>() as u32,
+            worker,
+            frame: 0,
+            slot: 0,
+            instance: 0,
+            node: std::ptr::null(),
+            err: TomiiErrorBuf { ptr: error.as_mut_ptr().cast(), cap: error.len() },
+            data: std::ptr::null_mut(),
+        };
+        KernelCaller { ctx, error, watch }
     }
 
     /// A caller outside any worker's task (an initialization, a post-node, a network source's
@@ -59,9 +84,10 @@ impl<'w> KernelCaller<'w> {
         KernelCaller::new(TOMII_NO_WORKER, capacity, None)
     }
 
-    /// Calls `kernel` with `args`, borrowed, from `site`; `subject` names the call to the
-    /// watchdog (`slot << 32 | instance`). The result, owned by the caller, or the kernel's
-    /// message.
+    /// Calls `kernel` with `args`, borrowed, from `site`, its result into `out`, which the caller
+    /// set to NONE: owned by the caller when the status is ok, else for
+    /// [`failure`](Self::failure) to release. `subject` names the call to the watchdog
+    /// (`slot << 32 | instance`).
     #[inline(always)]
     pub(crate) fn call(
         &mut self,
@@ -69,34 +95,32 @@ impl<'w> KernelCaller<'w> {
         args: &[TomiiValue],
         site: CallSite,
         subject: u64,
-    ) -> Result<TomiiValue, String> {
+        out: &mut TomiiValue,
+    ) -> Status {
         self.error[0] = 0;
-        let ctx = TomiiCallCtx {
-            struct_size: size_of::<TomiiCallCtx>() as u32,
-            worker: self.worker,
-            frame: site.frame,
-            slot: site.slot,
-            instance: site.index,
-            node: site.node,
-            err: TomiiErrorBuf { ptr: self.error.as_mut_ptr().cast(), cap: self.error.len() },
-            data: kernel.data,
-        };
-        let mut out = TomiiValue::NONE;
-        // SAFETY (both calls): `args` are valid values borrowed for the call; `out` and `ctx` (and
-        // the error buffer and node name it points at) are live until it returns.
-        let status = match self.watch {
-            Some(mark) => mark.watch_subject(Call::Kernel, subject, || unsafe {
-                (kernel.func)(args.as_ptr(), args.len(), &mut out, &ctx)
-            }),
-            None => unsafe { (kernel.func)(args.as_ptr(), args.len(), &mut out, &ctx) },
-        };
-        if status == TOMII_OK { Ok(out) } else { Err(self.failed(out, status)) }
+        let ctx = &mut self.ctx;
+        (ctx.frame, ctx.slot, ctx.instance, ctx.node, ctx.data) =
+            (site.frame, site.slot, site.index, site.node, kernel.data);
+        let ctx = &self.ctx;
+        // SAFETY (both calls): `args` are valid values borrowed for the call; `out`, `ctx`, the
+        // error buffer `ctx.err` points at (this caller's, never resized) and the node name (the
+        // caller's promise, `CallSite::node`) are live until it returns.
+        Status(match self.watch {
+            Some(mark) => mark
+                .watch_subject(Call::Kernel, subject, || unsafe { (kernel.func)(args.as_ptr(), args.len(), out, ctx) }),
+            None => unsafe { (kernel.func)(args.as_ptr(), args.len(), out, ctx) },
+        })
     }
 
-    /// [`call`](Self::call) with an owned result, unwatched: for calls outside a worker's task.
+    /// [`call`](Self::call) with an owned result, or the kernel's message.
     pub(crate) fn call_owned(&mut self, kernel: Kernel, args: &[TomiiValue], site: CallSite) -> Result<Value, String> {
+        let mut out = TomiiValue::NONE;
+        let status = self.call(kernel, args, site, 0, &mut out);
+        if !status.ok() {
+            return Err(self.failure(out, status));
+        }
         // SAFETY: the kernel handed over ownership of its result.
-        self.call(kernel, args, site, 0).map(|out| unsafe { Value::from_raw(out) })
+        Ok(unsafe { Value::from_raw(out) })
     }
 
     /// A call outside any frame from `node` (instance `index`, frame `frame`, slot 0), with an owned
@@ -112,10 +136,12 @@ impl<'w> KernelCaller<'w> {
         self.call_owned(kernel, args, CallSite { frame, slot: 0, index, node: node.as_ptr() })
     }
 
-    /// The kernel returned `status`: its result released, its message read.
+    /// The message of the call that returned `status`, a failure; what the kernel left in `out`
+    /// is released.
     #[cold]
     #[inline(never)]
-    fn failed(&self, out: TomiiValue, status: i32) -> String {
+    pub(crate) fn failure(&self, out: TomiiValue, status: Status) -> String {
+        let Status(status) = status;
         // SAFETY: per the ABI a failing kernel leaves `out` NONE or releasable.
         drop(unsafe { Value::from_raw(out) });
         let end = self.error.iter().position(|&b| b == 0).unwrap_or(self.error.len());

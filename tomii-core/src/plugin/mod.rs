@@ -21,7 +21,7 @@ pub use scheduler::{
     PopBuffer, SchedulerInstance, SchedulerKnob, SchedulerPlugin, SchedulerSetup, installed_schedulers,
     scheduler_file_name, scheduler_search_path,
 };
-pub(crate) use watchdog::{Call, Watchdog};
+pub(crate) use watchdog::Call;
 
 use std::path::PathBuf;
 

@@ -56,7 +56,7 @@ impl Call {
 /// One thread's mark: its current call, and what the call works on (a kernel call's `slot << 32 |
 /// instance`), on a cache line of their own.
 #[derive(Default)]
-struct MarkCell {
+pub(crate) struct MarkCell {
     /// `tick << 8 | call` while a call runs, else 0.
     call: AtomicU64,
     /// The subject of the last marked call that has one.
@@ -102,15 +102,22 @@ impl Watchdog {
         Watchdog { tick: AtomicU64::new(0), marks }
     }
 
-    fn cell(&self, worker: u32) -> &MarkCell {
+    /// The mark of `worker`'s calls; TOMII_NO_WORKER (u32::MAX) lands on the last, the host's.
+    #[inline]
+    pub(crate) fn cell(&self, worker: u32) -> &MarkCell {
         &self.marks[(worker as usize).min(self.marks.len() - 1)]
     }
 
-    /// The mark of `worker`'s calls; TOMII_NO_WORKER (u32::MAX) lands on the last, the host's. A
-    /// thread looks its mark up once and keeps it.
+    /// A handle on `worker`'s mark, with the tick: a thread looks it up once and keeps it.
     #[inline]
     pub(crate) fn mark(&self, worker: u32) -> Mark<'_> {
         Mark { tick: &self.tick, cell: self.cell(worker) }
+    }
+
+    /// Runs `body`, `call` of a plugin, marked on `cell` (one of this watchdog's).
+    #[inline(always)]
+    pub(crate) fn watch<T>(&self, cell: &MarkCell, call: Call, body: impl FnOnce() -> T) -> T {
+        Mark { tick: &self.tick, cell }.watch(call, body)
     }
 
     /// The subject of `worker`'s last marked call that had one (0 if none).

@@ -225,10 +225,13 @@ impl Engine<'_> {
     ) -> Result<TomiiValue, RunError> {
         let context = Context { frame, slot, index: site.index, node: site.node_name };
         let subject = u64::from(slot) << 32 | u64::from(instance);
-        match local.kernels.call(kernel, &local.args, context, subject) {
-            Ok(out) => Ok(out),
-            Err(message) => Err(self.kernel_error(name, site.node, instance, frame, message)),
+        let mut out = TomiiValue::NONE;
+        let status = local.kernels.call(kernel, &local.args, context, subject, &mut out);
+        if status.ok() {
+            return Ok(out);
         }
+        let message = local.kernels.failure(out, status);
+        Err(self.kernel_error(name, site.node, instance, frame, message))
     }
 
     /// A kernel's failure (`message`), named: the kernel (`name`, the node's kernel when `None`),

@@ -88,7 +88,7 @@ impl Engine<'_> {
             let _ = self.shared.measured_from.set(Instant::now());
         }
         let generation = self.shared.table.begin_frame(slot, frame, tag, serial, now);
-        pusher.scheduler.frame_started(frame, slot);
+        self.scheduler.frame_started_by(pusher.scheduler, frame, slot);
         for &root in &self.plan.graph.roots {
             self.stage(pusher, self.inst(root), slot, generation, frame, now, TOMII_NO_WORKER)?;
         }
@@ -243,7 +243,7 @@ impl Engine<'_> {
             // `record` grows the histogram (auto-resize); it fails only beyond u64, never here.
             let _ = latency.record(latency_ns.clamp(1, MAX_LATENCY_NS));
         }
-        pusher.scheduler.frame_completed(frame, slot, latency_ns);
+        self.scheduler.frame_completed_by(pusher.scheduler, frame, slot, latency_ns);
         let tag = state.tag.load(Ordering::Relaxed);
         let next = self.next_frame();
         if matches!(next, NextFrame::Start { .. }) {

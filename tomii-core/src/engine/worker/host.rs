@@ -125,7 +125,7 @@ impl Engine<'_> {
         let mut stuck = vec![false; self.plan.config.workers as usize + 1];
         loop {
             let now_ms = u64::try_from(wall.elapsed().as_millis()).unwrap_or(u64::MAX);
-            while let Some((worker, call)) = self.shared.watchdog.look(now_ms, limit_ms, kernel_limit_ms, &stuck) {
+            while let Some((worker, call)) = self.scheduler.watchdog().look(now_ms, limit_ms, kernel_limit_ms, &stuck) {
                 stuck[(worker as usize).min(self.plan.config.workers as usize)] = true;
                 let left = stuck[..self.plan.config.workers as usize].iter().filter(|s| !**s).count();
                 self.stuck(worker, call, left);
@@ -185,7 +185,7 @@ impl Engine<'_> {
     /// The kernel call `worker` is stuck in, named.
     #[cold]
     pub(super) fn kernel_hang(&self, worker: u32) -> RunError {
-        let call = self.shared.watchdog.subject(worker);
+        let call = self.scheduler.watchdog().subject(worker);
         let (slot, instance) = ((call >> 32) as u32, call as u32);
         let node = self.plan.graph.node_of(instance);
         RunError::KernelHang {

@@ -21,7 +21,7 @@ const ERROR_CAPACITY: usize = 4096;
 /// Ready tasks waiting to be pushed, and who pushes them.
 pub(super) struct Pusher<'e> {
     pub(super) worker: u32,
-    /// `worker`'s calls into the scheduler, each marked for the watchdog.
+    /// How `worker` calls the scheduler: each call marked for the watchdog.
     pub(super) scheduler: SchedulerCaller<'e>,
     pub(super) ready: Vec<TomiiTask>,
     /// Whether the pushing worker will still take one of its pushed tasks itself.
@@ -62,7 +62,7 @@ impl Engine<'_> {
     pub(super) fn host_pusher(&self) -> Pusher<'_> {
         Pusher {
             worker: TOMII_NO_WORKER,
-            scheduler: self.scheduler.caller(TOMII_NO_WORKER, &self.shared.watchdog),
+            scheduler: self.scheduler.caller(TOMII_NO_WORKER),
             ready: Vec::with_capacity(PUSH_CHUNK),
             self_take: false,
         }
@@ -72,11 +72,11 @@ impl Engine<'_> {
     pub(super) fn local(&self, worker: u32) -> Local<'_> {
         let (graph, config) = (self.plan.graph, self.plan.config);
         let nodes = graph.nodes.len();
-        let watchdog = &self.shared.watchdog;
+        let watchdog = self.scheduler.watchdog();
         Local {
             pusher: Pusher {
                 worker,
-                scheduler: self.scheduler.caller(worker, watchdog),
+                scheduler: self.scheduler.caller(worker),
                 ready: Vec::with_capacity(PUSH_CHUNK),
                 self_take: true,
             },

@@ -35,7 +35,6 @@ use crate::engine::sleep::Sleep;
 use crate::engine::slots::SlotTable;
 use crate::engine::source::FrameDone;
 use crate::engine::trace::TracePool;
-use crate::plugin::Watchdog;
 
 /// Run state shared by every worker and the host thread.
 pub(super) struct Shared {
@@ -75,9 +74,6 @@ pub(super) struct Shared {
     /// The host thread, woken when the run stops so that progress reporting ends at once.
     pub(super) host: std::thread::Thread,
     pub(super) containment: Containment,
-    /// Marks every call into the scheduler (and every kernel call, when limited), for the host to
-    /// find one that does not return.
-    pub(super) watchdog: Watchdog,
 }
 
 impl Shared {
@@ -112,7 +108,6 @@ impl Shared {
             trace_pool: plan.tracing.then(|| TracePool::new(config.workers, host.clone())),
             host,
             containment: Containment::new(config.on_fault),
-            watchdog: Watchdog::new(config.workers),
         }
     }
 }

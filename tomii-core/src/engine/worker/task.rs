@@ -126,7 +126,7 @@ impl Engine<'_> {
         if self.plan.task_hooks
             && let Some(task) = popped
         {
-            local.pusher.scheduler.task_started(task);
+            self.scheduler.task_started_by(local.pusher.scheduler, task);
         }
         let first_start = if self.plan.timing { self.shared.clock.now_after_loads() } else { 0 };
         let inlined = popped.is_none();
@@ -139,7 +139,7 @@ impl Engine<'_> {
             && let Some(task) = popped
         {
             let ns = self.shared.clock.ns_between(first_start, end);
-            local.pusher.scheduler.task_completed(task, ns);
+            self.scheduler.task_completed_by(local.pusher.scheduler, task, ns);
         }
         let continuation =
             self.release_successors(&mut local.pusher, claimed, end, self.plan.config.inline_continuation)?;
@@ -406,7 +406,7 @@ impl Engine<'_> {
     pub(super) fn push_staged(&self, pusher: &mut Pusher) -> Result<(), RunError> {
         if self.shared.containment.is_ejected() {
             self.shared.containment.fifo().push(&pusher.ready);
-        } else if let Err(violation) = pusher.scheduler.push(&pusher.ready) {
+        } else if let Err(violation) = self.scheduler.push_by(pusher.scheduler, &pusher.ready) {
             // Under the fallback policy the ejection requeues these tasks from the counters.
             self.contract_violation(violation)?;
         }

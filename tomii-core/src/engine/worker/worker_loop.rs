@@ -103,7 +103,7 @@ impl Engine<'_> {
     }
 
     /// One pop. `None` when the run is over or the scheduler failed (the failure is recorded).
-    #[inline]
+    #[inline(always)]
     pub(super) fn pop(&self, local: &mut Local, popped: &mut PopBuffer) -> Option<usize> {
         if self.shared.stop.load(Ordering::Acquire) {
             return None;
@@ -117,7 +117,7 @@ impl Engine<'_> {
         if self.shared.containment.is_ejected() {
             return Some(self.shared.containment.fifo().pop(local.pusher.worker, popped));
         }
-        match local.pusher.scheduler.pop(popped) {
+        match self.scheduler.pop_by(local.pusher.scheduler, popped) {
             Ok(count) => Some(count),
             Err(violation) => match self.contract_violation(violation) {
                 Ok(()) => Some(0),
