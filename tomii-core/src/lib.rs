@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod engine;
 pub mod graph;
+mod host;
 pub mod knobs;
 pub mod launch;
 pub mod network;

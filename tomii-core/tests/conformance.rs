@@ -3,8 +3,14 @@
 //! `conformance!` below; `every_built_scheduler_is_in_the_suite` fails until it does.
 //!
 //! Two levels: the contract itself, driven directly through `SchedulerInstance` (push and pop from
-//! one or many threads, batch limits, worker ranges, create/destroy), and whole runs through the
-//! engine, checked against the reference checksums and the trace invariants.
+//! one or many threads, batch limits, worker ranges, create/destroy), and whole runs, checked
+//! against the trace invariants and, where kernels run, the reference checksums.
+//!
+//! Every whole run is made in both modes (`common::modes`, tokio's `rt_common.rs` style): a real
+//! run on the engine's threads (`<scheduler>::real::*`) and a simulated one on virtual workers
+//! (`<scheduler>::simulated::*`), which share the host core (ARCHITECTURE.md §5a). So a contract
+//! check is written once and holds in both; `broken::*` holds a broken scheduler's violations to
+//! the same message in both.
 //!
 //! The whole runs are made twice: as they are, and with hooks on, wrapped by the hook checker
 //! (tests/plugins/hook-checker), which checks every promise the host makes about hooks. The
@@ -20,14 +26,33 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::c_fixtures::CFixtures;
-use common::{plugin, plugin_dir, sinks, synthetic_lib, within_timeout};
+use common::modes::Mode;
+use common::{broken_lib, plugin, plugin_dir, sinks};
 use tomii_core::engine::{self, Output, RunConfig};
-use tomii_core::graph;
-use tomii_core::plugin::{KernelSet, SchedulerInstance, SchedulerPlugin, SchedulerSetup, scheduler_file_name};
+use tomii_core::graph::{self, CompiledGraph};
+use tomii_core::plugin::{SchedulerInstance, SchedulerPlugin, SchedulerSetup, scheduler_file_name};
 use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 const WORKERS: u32 = 4;
+
+/// The whole-run tests of one scheduler in one mode: `mode => Mode::X`, inside its module.
+macro_rules! whole_runs {
+    ($scheduler:ident, $name:literal, $($mode:ident => $which:expr),+) => {
+        $(mod $mode {
+            #[test]
+            fn runs_graphs_to_the_reference_values() {
+                super::super::runs_graphs_to_the_reference_values($name, $which);
+            }
+            #[test]
+            fn runs_graphs_with_hooks_checked() {
+                let test = concat!(stringify!($scheduler), "::", stringify!($mode), "::runs_graphs_with_hooks_checked");
+                let inner = || super::super::plugin(&super::super::scheduler_file_name($name));
+                super::super::runs_graphs_with_hooks_checked(test, $which, inner);
+            }
+        })+
+    };
+}
 
 /// One module of tests per scheduler: `module => "name"`.
 macro_rules! conformance {
@@ -54,15 +79,7 @@ macro_rules! conformance {
             fn create_and_destroy_repeatedly() {
                 super::create_and_destroy_repeatedly($name);
             }
-            #[test]
-            fn runs_graphs_to_the_reference_values() {
-                super::runs_graphs_to_the_reference_values($name);
-            }
-            #[test]
-            fn runs_graphs_with_hooks_checked() {
-                let test = concat!(stringify!($module), "::runs_graphs_with_hooks_checked");
-                super::runs_graphs_with_hooks_checked(test, || super::plugin(&super::scheduler_file_name($name)));
-            }
+            whole_runs!($module, $name, real => crate::Mode::Real, simulated => crate::Mode::Simulated);
         })+
     };
 }
@@ -286,7 +303,7 @@ fn create_and_destroy_repeatedly(name: &str) {
     }
 }
 
-// ---- whole runs, through the engine ----
+// ---- whole runs, in both modes ----
 
 /// A fixture graph, the reference value of its sink in a frame, and how to run it.
 struct Case {
@@ -305,41 +322,47 @@ const CASES: [Case; 4] = [
     Case { file: "checksum_chain.json", reference: sinks::chain, workers: WORKERS, slots: 6, pop_batch: 3 },
 ];
 
-fn runs_graphs_to_the_reference_values(name: &str) {
-    whole_runs(plugin(&scheduler_file_name(name)), |_, _| {});
+fn compile(file: &str) -> CompiledGraph {
+    graph::parse_str(file, &common::graph_text(file)).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Runs every case with the scheduler at `path`, checks the values and the trace, then `check`s
-/// the outcome.
-fn whole_runs(path: PathBuf, check: fn(&RunConfig, &engine::RunOutcome)) {
-    within_timeout(TIMEOUT, &format!("runs of {}", path.display()), move || {
-        let kernels = KernelSet::load(&[synthetic_lib()]).unwrap_or_else(|e| panic!("{e}"));
-        let plugin = SchedulerPlugin::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        let name = plugin.name;
-        for case in &CASES {
-            let file = case.file;
-            let graph = graph::parse_str(file, &common::graph_text(file)).unwrap_or_else(|e| panic!("{e}"));
-            let sink = graph.nodes.len() as u32 - 1;
-            let config = RunConfig {
-                workers: case.workers,
-                slots: case.slots,
-                frames: 40,
-                pop_batch: case.pop_batch,
-                trace: true,
-                collect_outputs: true,
-                ..RunConfig::default()
-            };
-            let outcome = engine::run(&graph, &kernels, &plugin, &config)
-                .unwrap_or_else(|e| panic!("{name} on {file} failed: {e}"));
-            common::trace::check(&graph, &config, &outcome.trace);
-            for (frame, outputs) in outcome.outputs.iter().enumerate() {
-                let value = outputs.iter().find(|(node, _, _)| *node == sink).map(|(_, _, v)| v);
-                let expected = Output::UInt((case.reference)(frame as u64));
-                assert_eq!(value, Some(&expected), "{name} on {file}, frame {frame}");
-            }
-            check(&config, &outcome);
+fn runs_graphs_to_the_reference_values(name: &str, mode: Mode) {
+    whole_runs(plugin(&scheduler_file_name(name)), mode, |_, _| {});
+}
+
+/// Runs every case in `mode` with the scheduler at `path`, checks the trace, the tasks and
+/// frames, and, where kernels run, the values; then `check`s the outcome.
+fn whole_runs(path: PathBuf, mode: Mode, check: fn(&RunConfig, &engine::RunOutcome)) {
+    for case in &CASES {
+        let file = case.file;
+        let graph = compile(file);
+        let sink = graph.nodes.len() as u32 - 1;
+        let config = RunConfig {
+            workers: case.workers,
+            slots: case.slots,
+            frames: 40,
+            pop_batch: case.pop_batch,
+            trace: true,
+            collect_outputs: true,
+            ..RunConfig::default()
+        };
+        let outcome = mode
+            .run(&graph, &path, &config, TIMEOUT)
+            .unwrap_or_else(|e| panic!("{} on {file} ({mode:?}) failed: {e}", path.display()));
+        let name = &outcome.report.scheduler.name;
+        common::trace::check(&graph, &config, &outcome.trace);
+        assert_eq!(outcome.report.frames, config.frames, "{name} on {file} ({mode:?})");
+        assert_eq!(outcome.report.tasks, config.frames * graph.instance_count() as u64, "{name} on {file} ({mode:?})");
+        if mode.runs_kernels() {
+            assert_eq!(outcome.outputs.len() as u64, config.frames, "{name} on {file}");
         }
-    });
+        for (frame, outputs) in outcome.outputs.iter().enumerate() {
+            let value = outputs.iter().find(|(node, _, _)| *node == sink).map(|(_, _, v)| v);
+            let expected = Output::UInt((case.reference)(frame as u64));
+            assert_eq!(value, Some(&expected), "{name} on {file}, frame {frame}");
+        }
+        check(&config, &outcome);
+    }
 }
 
 // ---- whole runs with hooks on ----
@@ -354,18 +377,28 @@ const CHILD_VAR: &str = "TOMII_CONFORMANCE_HOOKS_CHILD";
 static C_SERIAL: CFixtures = CFixtures::new(&[("c_serial", "serial_sched.c", &[])]);
 
 /// A SERIAL scheduler that relies on the host's lock (no lock of its own) and has every hook: with
-/// the checker, which is then SERIAL too, no two calls overlap and every hook promise holds.
-#[test]
-fn serial_c_scheduler_runs_graphs_with_hooks_checked() {
-    runs_graphs_with_hooks_checked("serial_c_scheduler_runs_graphs_with_hooks_checked", || C_SERIAL.path("c_serial"));
+/// the checker, which is then SERIAL too, no two calls overlap and every hook promise holds, in
+/// both modes.
+mod serial_c_scheduler {
+    #[test]
+    fn runs_graphs_with_hooks_checked() {
+        let test = "serial_c_scheduler::runs_graphs_with_hooks_checked";
+        super::runs_graphs_with_hooks_checked(test, super::Mode::Real, || super::C_SERIAL.path("c_serial"));
+    }
+
+    #[test]
+    fn runs_simulated_graphs_with_hooks_checked() {
+        let test = "serial_c_scheduler::runs_simulated_graphs_with_hooks_checked";
+        super::runs_graphs_with_hooks_checked(test, super::Mode::Simulated, || super::C_SERIAL.path("c_serial"));
+    }
 }
 
-/// Every whole run, with the scheduler `inner()` wrapped by the hook checker: the values and the
-/// trace as without it, and the checker saw every hook called as promised. `test` is the calling
-/// test's name, which the child process runs alone.
-fn runs_graphs_with_hooks_checked(test: &str, inner: impl FnOnce() -> PathBuf) {
+/// Every whole run in `mode`, with the scheduler `inner()` wrapped by the hook checker: the values
+/// and the trace as without it, and the checker saw every hook called as promised. `test` is the
+/// calling test's name, which the child process runs alone.
+fn runs_graphs_with_hooks_checked(test: &str, mode: Mode, inner: impl FnOnce() -> PathBuf) {
     if std::env::var_os(CHILD_VAR).is_some_and(|child| child == test) {
-        return whole_runs(plugin(HOOK_CHECKER), assert_hooks_checked);
+        return whole_runs(plugin(HOOK_CHECKER), mode, assert_hooks_checked);
     }
     let mut command = Command::new(std::env::current_exe().expect("the test executable's path"));
     command.args(["--exact", test, "--test-threads", "1"]).env(CHILD_VAR, test).env(INNER_VAR, inner());
@@ -396,4 +429,104 @@ fn assert_hooks_checked(config: &RunConfig, outcome: &engine::RunOutcome) {
         assert_eq!(count(hook), config.frames, "{hook}, once per frame: {checker}");
     }
     assert_eq!((count("frames_in_flight"), count("tasks_in_flight")), (0, 0), "{checker}");
+}
+
+// ---- a broken scheduler, in both modes ----
+
+/// How long a broken run may be idle before it stops as stalled (a lost task).
+const STALL_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// The broken scheduler (tests/plugins/broken-scheduler) with `fault=<this>`, and its C fixture
+/// with `-DFAULT_<THIS>`: each breaks its contract after five correct hand-outs. A scheduler whose
+/// every pop sleeps 100 ms (tests/c/crash_sched.c).
+static C_BROKEN: CFixtures = CFixtures::new(&[
+    ("c_broken_overflow", "broken_runtime.c", &["-DFAULT_OVERFLOW"]),
+    ("c_slow_pop", "crash_sched.c", &["-DSLEEP_POP_US=100000"]),
+]);
+
+/// A run of 10 frames on `workers` workers with the scheduler's `options`, stalled after 300 ms.
+fn broken_config(options: &[(&str, &str)], workers: u32) -> RunConfig {
+    RunConfig {
+        workers,
+        frames: 10,
+        trace: true,
+        stall_timeout: STALL_TIMEOUT,
+        scheduler_options: options.iter().map(|&(k, v)| (k.to_owned(), v.to_owned())).collect(),
+        ..RunConfig::default()
+    }
+}
+
+/// Runs `file` with the broken scheduler at `path` under `config` in both modes, and returns each
+/// mode's error; each must be a failure that kept what ran.
+fn broken_in_both_modes(path: &std::path::Path, file: &str, config: &RunConfig) -> [String; 2] {
+    let graph = compile(file);
+    [Mode::Real, Mode::Simulated].map(|mode| {
+        let failure = match mode.run(&graph, path, config, TIMEOUT) {
+            Ok(_) => panic!("{} on {file} ({mode:?}): the run succeeded", path.display()),
+            Err(failure) => failure,
+        };
+        let partial = failure.partial.unwrap_or_else(|| panic!("{} ({mode:?}): what ran is kept", path.display()));
+        assert_eq!(partial.report.status, "failed", "{} ({mode:?})", path.display());
+        failure.error.to_string()
+    })
+}
+
+/// One worker: the real run and the simulation hand out the same tasks in the same order, so the
+/// violation is the same to the task.
+macro_rules! same_violation {
+    ($($test:ident => $fault:literal says $needle:literal;)+) => {
+        mod broken {
+            $(#[test]
+            fn $test() {
+                let config = super::broken_config(&[("fault", $fault)], 1);
+                let [real, simulated] = super::broken_in_both_modes(&super::broken_lib(), "checksum_chain.json", &config);
+                assert_eq!(real, simulated, "the same violation in both modes");
+                assert!(real.contains($needle) && !real.contains('\n'), "{real}");
+            })+
+
+            /// Two workers and pinned tasks: which task goes to the wrong worker depends on the
+            /// real run's timing, so the violation is compared up to the task.
+            #[test]
+            fn wrong_worker() {
+                let config = super::broken_config(&[("fault", "wrong-worker")], 2);
+                let [real, simulated] =
+                    super::broken_in_both_modes(&super::broken_lib(), "pinned_checksum.json", &config);
+                let kind = |message: &str| message.split(" to worker ").next().unwrap_or_default().to_owned();
+                assert_eq!(kind(&real), kind(&simulated), "{real}\n{simulated}");
+                assert!(real.contains(", outside its allowed workers "), "{real}");
+                assert!(simulated.contains(", outside its allowed workers "), "{simulated}");
+            }
+
+            #[test]
+            fn c_overflow() {
+                let path = super::C_BROKEN.path("c_broken_overflow");
+                let config = super::broken_config(&[], 1);
+                let [real, simulated] = super::broken_in_both_modes(&path, "checksum_chain.json", &config);
+                assert_eq!(real, simulated, "the same violation in both modes");
+                assert!(real.contains("pop reported 2 tasks for a buffer of 1"), "{real}");
+            }
+
+            /// A call that outlasts `scheduler_call_timeout` is found by the port's watchdog in
+            /// both modes (each pop of this one sleeps 100 ms).
+            #[test]
+            fn a_stuck_call() {
+                let path = super::C_BROKEN.path("c_slow_pop");
+                let config = super::RunConfig {
+                    scheduler_call_timeout: std::time::Duration::from_millis(20),
+                    ..super::broken_config(&[], 1)
+                };
+                let [real, simulated] = super::broken_in_both_modes(&path, "checksum_chain.json", &config);
+                assert_eq!(real, simulated, "the same hang in both modes");
+                assert!(real.contains("did not return from pop on worker 0 within 20 ms"), "{real}");
+            }
+        }
+    };
+}
+
+same_violation! {
+    duplicate => "duplicate" says "broke its contract: returned the same task twice: node ";
+    garbage => "garbage" says "broke its contract: pop returned handle 0xffffffffffffffff, which the host never issued";
+    drop => "drop" says "stalled: every worker was idle for 300 ms with 1 frame(s) incomplete";
+    error => "error" says "broke its contract: push failed: injected error";
+    panic => "panic" says "broke its contract: pop failed: panicked: injected panic";
 }

@@ -1,7 +1,8 @@
 //! Simulation (`sim/`, `tomii simulate`): every shipped scheduler, C included, driven through its
 //! dylib on virtual workers; the makespan and latency of graphs whose answer is known by hand;
-//! the trace's invariants; one seed, one run; a contract violation caught with the real run's
-//! message; cost models from files and traces; the command line.
+//! the trace's invariants; one seed, one run; cost models from files and traces; the command line.
+//! The contract checks, a broken scheduler's violations included, run in both modes in
+//! tests/conformance.rs (`<scheduler>::simulated::*`, `broken::*`).
 
 mod common;
 
@@ -10,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use common::cli::{assert_error, finish, tomii};
-use common::{broken_lib, graph_path, plugin};
+use common::{graph_path, plugin};
 use tomii_core::engine::{Progress, ProgressFn, RunConfig, RunOutcome};
 use tomii_core::graph::{self, CompiledGraph};
 use tomii_core::plugin::SchedulerPlugin;
@@ -117,32 +118,6 @@ fn one_seed_one_run() {
     assert_eq!(first.trace, again.trace);
     assert_ne!(first.trace, other.trace);
     assert_eq!(first.report.latency_us.p99, again.report.latency_us.p99);
-}
-
-#[test]
-fn a_broken_scheduler_is_caught_as_a_real_run_catches_it() {
-    let graph = graph::load_file(&graph_path("diamond.json")).expect("diamond");
-    let broken = SchedulerPlugin::load(&broken_lib()).expect("the broken scheduler");
-    let cost = CostSpec { default: Some(Dist::Fixed { ns: 1_000 }), ..CostSpec::default() };
-    for (fault, needle) in [
-        ("duplicate", "returned the same task twice"),
-        ("garbage", "which the host never issued"),
-        ("drop", "was a pushed task lost?"),
-        ("error", "injected error"),
-    ] {
-        let run = RunConfig {
-            workers: 2,
-            frames: 5,
-            scheduler_options: vec![("fault".to_owned(), fault.to_owned())],
-            ..RunConfig::default()
-        };
-        let own = SimConfig { cost: cost.clone(), ..SimConfig::default() };
-        let failure = sim::simulate(&graph, &broken, &run, &own).expect_err(fault);
-        let message = failure.error.to_string();
-        assert!(message.contains("broke its contract") && message.contains(needle), "{fault}: {message}");
-        let partial = failure.partial.expect("what ran is kept");
-        assert_eq!(partial.report.status, "failed");
-    }
 }
 
 #[test]

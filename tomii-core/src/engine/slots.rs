@@ -1,18 +1,20 @@
 //! Per-slot state: dependency counters, claim counters, results and frame bookkeeping, for every
 //! (slot, instance) pair, in flat arrays indexed `slot * instances + instance`. A task's two
 //! counters share one 64-bit word, so one compare-and-swap both checks that a task is ready and
-//! claims it (README.md, "Slots and generations").
+//! claims it (README.md, "Slots and generations"). The words' arithmetic and the frame's sink
+//! count are the host core's (`host/counters.rs`), here over atomics; the simulator runs the same
+//! over plain cells.
 //!
 //! Nothing here is ever reset: every counter grows monotonically and is compared against a target
 //! derived from the slot's generation, which makes recycling a slot O(1). See README.md, "Slots and
 //! generations", for the argument.
 //!
 //! # Memory ordering
-//! Arrivals (the word's high half) use SeqCst read-modify-writes, so the increment that makes an instance ready
-//! acquires every predecessor's result write (each predecessor stores its result, then increments
-//! with release; all increments form one release sequence). The `done` counter orders a slot's
-//! completion after every sink of the frame, hence after every task (every task precedes a sink). Generations are published with release before a
-//! frame's roots are pushed and read with acquire when validating a popped handle.
+//! The counter words' and the `done` count's orderings are stated in `host/counters.rs`, which
+//! applies them: arrivals SeqCst (the increment that makes an instance ready acquires every
+//! predecessor's result write), claims AcqRel, `done` AcqRel (a slot's completion after every
+//! sink, hence every task). Generations are published with release before a frame's roots are
+//! pushed (`begin_frame`) and read with acquire when validating a popped handle (`SlotView`).
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -22,65 +24,8 @@ use crossbeam_utils::CachePadded;
 use tomii_types::abi::TomiiValue;
 use tomii_types::kernel::Value;
 
-/// Bits of a handle holding the instance index.
-const INSTANCE_BITS: u32 = 32;
-/// Bits of a handle holding the slot index.
-const SLOT_BITS: u32 = 24;
-/// The most slots a run may have.
-pub const MAX_SLOTS: u32 = 1 << SLOT_BITS;
-
-/// Where a handle points, once decoded and range-checked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TaskRef {
-    pub slot: u32,
-    pub instance: u32,
-    /// The low 8 bits of the generation the handle was issued for.
-    pub tag: u32,
-}
-
-/// Encodes a task handle: generation tag (8 bits), slot (24 bits), instance (32 bits).
-#[inline]
-pub fn encode_handle(slot: u32, instance: u32, generation: u32) -> u64 {
-    (u64::from(generation & 0xFF) << (INSTANCE_BITS + SLOT_BITS))
-        | (u64::from(slot) << INSTANCE_BITS)
-        | u64::from(instance)
-}
-
-/// Decodes a handle without checking it against the table.
-#[inline]
-pub fn decode_handle(handle: u64) -> TaskRef {
-    TaskRef {
-        slot: ((handle >> INSTANCE_BITS) & u64::from(MAX_SLOTS - 1)) as u32,
-        instance: handle as u32,
-        tag: (handle >> (INSTANCE_BITS + SLOT_BITS)) as u32,
-    }
-}
-
-/// The counters of one task in one slot, in one word: arrivals from predecessors in the high 32
-/// bits, claims by workers in the low 32, both over all generations and modulo 2^32. An arrival
-/// adds `1 << 32` (its carry leaves the word), a claim moves the low half from `g` to `g + 1`.
-struct Counters {
-    word: AtomicU64,
-}
-
-/// One arrival, as added to a counter word.
-const ARRIVAL: u64 = 1 << 32;
-
-/// The arrivals that make an instance with `deps` predecessors ready in `generation`: `(g + 1) ·
-/// deps` modulo 2^32. Exact because each generation adds exactly `deps` (< 2^32) arrivals.
-#[inline(always)]
-fn ready_at(generation: u32, deps: u32) -> u32 {
-    generation.wrapping_add(1).wrapping_mul(deps)
-}
-
-/// Why a claim failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClaimError {
-    /// The task was claimed already in this generation.
-    Twice,
-    /// The task is not ready in this generation (never pushed, or of another frame).
-    NotReady,
-}
+pub use crate::host::MAX_SLOTS;
+use crate::host::{ClaimError, Counters, FIRST_GENERATION, SlotView, TaskRef, frame_complete};
 
 /// One task's result. Written only by the task itself, read only by its successors in the same
 /// generation; overwritten (old value released) when the slot's next frame runs the task.
@@ -114,27 +59,25 @@ pub struct Slot {
 }
 
 pub struct SlotTable {
-    instances: usize,
     /// Sink instances per frame: a frame is complete when all of them are.
     sinks: u64,
     slots: Box<[CachePadded<Slot>]>,
-    counters: Box<[Counters]>,
+    counters: Counters<AtomicU64>,
     results: Box<[ResultCell]>,
 }
 
 impl SlotTable {
     /// Bytes one (slot, instance) pair takes.
-    pub const CELL_BYTES: usize = size_of::<Counters>() + size_of::<ResultCell>();
+    pub const CELL_BYTES: usize = Counters::<AtomicU64>::CELL_BYTES + size_of::<ResultCell>();
 
     pub fn new(slots: u32, instances: usize, sinks: usize) -> Self {
         let cells = slots as usize * instances;
         SlotTable {
-            instances,
             sinks: sinks as u64,
             slots: (0..slots)
                 .map(|_| {
                     CachePadded::new(Slot {
-                        generation: AtomicU32::new(u32::MAX),
+                        generation: AtomicU32::new(FIRST_GENERATION),
                         frame: AtomicU64::new(0),
                         started: AtomicU64::new(0),
                         tag: AtomicU64::new(0),
@@ -145,7 +88,7 @@ impl SlotTable {
                     })
                 })
                 .collect(),
-            counters: (0..cells).map(|_| Counters { word: AtomicU64::new(0) }).collect(),
+            counters: Counters::new(slots, instances),
             results: (0..cells).map(|_| ResultCell(UnsafeCell::new(TomiiValue::NONE))).collect(),
         }
     }
@@ -157,18 +100,7 @@ impl SlotTable {
 
     #[inline]
     fn index(&self, slot: u32, instance: u32) -> usize {
-        slot as usize * self.instances + instance as usize
-    }
-
-    #[inline]
-    fn cell(&self, slot: u32, instance: u32) -> &Counters {
-        &self.counters[self.index(slot, instance)]
-    }
-
-    /// Whether a decoded handle names an existing slot and instance.
-    #[inline]
-    pub fn contains(&self, task: TaskRef) -> bool {
-        (task.slot as usize) < self.slots.len() && (task.instance as usize) < self.instances
+        self.counters.index(slot, instance)
     }
 
     /// Starts the slot's next generation, for the frame the source tagged `tag` (the door's
@@ -188,48 +120,30 @@ impl SlotTable {
     /// `generation`, i.e. the instance just became ready.
     #[inline]
     pub fn arrive(&self, slot: u32, instance: u32, generation: u32, deps: u32) -> bool {
-        // SeqCst (the same instruction as AcqRel on x86): fault containment orders arrivals against
-        // the scheduler's ejection (worker/fault.rs).
-        let before = self.cell(slot, instance).word.fetch_add(ARRIVAL, Ordering::SeqCst);
-        ((before >> 32) as u32).wrapping_add(1) == ready_at(generation, deps)
+        self.counters.arrive(slot, instance, generation, deps)
     }
 
     /// Whether `instance` has all its `deps` arrivals in `generation`.
     #[inline]
     pub fn is_ready(&self, slot: u32, instance: u32, generation: u32, deps: u32) -> bool {
-        (self.cell(slot, instance).word.load(Ordering::SeqCst) >> 32) as u32 == ready_at(generation, deps)
+        self.counters.is_ready(slot, instance, generation, deps)
     }
 
-    /// Claims the task for execution in `generation` if it is ready (all its `deps` arrivals are
-    /// in) and not yet claimed: one compare-and-swap of its word, which checks both.
+    /// Claims the task for execution in `generation` if it is ready and not yet claimed.
     #[inline]
     pub fn claim(&self, slot: u32, instance: u32, generation: u32, deps: u32) -> Result<(), ClaimError> {
-        let ready = u64::from(ready_at(generation, deps)) << 32;
-        let cell = &self.cell(slot, instance).word;
-        match cell.compare_exchange(
-            ready | u64::from(generation),
-            ready | u64::from(generation.wrapping_add(1)),
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
-            Ok(_) => Ok(()),
-            Err(found) if found as u32 == generation.wrapping_add(1) && found & !0xFFFF_FFFF == ready => {
-                Err(ClaimError::Twice)
-            }
-            Err(_) => Err(ClaimError::NotReady),
-        }
+        self.counters.claim(slot, instance, generation, deps)
     }
 
     /// Whether the task has not been claimed in `generation`.
     pub fn is_unclaimed(&self, slot: u32, instance: u32, generation: u32) -> bool {
-        self.cell(slot, instance).word.load(Ordering::SeqCst) as u32 == generation
+        self.counters.is_unclaimed(slot, instance, generation)
     }
 
     /// Records a completed sink task; true when it completed the slot's frame.
     #[inline]
     pub fn complete_sink(&self, slot: u32, generation: u32) -> bool {
-        let before = self.slot(slot).done.fetch_add(1, Ordering::AcqRel);
-        before + 1 == (u64::from(generation) + 1) * self.sinks
+        frame_complete(&*self.slot(slot).done, generation, self.sinks)
     }
 
     /// The stored result of `instance`, borrowed as a raw value (never release it).
@@ -270,6 +184,31 @@ impl SlotTable {
     }
 }
 
+impl SlotView for SlotTable {
+    type Slot = Slot;
+
+    #[inline(always)]
+    fn slot(&self, task: TaskRef) -> Option<&Slot> {
+        let known = (task.slot as usize) < self.slots.len() && (task.instance as usize) < self.counters.instances();
+        if known { Some(&self.slots[task.slot as usize]) } else { None }
+    }
+
+    #[inline(always)]
+    fn generation(slot: &Slot) -> u32 {
+        slot.generation.load(Ordering::Acquire)
+    }
+
+    #[inline(always)]
+    fn frame(slot: &Slot) -> u64 {
+        slot.frame.load(Ordering::Relaxed)
+    }
+
+    #[inline(always)]
+    fn claim(&self, slot: u32, instance: u32, generation: u32, deps: u32) -> Result<(), ClaimError> {
+        self.counters.claim(slot, instance, generation, deps)
+    }
+}
+
 impl Drop for SlotTable {
     fn drop(&mut self) {
         for cell in self.results.iter() {
@@ -284,18 +223,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn handles_round_trip() {
-        let handle = encode_handle(MAX_SLOTS - 1, u32::MAX, 0x1234);
-        assert_eq!(decode_handle(handle), TaskRef { slot: MAX_SLOTS - 1, instance: u32::MAX, tag: 0x34 });
-    }
-
-    #[test]
-    fn counters_need_no_reset_between_generations() {
+    fn frames_begin_in_new_generations_and_complete_with_their_last_sink() {
         let table = SlotTable::new(1, 2, 2);
         for frame in 0..3u64 {
             let generation = table.begin_frame(0, frame, frame, 0, 0);
             assert_eq!(generation, frame as u32);
-            // instance 1 waits for two arrivals; instance 0 for none.
             assert!(!table.arrive(0, 1, generation, 2));
             assert!(table.arrive(0, 1, generation, 2));
             assert!(table.claim(0, 1, generation, 2).is_ok());
@@ -304,34 +236,5 @@ mod tests {
             assert!(!table.complete_sink(0, generation));
             assert!(table.complete_sink(0, generation));
         }
-    }
-
-    #[test]
-    fn a_claim_checks_readiness_in_the_same_step() {
-        let table = SlotTable::new(1, 1, 1);
-        let generation = table.begin_frame(0, 0, 0, 0, 0);
-        assert_eq!(table.claim(0, 0, generation, 2), Err(ClaimError::NotReady));
-        assert!(!table.arrive(0, 0, generation, 2));
-        assert_eq!(table.claim(0, 0, generation, 2), Err(ClaimError::NotReady), "one arrival of two");
-        assert!(table.is_unclaimed(0, 0, generation), "a refused claim leaves no trace");
-        assert!(table.arrive(0, 0, generation, 2));
-        assert_eq!(table.claim(0, 0, generation, 2), Ok(()));
-        assert_eq!(table.claim(0, 0, generation, 2), Err(ClaimError::Twice));
-        assert_eq!(table.claim(0, 0, generation.wrapping_add(1), 2), Err(ClaimError::NotReady), "a later generation");
-    }
-
-    #[test]
-    fn counters_wrap_modulo_2_to_the_32() {
-        // A slot at its last generation before the counter words wrap: the targets still hold.
-        let table = SlotTable::new(1, 1, 1);
-        let generation = u32::MAX;
-        let base = u64::from(ready_at(generation.wrapping_sub(1), 3)) << 32 | u64::from(generation);
-        table.counters[0].word.store(base, Ordering::Relaxed);
-        assert!(!table.arrive(0, 0, generation, 3));
-        assert!(!table.arrive(0, 0, generation, 3));
-        assert!(table.arrive(0, 0, generation, 3));
-        assert_eq!(table.claim(0, 0, generation, 3), Ok(()));
-        // The next generation, 0, starts where a fresh slot starts.
-        assert_eq!(table.counters[0].word.load(Ordering::Relaxed), 0);
     }
 }

@@ -430,8 +430,10 @@ impl<'p> SchedulerInstance<'p> {
 
     /// Like [`pop`](Self::pop), into a [`PopBuffer`], and checks its guard: a scheduler that wrote
     /// past the descriptors it was lent broke its contract (the guard took the write, not the
-    /// heap). One compare per pop.
-    #[inline]
+    /// heap). One compare per pop. Kept out of line: the engine's worker loop and the simulator
+    /// both call it through `pop_by`, and inlined into that closure it made the closure too large
+    /// to inline into the worker loop (+20 instructions per task on W1).
+    #[inline(never)]
     pub fn pop_guarded(&self, worker: u32, buffer: &mut PopBuffer) -> Result<usize, String> {
         let max = buffer.max();
         // SAFETY: the buffer has room for `max` descriptors, and one more, the guard.

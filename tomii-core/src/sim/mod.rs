@@ -1,16 +1,23 @@
 //! Simulation: a graph on virtual workers, driving the real scheduler dylib through the same
-//! vtable and host checks as a real run, with task durations drawn from a cost model. README.md
-//! beside this file is the protocol: time, events, one task, checks, frames, cost models.
+//! port (`plugin::SchedulerInstance`, its SERIAL lock, status handling and watchdog) and the same
+//! host core (`host/`: handles, claim checks, readiness, frame completion, option checks) as a
+//! real run, with task durations drawn from a cost model. README.md beside this file is the
+//! protocol: time, events, one task, checks, frames, cost models.
 //!
-//! Single-threaded and deterministic: a run is a pure function of the graph, the scheduler, the
-//! configuration and the seed. The outcome is the engine's `RunOutcome`, so the report, the trace
-//! and every writer of them take it unchanged.
+//! What is the simulator's own, and only that, lives here: the event queue, the virtual workers
+//! and the cost model (`cost.rs`), the plain slot table the host core runs over (`table.rs`) and
+//! the watchdog's thread (`watch.rs`). It must never check a decision or count readiness itself.
+//! Deterministic: a run is a pure function of the graph, the scheduler, the configuration and the
+//! seed. The outcome is the engine's `RunOutcome`, so the report, the trace and every writer of
+//! them take it unchanged.
 
 mod cost;
+mod table;
+mod watch;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -19,6 +26,8 @@ use rand_pcg::Pcg64Mcg;
 use serde_json::json;
 use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask};
 
+use table::Table;
+
 pub use cost::{CostModel, CostSpec, Dist};
 
 use crate::engine::{
@@ -26,7 +35,8 @@ use crate::engine::{
     TraceRecord, TraceSink, WorkerCounters,
 };
 use crate::graph::{CompiledGraph, quote_name};
-use crate::plugin::{PopBuffer, SchedulerInstance, SchedulerPlugin};
+use crate::host::{self, Claim, Need, encode_handle};
+use crate::plugin::{PopBuffer, SchedulerCaller, SchedulerInstance, SchedulerPlugin};
 
 /// What a simulated run is told besides the graph, the scheduler and the run's own options
 /// (`RunConfig`: workers, slots, frames, warm-up, pop batch, the scheduler's options, the trace,
@@ -43,8 +53,6 @@ pub struct SimConfig {
     pub overhead_task_ns: u64,
 }
 
-/// The most slots a simulation has (each is a row of per-instance state).
-const MAX_SLOTS: u32 = 1 << 16;
 /// Records per trace chunk handed to the sink.
 const TRACE_CHUNK: usize = 4096;
 /// Events between two looks at the stop request and the progress clock (a few µs of work apart).
@@ -70,29 +78,26 @@ pub fn simulate(
             RunError::Io { reason: format!("cannot write the trace: {error}"), path }
         })?;
     let mut sim = Sim::new(graph, &instance, (run, config), costs, sink);
-    let failure = sim.run().err();
-    Ok(sim.outcome(failure.as_ref())).and_then(|outcome| match failure {
+    let (result, found) = watch::watched(&instance, run, |hung| sim.run(hung))?;
+    if found.handed {
+        let error =
+            RunError::Internal("the run's outcome was handed to on_hang, the call it was stuck in returned".into());
+        return Err(RunFailure { error, partial: None });
+    }
+    let failure = found.hang.or(result.err());
+    let outcome = sim.outcome(failure.as_ref());
+    match failure {
         None => Ok(outcome),
         Some(error) => Err(RunFailure { error, partial: Some(Box::new(outcome)) }),
-    })
+    }
 }
 
+/// Refuses what a simulation cannot model, then checks the options as a real run does (the host
+/// core's `check_config`, its messages), with the memory the simulation's own state takes.
 fn check(graph: &CompiledGraph, run: &RunConfig) -> Result<(), RunError> {
     let refuse = |message: String| Err(RunError::Config(message));
-    if run.workers == 0 || run.workers > engine::MAX_WORKERS {
-        return refuse(format!("workers {}: give 1 to {}", run.workers, engine::MAX_WORKERS));
-    }
-    if run.slots == 0 || run.slots > MAX_SLOTS {
-        return refuse(format!("slots {}: give 1 to {MAX_SLOTS}", run.slots));
-    }
-    if run.pop_batch == 0 || run.pop_batch > engine::MAX_POP_BATCH {
-        return refuse(format!("pop_batch {}: give 1 to {}", run.pop_batch, engine::MAX_POP_BATCH));
-    }
     if run.frames == 0 {
         return refuse("frames 0: a simulation runs a given number of frames; give at least 1".to_owned());
-    }
-    if run.warmup_frames >= run.frames {
-        return refuse(format!("warmup_frames {} must be below frames {}", run.warmup_frames, run.frames));
     }
     if graph.network.is_some() {
         return refuse(format!(
@@ -106,24 +111,13 @@ fn check(graph: &CompiledGraph, run: &RunConfig) -> Result<(), RunError> {
             quote_name(&graph.name)
         ));
     }
-    // What `Sim::new` makes before the first event: a task template per instance, and an arrival
-    // count, a state and a ready time per slot and instance.
-    let (instances, cells) = (graph.instance_count() as u64, u64::from(run.slots) * graph.instance_count() as u64);
-    let per_cell = (size_of::<u32>() + size_of::<State>() + size_of::<u64>()) as u64;
-    let needed = instances.saturating_mul(size_of::<TomiiTask>() as u64).saturating_add(cells.saturating_mul(per_cell));
-    engine::memory::refuse_beyond_available(needed, || format!("{} slot(s) × {instances} instances", run.slots))
-        .map_err(RunError::Config)?;
-    for node in &graph.nodes {
-        if let Some((_, hi)) = node.use_workers.filter(|&(_, hi)| hi > run.workers) {
-            return refuse(format!(
-                "node {}: use_workers reaches worker {} but there are {} workers",
-                quote_name(&node.name),
-                hi - 1,
-                run.workers
-            ));
-        }
-    }
-    Ok(())
+    // What `Sim::new` makes before the first event: a task template per instance, and the
+    // counters and a ready time per slot and instance.
+    host::check_config(graph, run, |cells| {
+        let per_cell = (Table::CELL_BYTES + size_of::<u64>()) as u64;
+        let instances = graph.instance_count() as u64;
+        Ok(instances.saturating_mul(size_of::<TomiiTask>() as u64).saturating_add(cells.saturating_mul(per_cell)))
+    })
 }
 
 /// What happens at a time.
@@ -139,6 +133,8 @@ enum Event {
 #[derive(Clone, Copy)]
 struct Running {
     task: TomiiTask,
+    /// Where it runs, as its verification found it.
+    claim: Claim,
     /// When it starts (after the pop's and the task's overheads) and ends (the sum of its
     /// members' draws later).
     start: u64,
@@ -146,29 +142,13 @@ struct Running {
 }
 
 /// A virtual worker.
-struct Worker {
+struct Worker<'a> {
     /// Tasks popped and claimed, not started yet, in the order they were popped.
-    batch: VecDeque<TomiiTask>,
+    batch: VecDeque<(TomiiTask, Claim)>,
+    /// How it calls the scheduler: each call marked for the watchdog.
+    caller: SchedulerCaller<'a>,
     running: Option<Running>,
     counters: WorkerCounters,
-}
-
-/// A slot: the frame in it.
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    generation: u32,
-    frame: u64,
-    start_ns: u64,
-    /// Tasks of the frame not done yet; 0 when the slot is free.
-    remaining: u64,
-}
-
-/// Where a task is in its frame.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum State {
-    Waiting,
-    Ready,
-    Claimed,
 }
 
 struct Sim<'a> {
@@ -179,16 +159,16 @@ struct Sim<'a> {
     costs: CostModel,
     rng: Pcg64Mcg,
     templates: Vec<TomiiTask>,
-    /// Tasks (group leaders) per frame.
-    tasks_per_frame: u64,
+    /// Per instance: whether it is a sink (its completion counts towards its frame's).
+    sink: Vec<bool>,
     events: BinaryHeap<Reverse<(u64, u64, Event)>>,
     sequence: u64,
     now: u64,
-    workers: Vec<Worker>,
-    slots: Vec<Slot>,
-    /// Per slot × instance.
-    arrivals: Vec<u32>,
-    states: Vec<State>,
+    workers: Vec<Worker<'a>>,
+    /// How the host calls the scheduler (the first frames, paced arrivals).
+    host: SchedulerCaller<'a>,
+    table: Table,
+    /// Per slot × instance: when the task became ready.
     ready_at: Vec<u64>,
     /// Per node: durations drawn and their sum, for `cost_ns`.
     drawn: Vec<(u64, u64)>,
@@ -233,8 +213,9 @@ impl<'a> Sim<'a> {
             durations: Durations::new(graph.nodes.len(), run.workers as usize, true),
             ..WorkerCounters::default()
         };
-        let tasks_per_frame =
-            (0..graph.instance_count() as u32).filter(|&i| graph.is_task(i) && !graph.is_input(i)).count() as u64;
+        let sinks = host::sinks(graph);
+        let mut sink = vec![false; graph.instance_count()];
+        sinks.iter().for_each(|&i| sink[i as usize] = true);
         Sim {
             graph,
             scheduler,
@@ -243,16 +224,20 @@ impl<'a> Sim<'a> {
             costs,
             rng: Pcg64Mcg::seed_from_u64(config.seed),
             templates: engine::templates(graph, run.workers),
-            tasks_per_frame,
+            sink,
             events: BinaryHeap::new(),
             sequence: 0,
             now: 0,
             workers: (0..run.workers)
-                .map(|_| Worker { batch: VecDeque::new(), running: None, counters: counters() })
+                .map(|w| Worker {
+                    batch: VecDeque::new(),
+                    caller: scheduler.caller(w),
+                    running: None,
+                    counters: counters(),
+                })
                 .collect(),
-            slots: vec![Slot::default(); run.slots as usize],
-            arrivals: vec![0; cells],
-            states: vec![State::Waiting; cells],
+            host: scheduler.caller(TOMII_NO_WORKER),
+            table: Table::new(run.slots, graph.instance_count(), sinks.len()),
             ready_at: vec![0; cells],
             drawn: vec![(0, 0); graph.nodes.len()],
             started: 0,
@@ -282,7 +267,9 @@ impl<'a> Sim<'a> {
         self.events.push(Reverse((at, self.sequence, event)));
     }
 
-    fn run(&mut self) -> Result<(), RunError> {
+    /// Runs the simulation to its last frame, or until it fails or the watchdog finds a call
+    /// stuck (`hung`: the watchdog's error is the simulation's then).
+    fn run(&mut self, hung: &AtomicBool) -> Result<(), RunError> {
         match self.config.arrival_interval_ns {
             Some(_) => self.schedule(0, Event::Arrive),
             None => {
@@ -293,6 +280,9 @@ impl<'a> Sim<'a> {
         }
         self.wake()?;
         while self.done < self.frames {
+            if hung.load(Ordering::Relaxed) {
+                return Err(RunError::Internal("the watchdog found a stuck call".into()));
+            }
             self.events_handled += 1;
             if self.events_handled.is_multiple_of(POLL_EVERY) {
                 self.poll();
@@ -303,11 +293,13 @@ impl<'a> Sim<'a> {
                 self.woken.extend(std::mem::take(&mut self.idle));
                 self.wake()?;
                 if self.events.is_empty() {
-                    let incomplete = self.slots.iter().filter(|s| s.remaining > 0).count();
-                    return Err(self.violation(format!(
-                        "every virtual worker is idle with {incomplete} frame(s) incomplete and nothing handed out \
-                         (was a pushed task lost?)"
-                    )));
+                    // The scheduler holds work it will not hand out: a stall, as a real run says it.
+                    self.scheduler.abandon();
+                    return Err(RunError::Stall {
+                        scheduler: self.scheduler.plugin().name.to_owned(),
+                        timeout_ms: self.run.stall_timeout.as_millis(),
+                        incomplete: self.table.slots.iter().filter(|s| s.busy).count() as u64,
+                    });
                 }
                 continue;
             };
@@ -351,7 +343,7 @@ impl<'a> Sim<'a> {
             let interval = self.config.arrival_interval_ns.unwrap_or(0);
             self.schedule(self.arrived.saturating_mul(interval), Event::Arrive);
         }
-        match self.slots.iter().position(|s| s.remaining == 0) {
+        match self.table.slots.iter().position(|s| !s.busy) {
             Some(slot) => self.start_frame(slot as u32, TOMII_NO_WORKER),
             None => {
                 self.waiting += 1;
@@ -362,44 +354,37 @@ impl<'a> Sim<'a> {
 
     /// Starts the next frame in the free `slot`, its roots pushed by `pusher`: the host for the
     /// first frames and for paced arrivals, and, as in a real run, the worker whose completion
-    /// freed the slot for the frames after them.
+    /// freed the slot for the frames after them. A new generation of the slot: nothing is reset.
     fn start_frame(&mut self, slot: u32, pusher: u32) -> Result<(), RunError> {
         let frame = self.started;
         self.started += 1;
-        let state = &mut self.slots[slot as usize];
-        state.generation = state.generation.wrapping_add(1);
-        *state = Slot { generation: state.generation, frame, start_ns: self.now, remaining: self.tasks_per_frame };
+        let generation = self.table.begin_frame(slot, frame, self.now);
         if frame == self.run.warmup_frames {
             self.measured_from = Some(self.now);
         }
-        let cells = self.cells(slot);
-        self.arrivals[cells.clone()].fill(0);
-        self.states[cells].fill(State::Waiting);
-        self.scheduler.frame_started(frame, slot);
+        self.scheduler.frame_started_by(self.caller(pusher), frame, slot);
         for &root in &self.graph.roots {
-            self.make_ready(slot, root, TOMII_NO_WORKER);
+            self.make_ready(slot, root, generation, TOMII_NO_WORKER);
         }
         self.push(pusher)
     }
 
-    fn cells(&self, slot: u32) -> std::ops::Range<usize> {
-        let count = self.graph.instance_count();
-        slot as usize * count..(slot as usize + 1) * count
+    /// How `worker` (or the host, `TOMII_NO_WORKER`) calls the scheduler.
+    fn caller(&self, worker: u32) -> SchedulerCaller<'a> {
+        self.workers.get(worker as usize).map_or(self.host, |w| w.caller)
     }
 
     fn cell(&self, slot: u32, instance: u32) -> usize {
         slot as usize * self.graph.instance_count() + instance as usize
     }
 
-    /// Marks `instance` of `slot` ready now and stages its descriptor.
-    fn make_ready(&mut self, slot: u32, instance: u32, locality: u32) {
+    /// Marks `instance` of `slot` (in `generation`) ready now and stages its descriptor.
+    fn make_ready(&mut self, slot: u32, instance: u32, generation: u32, locality: u32) {
         let cell = self.cell(slot, instance);
-        self.states[cell] = State::Ready;
         self.ready_at[cell] = self.now;
         let mut task = self.templates[instance as usize];
-        let state = self.slots[slot as usize];
-        task.handle = handle(state.generation, slot, instance);
-        task.frame = state.frame;
+        task.handle = encode_handle(slot, instance, generation);
+        task.frame = self.table.slots[slot as usize].frame;
         task.slot = slot;
         task.locality = locality;
         task.ready_ns = self.now;
@@ -412,7 +397,7 @@ impl<'a> Sim<'a> {
         if self.staged.is_empty() {
             return Ok(());
         }
-        let pushed = self.scheduler.push(worker, &self.staged);
+        let pushed = self.scheduler.push_by(self.caller(worker), &self.staged);
         // As a real run wakes a parked worker for each pushed task no awake worker will take:
         // the pusher takes one in its range itself (it asks next), and for each other the lowest
         // idle worker inside the task's range is woken.
@@ -450,7 +435,8 @@ impl<'a> Sim<'a> {
     fn next_task(&mut self, worker: u32) -> Result<(), RunError> {
         let mut start = self.now;
         if self.workers[worker as usize].batch.is_empty() {
-            let count = self.scheduler.pop_guarded(worker, &mut self.pop).map_err(|v| self.violation(v))?;
+            let caller = self.workers[worker as usize].caller;
+            let count = self.scheduler.pop_by(caller, &mut self.pop).map_err(|v| self.violation(v))?;
             if count == 0 {
                 self.idle.insert(worker);
                 return Ok(());
@@ -458,13 +444,13 @@ impl<'a> Sim<'a> {
             self.idle.remove(&worker);
             for k in 0..count {
                 let task = self.pop[k];
-                self.claim(worker, &task)?;
-                self.workers[worker as usize].batch.push_back(task);
+                let claim = self.claim(worker, &task)?;
+                self.workers[worker as usize].batch.push_back((task, claim));
             }
             start += self.config.overhead_pop_ns;
         }
-        let Some(task) = self.workers[worker as usize].batch.pop_front() else { return Ok(()) };
-        let leader = task.handle as u32;
+        let Some((task, claim)) = self.workers[worker as usize].batch.pop_front() else { return Ok(()) };
+        let leader = claim.instance;
         let mut end = start + self.config.overhead_task_ns;
         for member in self.graph.group_of(leader) {
             let node = self.graph.inst_node[member as usize];
@@ -473,66 +459,48 @@ impl<'a> Sim<'a> {
             *drawn = (drawn.0 + 1, drawn.1 + ns);
             end += ns;
         }
-        self.scheduler.task_started(worker, &task);
-        self.workers[worker as usize].running = Some(Running { task, start, end });
+        let caller = self.workers[worker as usize].caller;
+        self.scheduler.task_started_by(caller, &task);
+        self.workers[worker as usize].running = Some(Running { task, claim, start, end });
         self.schedule(end, Event::Done(worker));
         Ok(())
     }
 
-    /// The real run's checks of a popped descriptor (engine README, "Handles and verification").
-    fn claim(&mut self, worker: u32, task: &TomiiTask) -> Result<(), RunError> {
-        let (tag, slot, instance) = unpack(task.handle);
-        if slot >= self.run.slots || instance as usize >= self.graph.instance_count() || !self.graph.is_task(instance) {
-            return Err(self.violation(format!("pop returned handle {:#x}, which the host never issued", task.handle)));
-        }
-        let state = self.slots[slot as usize];
-        let cell = self.cell(slot, instance);
-        let never_pushed = "returned a task that was never pushed (or belongs to an earlier frame)";
-        if tag != state.generation & 0xFF || state.remaining == 0 {
-            return Err(self.task_violation(never_pushed, instance, state.frame));
-        }
-        let template = &self.templates[instance as usize];
-        if !(template.worker_lo..template.worker_hi).contains(&worker) {
-            let what = format!(
-                "handed a task to worker {worker}, outside its allowed workers {}..{}",
-                template.worker_lo, template.worker_hi
-            );
-            return Err(self.task_violation(&what, instance, state.frame));
-        }
-        match self.states[cell] {
-            State::Ready => {
-                self.states[cell] = State::Claimed;
-                Ok(())
-            }
-            State::Claimed => Err(self.task_violation("returned the same task twice", instance, state.frame)),
-            State::Waiting => Err(self.task_violation(never_pushed, instance, state.frame)),
+    /// The real run's checks of a popped descriptor, the host core's (engine README, "Faults").
+    fn claim(&mut self, worker: u32, task: &TomiiTask) -> Result<Claim, RunError> {
+        let (graph, templates) = (self.graph, &self.templates);
+        let need = |id: u32| {
+            let template = templates.get(id as usize).filter(|_| graph.is_task(id))?;
+            let (worker_lo, worker_hi) = (template.worker_lo, template.worker_hi);
+            Some(((), Need { deps: graph.dep_count[id as usize], worker_lo, worker_hi }))
+        };
+        match host::verify(&self.table, worker, task.handle, need) {
+            Ok(((), claim)) => Ok(claim),
+            Err(violation) => Err(self.violation(violation.message(graph))),
         }
     }
 
     /// The worker's running task ends now.
     fn complete(&mut self, worker: u32) -> Result<(), RunError> {
-        let Running { task, start, end } = self.workers[worker as usize]
+        let Running { task, claim, start, end } = self.workers[worker as usize]
             .running
             .take()
             .ok_or_else(|| RunError::Internal("a worker ended no task".into()))?;
-        let (_, slot, leader) = unpack(task.handle);
-        let frame = self.slots[slot as usize].frame;
+        let Claim { slot, instance: leader, generation, frame } = claim;
         let ready = self.ready_at[self.cell(slot, leader)];
-        self.account(worker, &task, frame, ready, (start, end));
-        self.scheduler.task_completed(worker, &task, end - start);
+        self.account(worker, claim, ready, (start, end));
+        let caller = self.workers[worker as usize].caller;
+        self.scheduler.task_completed_by(caller, &task, end - start);
         self.last_end = self.last_end.max(end);
-        for k in 0..self.graph.successors(leader).len() {
-            let successor = self.graph.successors(leader)[k];
-            let cell = self.cell(slot, successor);
-            self.arrivals[cell] += 1;
-            if self.arrivals[cell] == self.graph.dep_count[successor as usize] {
-                self.make_ready(slot, successor, worker);
+        let graph = self.graph;
+        for &successor in graph.successors(leader) {
+            if self.table.counters.arrive(slot, successor, generation, graph.dep_count[successor as usize]) {
+                self.make_ready(slot, successor, generation, worker);
             }
         }
         self.push(worker)?;
-        let state = &mut self.slots[slot as usize];
-        state.remaining -= 1;
-        if state.remaining == 0 {
+        if self.sink[leader as usize] && self.table.complete_sink(slot, generation) {
+            debug_assert_eq!(self.table.slots[slot as usize].frame, frame);
             self.finish_frame(slot, worker)?;
         }
         // The completing worker asks first, as a real one pops right after its push.
@@ -540,9 +508,9 @@ impl<'a> Sim<'a> {
     }
 
     /// Counters and trace records of the task's members, one after another within its time.
-    fn account(&mut self, worker: u32, task: &TomiiTask, frame: u64, ready: u64, (start, end): (u64, u64)) {
-        // Only the handle: a scheduler with TOMII_SCHED_POP_HANDLES writes nothing else.
-        let (_, slot, leader) = unpack(task.handle);
+    fn account(&mut self, worker: u32, claim: Claim, ready: u64, (start, end): (u64, u64)) {
+        // From the verified handle: a scheduler with TOMII_SCHED_POP_HANDLES writes nothing else.
+        let Claim { slot, instance: leader, frame, .. } = claim;
         let members = self.graph.group_of(leader);
         let measured = frame >= self.run.warmup_frames;
         // The members' shares of the time, in order: the task's duration spread evenly (the draws
@@ -583,14 +551,15 @@ impl<'a> Sim<'a> {
     }
 
     fn finish_frame(&mut self, slot: u32, worker: u32) -> Result<(), RunError> {
-        let state = self.slots[slot as usize];
-        let latency = self.now - state.start_ns;
-        if state.frame >= self.run.warmup_frames {
+        let state = &mut self.table.slots[slot as usize];
+        state.busy = false;
+        let (frame, latency) = (state.frame, self.now - state.start_ns);
+        if frame >= self.run.warmup_frames {
             // A zero-length frame (every task free) records the histogram's least value.
             let _ = self.latency.record(latency.max(1));
         }
         self.done += 1;
-        self.scheduler.frame_completed(state.frame, slot, latency);
+        self.scheduler.frame_completed_by(self.caller(worker), frame, slot, latency);
         if self.waiting > 0 {
             self.waiting -= 1;
             self.start_frame(slot, worker)?;
@@ -600,14 +569,11 @@ impl<'a> Sim<'a> {
         Ok(())
     }
 
+    /// The error that ends a simulation whose scheduler broke its contract; as in a real run,
+    /// the scheduler's state is not destroyed afterwards (it may be corrupt).
     fn violation(&self, violation: String) -> RunError {
+        self.scheduler.abandon();
         RunError::SchedulerFault { scheduler: self.scheduler.plugin().name.to_owned(), violation }
-    }
-
-    fn task_violation(&self, what: &str, instance: u32, frame: u64) -> RunError {
-        let node = &self.graph.node_of(instance).name;
-        let index = self.graph.inst_index[instance as usize];
-        self.violation(format!("{what}: node {} instance {index}, frame {frame}", quote_name(node)))
     }
 
     /// The outcome of what ran: the report, with the simulation's own section, and the trace.
@@ -665,14 +631,4 @@ impl<'a> Sim<'a> {
         let trace = if self.run.trace { self.trace.take_records() } else { Vec::new() };
         RunOutcome::made(report, trace, self.clock.clone())
     }
-}
-
-/// A handle: the generation's low 8 bits, the slot (24 bits) and the instance (32 bits).
-fn handle(generation: u32, slot: u32, instance: u32) -> u64 {
-    (u64::from(generation & 0xFF) << 56) | (u64::from(slot) << 32) | u64::from(instance)
-}
-
-/// (generation tag, slot, instance) of a handle.
-fn unpack(handle: u64) -> (u32, u32, u32) {
-    ((handle >> 56) as u32, ((handle >> 32) & 0xFF_FFFF) as u32, handle as u32)
 }

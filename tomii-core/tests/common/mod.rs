@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests: where the built plugins and fixture graphs are, an
 //! independent reference implementation of the synthetic `checksum` kernel and the fixture graphs'
-//! sink values, a watchdog for runs, the trace invariants, the C fixture builder and the `tomii`
-//! child-process runner.
+//! sink values, a watchdog for runs, the trace invariants, the C fixture builder, the `tomii`
+//! child-process runner, and the two modes a run can have (`modes.rs`: real and simulated).
 //!
 //! tomii-core never depends on a plugin crate, not even for tests: plugins are found at run time in
 //! `target/<profile>/`, so `cargo build --workspace` must run before `cargo test`. The checksum
@@ -13,6 +13,8 @@
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
+
+pub mod modes;
 
 /// `target/<profile>/`: the parent of the directory holding the test executable (`deps/`).
 pub fn plugin_dir() -> PathBuf {

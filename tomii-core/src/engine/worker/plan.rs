@@ -81,9 +81,7 @@ impl<'a> Plan<'a> {
             .map(|n| CString::new(n.name.as_str()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|_| RunError::Config(format!("{}: a node name contains a NUL character", graph.source)))?;
-        let sinks: Vec<u32> = (0..graph.instance_count() as u32)
-            .filter(|&i| graph.is_task(i) && graph.successors(i).is_empty())
-            .collect();
+        let sinks = crate::host::sinks(graph);
         let (keeps_result, is_sink) = result_flags(graph, &sinks);
         let templates = templates(graph, config.workers);
         let records = Records::new(graph, config.workers, &runs, node_names, &keeps_result, &is_sink, templates);

@@ -6,55 +6,31 @@ use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask};
 
 use super::body::{self, BoundCondition};
 use super::records::Record;
-use crate::engine::memory;
 use crate::engine::slots::SlotTable;
 use crate::engine::{RunConfig, RunError};
 use crate::graph::{CompiledGraph, quote_name};
+use crate::host;
 use crate::plugin::{KernelSet, SchedulerSetup};
 
 /// The most (slot, instance) cells a run may hold.
 const MAX_CELLS: u64 = 1 << 28;
 
-/// Rejects configurations the engine cannot run, with a message naming the option.
+/// Rejects configurations the engine cannot run, with a message naming the option: the host
+/// core's checks (`host::check_config`, which a simulation makes too), with the engine's own
+/// limit on task cells and the memory its task state takes.
 pub(super) fn check_config(graph: &CompiledGraph, config: &RunConfig) -> Result<(), RunError> {
-    let bad = |message: String| Err(RunError::Config(message));
-    config.check_ranges()?;
-    if config.frames > 0 && config.warmup_frames >= config.frames {
-        return bad(format!(
-            "warm-up frames is {} of {} frames: no frame would be left to measure; run more frames or fewer warm-up ones",
-            config.warmup_frames, config.frames
-        ));
-    }
-    let cells = u64::from(config.slots) * graph.instance_count() as u64;
-    if cells > MAX_CELLS {
-        return bad(format!(
-            "{} slots × {} instances = {cells} task cells ({} GiB), more than the {MAX_CELLS} a run may hold; use fewer slots",
-            config.slots,
-            graph.instance_count(),
-            (cells * SlotTable::CELL_BYTES as u64) >> 30
-        ));
-    }
-    let tracing = config.trace || config.trace_file.is_some() || !config.trace_taps.is_empty();
-    let needed = task_state_bytes(graph.instance_count() as u64, cells, tracing);
-    memory::refuse_beyond_available(needed, || {
-        format!("{} slot(s) × {} instances", config.slots, graph.instance_count())
-    })
-    .map_err(RunError::Config)?;
-    for node in &graph.nodes {
-        if let Some((lo, hi)) = node.use_workers
-            && hi > config.workers
-        {
-            return bad(format!(
-                "{}: node {:?} has use_workers {lo}-{}, but the run has {} worker(s) (0-{}); add workers or narrow the range",
-                graph.source,
-                node.name,
-                hi - 1,
-                config.workers,
-                config.workers - 1
-            ));
+    host::check_config(graph, config, |cells| {
+        if cells > MAX_CELLS {
+            return Err(RunError::Config(format!(
+                "{} slots × {} instances = {cells} task cells ({} GiB), more than the {MAX_CELLS} a run may hold; use fewer slots",
+                config.slots,
+                graph.instance_count(),
+                (cells * SlotTable::CELL_BYTES as u64) >> 30
+            )));
         }
-    }
-    Ok(())
+        let tracing = config.trace || config.trace_file.is_some() || !config.trace_taps.is_empty();
+        Ok(task_state_bytes(graph.instance_count() as u64, cells, tracing))
+    })
 }
 
 /// The least memory a run's per-instance and per-cell state takes, all of it written before the

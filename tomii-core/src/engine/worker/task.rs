@@ -4,7 +4,8 @@
 //! allocates nothing, takes no lock and formats nothing except to name a contract violation.
 //!
 //! # Memory ordering
-//! `claim` loads the slot's `generation` Acquire, pairing with the Release increment of
+//! `claim` verifies through the host core (`host::verify`), which loads the slot's `generation`
+//! through the slot table's `SlotView`: Acquire, pairing with the Release increment of
 //! `SlotTable::begin_frame`, so the frame number read with it belongs to that generation. The
 //! claim itself and the arrivals are the slot table's read-modify-writes (slots.rs, "Memory
 //! ordering"): a successor's claim sees its predecessors' results. Costs and ready times are
@@ -21,9 +22,8 @@ use super::records::{GROUPED, Inst, KEEPS_RESULT, Record, Records, SINK};
 use crate::engine::RunError;
 use crate::engine::clock::Ticks;
 use crate::engine::report::WorkerCounters;
-use crate::engine::slots::{ClaimError, decode_handle, encode_handle};
 use crate::engine::trace::{TracePool, TraceRecord, WorkerTrace};
-use crate::graph::quote_name;
+use crate::host::{self, Claim, Need, Violation, encode_handle};
 
 /// A worker publishes its mean duration of a node every this many executions of it.
 const COST_PUBLISH_EVERY: u64 = 16;
@@ -38,40 +38,29 @@ pub(super) struct Claimed {
 }
 
 impl Engine<'_> {
-    /// Verifies a popped task and claims it; returns where it runs, or `None` for a task to skip
-    /// (a violation under the fallback policy, or a task the host FIFO holds twice after an
-    /// ejection).
+    /// Verifies a popped task and claims it (the host core's `verify`, over the slot table);
+    /// returns where it runs, or `None` for a task to skip (a violation under the fallback policy,
+    /// or a task the host FIFO holds twice after an ejection).
     #[inline(always)]
     pub(super) fn claim(&self, worker: u32, task: &TomiiTask) -> Result<Option<Claimed>, RunError> {
-        let found = decode_handle(task.handle);
-        let inst = match self.plan.records.check(found.instance) {
-            Some(inst) if self.shared.table.contains(found) => inst,
-            _ => return self.rejected(format!("pop returned handle {:#x}, which the host never issued", task.handle)),
+        let records = &self.plan.records;
+        let need = |id| {
+            records.check(id).map(|inst| {
+                let record = records.get(inst);
+                (inst, Need { deps: record.deps, worker_lo: record.worker_lo, worker_hi: record.worker_hi })
+            })
         };
-        let (slot, instance) = (found.slot, found.instance);
-        let record = self.plan.records.get(inst);
-        let state = self.shared.table.slot(slot);
-        let generation = state.generation.load(Ordering::Acquire);
-        let frame = || state.frame.load(Ordering::Relaxed);
-        let never_pushed = "returned a task that was never pushed (or belongs to an earlier frame)";
-        if found.tag != generation & 0xFF {
-            return self.rejected(self.task_violation(never_pushed, instance, frame()));
+        match host::verify(&self.shared.table, worker, task.handle, need) {
+            Ok((inst, Claim { slot, generation, frame, .. })) => Ok(Some(Claimed { slot, inst, generation, frame })),
+            Err(violation) => self.refused(violation),
         }
-        if !Records::may_run(record, worker) {
-            let what = format!(
-                "handed a task to worker {worker}, outside its allowed workers {}..{}",
-                record.worker_lo, record.worker_hi
-            );
-            return self.rejected(self.task_violation(&what, instance, frame()));
-        }
-        // One compare-and-swap checks that the task is ready and unclaimed, and claims it.
-        match self.shared.table.claim(slot, instance, generation, record.deps) {
-            Ok(()) => Ok(Some(Claimed { slot, inst, generation, frame: frame() })),
-            Err(ClaimError::Twice) => {
-                self.rejected(self.task_violation("returned the same task twice", instance, frame()))
-            }
-            Err(ClaimError::NotReady) => self.rejected(self.task_violation(never_pushed, instance, frame())),
-        }
+    }
+
+    /// A popped task that failed verification (`claim`).
+    #[cold]
+    #[inline(never)]
+    pub(super) fn refused<T>(&self, violation: Violation) -> Result<Option<T>, RunError> {
+        self.rejected(violation.message(self.plan.graph))
     }
 
     /// A popped task the host will not run: a violation, unless the scheduler is already ejected
@@ -82,13 +71,6 @@ impl Engine<'_> {
             return Ok(None);
         }
         self.contract_violation(violation).map(|()| None)
-    }
-
-    #[cold]
-    pub(super) fn task_violation(&self, what: &str, instance: u32, frame: u64) -> String {
-        let node = &self.plan.graph.nodes[self.plan.graph.inst_node[instance as usize] as usize].name;
-        let index = self.plan.graph.inst_index[instance as usize];
-        format!("{what}: node {} instance {index}, frame {frame}", quote_name(node))
     }
 
     /// Runs one popped task and everything that follows its completion, then the continuations it
