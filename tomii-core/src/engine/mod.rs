@@ -25,7 +25,6 @@ mod slots;
 mod source;
 mod task_record;
 mod trace;
-mod watchdog;
 mod worker;
 
 pub use advice::Suggestion;
@@ -41,11 +40,11 @@ pub(crate) use report::{NodeCounters, Parts as ReportParts, WorkerCounters, asse
 pub use report_schema::report_schema;
 pub use session::{FrameResult, Session, SubmitError, Ticket};
 pub use slots::MAX_SLOTS;
-pub use source::{Counted, FrameDone, FrameSource, NextFrame};
+pub use source::{Capabilities, Counted, FrameDone, FrameSource, NextFrame};
 pub use task_record::{Field, FieldType, TaskRecord};
 pub(crate) use trace::TraceSink;
 pub use trace::{TraceRecord, TraceTap};
-pub(crate) use worker::{call_outside_run, latency_histogram, scheduler_setup, templates};
+pub(crate) use worker::{latency_histogram, scheduler_setup, templates};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -366,16 +365,7 @@ pub fn run_keeping_partial(
     scheduler: &SchedulerPlugin,
     config: &RunConfig,
 ) -> Result<RunOutcome, RunFailure> {
-    if let Some(input) = graph.nodes.iter().find(|node| node.input && graph.network.is_none()) {
-        return Err(RunError::Config(format!(
-            "{}: input {:?} needs a source that gives it values: feed the graph's inputs through a session \
-             (tomii_core::engine::Session, tomii.Session in Python)",
-            graph.source, input.name
-        ))
-        .into());
-    }
-    if graph.network.is_some() {
-        let source = NetworkSource::bind(graph, kernels, config)?;
+    if let Some(source) = NetworkSource::for_graph(graph, kernels, config)? {
         return with_outputs(
             run_with_keeping_partial(graph, kernels, scheduler, config, &source),
             source.into_outputs(),

@@ -43,6 +43,20 @@ pub struct FrameDone {
     pub abandoned: bool,
 }
 
+/// What a frame source can do: the engine asks it (`FrameSource::capabilities`) instead of
+/// looking at the graph for the kind of source it has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// It gives the graph's input instances their values (at a frame's start, or one by one). A
+    /// graph with inputs cannot run from a source that does not.
+    pub gives_inputs: bool,
+    /// It opens frames before it has their inputs and delivers each as it comes (`Door::open`,
+    /// `Door::deliver`), and may give up on a frame (`Door::abandon`): the door then keeps a place
+    /// per input, and every task's body looks at its frame's `abandoned` flag first (README.md,
+    /// "Inputs delivered one by one").
+    pub delivers_inputs: bool,
+}
+
 /// Where a run's frames come from and where their outputs go.
 ///
 /// Called concurrently from the workers and the host thread; `next_frame` and `frame_done` run once
@@ -50,6 +64,11 @@ pub struct FrameDone {
 pub trait FrameSource: Sync {
     /// A slot is free: start a frame in it, not yet, or never again.
     fn next_frame(&self) -> NextFrame;
+
+    /// What the source can do: by default it gives a frame's inputs at its start, all at once.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { gives_inputs: true, delivers_inputs: false }
+    }
 
     /// Whether `frame_done` should receive each frame's sink outputs (otherwise they are released
     /// when the slot is reused, and nothing is built per frame).
@@ -112,6 +131,10 @@ impl FrameSource for Counted {
         } else {
             NextFrame::Done
         }
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { gives_inputs: false, delivers_inputs: false }
     }
 
     fn wants_outputs(&self) -> bool {

@@ -2,6 +2,7 @@
 //! (README.md beside this file). `send` is the traffic generator that tests, benchmarks and users
 //! drive it with (`tomii send`, `tomii.send`).
 
+mod drops;
 mod pool;
 mod receive;
 pub mod send;

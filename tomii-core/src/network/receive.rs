@@ -2,6 +2,7 @@
 //! starts, so a port in use or an address that is not local is an error before any frame; each
 //! receiver thread then polls its share of them (mio) and hands every packet to the source.
 
+use crate::plugin::KernelCaller;
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -133,8 +134,8 @@ pub(crate) trait Sink {
 
 /// A receiver thread's own buffers, lent to the sink for each packet.
 pub(crate) struct Local {
-    /// A kernel's error message.
-    pub error: Vec<u8>,
+    /// How the source's kernels are called (their error messages).
+    pub kernels: KernelCaller<'static>,
     /// A dropped packet's bytes when no buffer is free.
     scratch: Vec<u8>,
 }
@@ -180,7 +181,7 @@ pub(crate) fn receive(sink: &dyn Sink, mut endpoints: Vec<Endpoint>) -> io::Resu
         }
     }
     sink.waker(Arc::new(Waker::new(poll.registry(), WAKE)?));
-    let mut local = Local { error: vec![0; 1024], scratch: vec![0; sink.packet_length() + 1] };
+    let mut local = Local { kernels: KernelCaller::outside_run(1024), scratch: vec![0; sink.packet_length() + 1] };
     let mut connections: Vec<Option<Connection>> = Vec::new();
     let mut ready = vec![false; endpoints.len()];
     let mut events = Events::with_capacity(256);

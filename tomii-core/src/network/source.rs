@@ -2,7 +2,17 @@
 //! decoded (`extract_packet_func`), given its frame id and index (`id_function`,
 //! `index_function`, or the packet header), and, with packet-driven dispatch, delivered through the
 //! door as the value of its `$network` instance the moment it arrives; a frame opens at its first
-//! packet and its reception ends at its last, or at its deadline.
+//! packet and its reception ends at its last, or at its deadline. Its kernels are called through
+//! the kernel port (`plugin::KernelCaller`); it never touches a slot but through the door.
+//!
+//! # Memory ordering
+//! - `stop` is stored Release when the source stops its receivers and loaded Acquire by each
+//!   receiver at its ticks and waits, so a receiver that sees it sees the run's end before it.
+//! - `waiting` (whether a frame waits for a slot) is stored Release under the window's lock and
+//!   loaded Acquire, without the lock, by the door's slot-free callback and the receivers' ticks:
+//!   one that sees it set takes the lock and finds the waiting frame; one that misses it is
+//!   caught by the next tick.
+//! - The counts and the next expiry time are Relaxed: statistics and a hint.
 
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,7 +28,7 @@ use super::pool::PacketPool;
 use super::receive::{self, Endpoint, Local, Sink};
 use super::window::{Cause, Counts, Shape, Verdict, Window};
 use super::{Dispatch, NetworkOptions, WhenBusy, read_header};
-use crate::engine::{Door, FrameDone, FrameOutputs, FrameSource, NextFrame, RunConfig, RunError};
+use crate::engine::{Capabilities, Door, FrameDone, FrameOutputs, FrameSource, NextFrame, RunConfig, RunError};
 use crate::graph::{CompiledGraph, NetworkConfig};
 use crate::plugin::{Kernel, KernelSet};
 
@@ -76,6 +86,15 @@ struct Shared {
 impl NetworkSource {
     /// Binds the sockets of `graph`'s `network_config` and makes the packet buffers, for a run
     /// configured by `config`; resolves the source kernels in `kernels`.
+    /// The network source of `graph`, bound, when it has a `network_config` (see
+    /// [`bind`](Self::bind)); `None` for a graph without one.
+    pub fn for_graph(graph: &CompiledGraph, kernels: &KernelSet, config: &RunConfig) -> Result<Option<Self>, RunError> {
+        if graph.network.is_none() {
+            return Ok(None);
+        }
+        Self::bind(graph, kernels, config).map(Some)
+    }
+
     pub fn bind(graph: &CompiledGraph, kernels: &KernelSet, config: &RunConfig) -> Result<Self, RunError> {
         let network = graph.network.clone().ok_or_else(|| {
             RunError::Config(format!("{}: the graph has no network_config; a network source needs one", graph.source))
@@ -220,6 +239,12 @@ impl FrameSource for NetworkSource {
         NextFrame::NotYet // frames open as packets arrive, through the door
     }
 
+    fn capabilities(&self) -> Capabilities {
+        // Each packet's value is delivered as it arrives; a frame whose packets stop coming is
+        // abandoned (README.md, "Frames").
+        Capabilities { gives_inputs: true, delivers_inputs: true }
+    }
+
     fn wants_outputs(&self) -> bool {
         self.shared.outputs.is_some()
     }
@@ -362,7 +387,7 @@ impl Shared {
 
     /// Calls a source kernel on `args`; its error message on failure.
     fn call(&self, local: &mut Local, kernel: Kernel, args: &[TomiiValue]) -> Result<Value, String> {
-        crate::engine::call_outside_run(kernel, args, &self.node, 0, 0, &mut local.error)
+        local.kernels.call_from(kernel, args, &self.node, 0, 0)
     }
 
     /// A source kernel's result as a frame id or index.

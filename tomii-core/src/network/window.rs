@@ -8,94 +8,13 @@
 //! is open or in flight. A packet of an id below `low` is late; one too far ahead is outside the
 //! window.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use hdrhistogram::Histogram;
 use tomii_types::kernel::Value;
 
+pub(crate) use super::drops::{Cause, Counts};
 use crate::engine::{Opened, Refused};
-
-/// Why a packet was dropped (the report counts each).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Cause {
-    /// Not `packet_length` bytes.
-    WrongLength,
-    /// Its frame id is too far ahead of the oldest frame in flight.
-    OutsideWindow,
-    /// Its frame's reception was already over: timed out, failed, or older than the window.
-    Late,
-    /// Its frame found every slot busy (with `on_slots_busy = drop`).
-    SlotsBusy,
-    /// Its frame already had a packet of this index.
-    Duplicate,
-    /// Its index is not below `frame_packets`.
-    BadIndex,
-    /// A source kernel (extract, id or index function) failed on it.
-    SourceError,
-    /// Every packet buffer was in use.
-    NoBuffer,
-}
-
-impl Cause {
-    pub(crate) const ALL: [Cause; 8] = [
-        Cause::WrongLength,
-        Cause::OutsideWindow,
-        Cause::Late,
-        Cause::SlotsBusy,
-        Cause::Duplicate,
-        Cause::BadIndex,
-        Cause::SourceError,
-        Cause::NoBuffer,
-    ];
-
-    /// Its key in the report.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Cause::WrongLength => "wrong_length",
-            Cause::OutsideWindow => "outside_window",
-            Cause::Late => "late",
-            Cause::SlotsBusy => "slots_busy",
-            Cause::Duplicate => "duplicate",
-            Cause::BadIndex => "bad_index",
-            Cause::SourceError => "source_error",
-            Cause::NoBuffer => "no_buffer",
-        }
-    }
-}
-
-/// Packet and frame counts of a network source, written by the receivers.
-#[derive(Default)]
-pub(crate) struct Counts {
-    /// Packets read from the sockets.
-    pub received: AtomicU64,
-    /// Packets given to a frame.
-    pub accepted: AtomicU64,
-    dropped: [AtomicU64; Cause::ALL.len()],
-    /// Frames whose every packet arrived.
-    pub complete: AtomicU64,
-    /// Frames abandoned with packets missing: timed out, or open when the run stopped.
-    pub incomplete: AtomicU64,
-    /// Frames dropped at their first packet (or, collecting, at their last) because every slot
-    /// was busy.
-    pub dropped_frames: AtomicU64,
-    /// Frames abandoned because a source kernel failed on one of their packets.
-    pub failed: AtomicU64,
-    /// Packets that never arrived, of the frames given up on (an id skipped and never seen
-    /// counts as a frame whose every packet is missing).
-    pub missing: AtomicU64,
-    /// TCP connections accepted.
-    pub connections: AtomicU64,
-}
-
-impl Counts {
-    pub(crate) fn drop_packet(&self, cause: Cause) {
-        self.dropped[cause as usize].fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn dropped(&self, cause: Cause) -> u64 {
-        self.dropped[cause as usize].load(Ordering::Relaxed)
-    }
-}
 
 /// What the frames do with their slots: the door, or a stand-in in tests.
 pub(crate) trait Slots {
@@ -339,52 +258,84 @@ impl Window {
         match self.entries[at].state {
             State::Open | State::Waiting => {}
             State::Free | State::Expected => {
-                if self.entries[at].state == State::Expected {
-                    self.expected -= 1;
-                    self.entries[at].state = State::Free;
+                if let Err(verdict) = self.first_packet(slots, counts, at, id, now_ns) {
+                    return verdict;
                 }
-                if !self.takes_frames() {
-                    return Verdict::Ignored;
-                }
-                let mut state = State::Open;
-                if self.waiting > 0 {
-                    self.open_waiting(slots, counts); // frames open in the order they came
-                }
-                if self.waiting > 0 {
-                    state = State::Waiting;
-                    self.waiting += 1;
-                } else if !self.shape.collect {
-                    match slots.open(id) {
-                        Ok(frame) => self.entries[at].frame = frame,
-                        Err(Refused::Ended) => return Verdict::Ignored,
-                        Err(Refused::Busy) if self.shape.wait => {
-                            state = State::Waiting;
-                            self.waiting += 1;
-                        }
-                        Err(Refused::Busy) => {
-                            self.entries[at].state = State::Dropped;
-                            counts.dropped_frames.fetch_add(1, Ordering::Relaxed);
-                            self.close_reception(slots, true);
-                            return dropped(Cause::SlotsBusy);
-                        }
-                    }
-                }
-                let entry = &mut self.entries[at];
-                entry.state = state;
-                entry.got = 0;
-                entry.received.fill(0);
-                entry.first_ns = now_ns;
-                entry.deadline_ns = now_ns.saturating_add(self.shape.timeout_ns);
-                self.open += 1;
             }
             State::InFlight | State::Done { complete: true } => return dropped(Cause::Duplicate),
             State::Done { complete: false } => return dropped(Cause::Late),
             State::Dropped => return dropped(Cause::SlotsBusy),
         }
+        self.accept(slots, counts, at, (id, index), value)
+    }
+
+    /// The first packet of frame `id` (entry `at`) arrived at `now_ns`: the frame opens, waits
+    /// for a slot, or, collecting, starts holding its packets. A verdict when the packet goes no
+    /// further.
+    fn first_packet(
+        &mut self,
+        slots: &dyn Slots,
+        counts: &Counts,
+        at: usize,
+        id: u64,
+        now_ns: u64,
+    ) -> Result<(), Verdict> {
+        if self.entries[at].state == State::Expected {
+            self.expected -= 1;
+            self.entries[at].state = State::Free;
+        }
+        if !self.takes_frames() {
+            return Err(Verdict::Ignored);
+        }
+        let mut state = State::Open;
+        if self.waiting > 0 {
+            self.open_waiting(slots, counts); // frames open in the order they came
+        }
+        if self.waiting > 0 {
+            state = State::Waiting;
+            self.waiting += 1;
+        } else if !self.shape.collect {
+            match slots.open(id) {
+                Ok(frame) => self.entries[at].frame = frame,
+                Err(Refused::Ended) => return Err(Verdict::Ignored),
+                Err(Refused::Busy) if self.shape.wait => {
+                    state = State::Waiting;
+                    self.waiting += 1;
+                }
+                Err(Refused::Busy) => {
+                    self.entries[at].state = State::Dropped;
+                    counts.dropped_frames.fetch_add(1, Ordering::Relaxed);
+                    self.close_reception(slots, true);
+                    counts.drop_packet(Cause::SlotsBusy);
+                    return Err(Verdict::Dropped);
+                }
+            }
+        }
+        let entry = &mut self.entries[at];
+        entry.state = state;
+        entry.got = 0;
+        entry.received.fill(0);
+        entry.first_ns = now_ns;
+        entry.deadline_ns = now_ns.saturating_add(self.shape.timeout_ns);
+        self.open += 1;
+        Ok(())
+    }
+
+    /// Packet `index` of frame `id` (entry `at`, open, waiting or collecting), decoded into
+    /// `value`: counted, then delivered, held, or, as the last one collected, submitted.
+    fn accept(
+        &mut self,
+        slots: &dyn Slots,
+        counts: &Counts,
+        at: usize,
+        (id, index): (u64, u32),
+        value: Value,
+    ) -> Verdict {
         let entry = &mut self.entries[at];
         let (word, bit) = ((index / 64) as usize, 1u64 << (index % 64));
         if entry.received[word] & bit != 0 {
-            return dropped(Cause::Duplicate);
+            counts.drop_packet(Cause::Duplicate);
+            return Verdict::Dropped;
         }
         entry.received[word] |= bit;
         entry.got += 1;

@@ -1,4 +1,6 @@
-//! Loading plugins at run time: scheduler dylibs (`scheduler`) and kernel libraries (`kernels`).
+//! Loading plugins at run time, and the ports every call into them goes through: scheduler
+//! dylibs (`scheduler`), kernel libraries (`kernels`) and their calls (`kernel_call`), both
+//! watched by `watchdog`.
 //!
 //! Every check of ARCHITECTURE.md §3–4 happens here, before any plugin code runs beyond its entry
 //! symbol: version, table size, NULL callbacks and, for Rust schedulers, the full `abi_stable`
@@ -6,15 +8,20 @@
 //! file is checked once per process (`checked`).
 
 mod checked;
+mod kernel_call;
 mod kernels;
 mod library;
 mod scheduler;
+mod watchdog;
 
+pub(crate) use kernel_call::{CallSite, KernelCaller, NEVER_CALLED};
 pub use kernels::{Kernel, KernelLibrary, KernelSet};
+pub(crate) use scheduler::SchedulerCaller;
 pub use scheduler::{
     PopBuffer, SchedulerInstance, SchedulerKnob, SchedulerPlugin, SchedulerSetup, installed_schedulers,
     scheduler_file_name, scheduler_search_path,
 };
+pub(crate) use watchdog::Call;
 
 use std::path::PathBuf;
 

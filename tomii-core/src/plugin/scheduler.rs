@@ -1,8 +1,14 @@
 //! Scheduler plugins: finding them by name, loading and checking them, and calling them.
 //!
 //! `SchedulerPlugin` is a checked, loaded library; `SchedulerInstance` is one created scheduler
-//! state for one run. The instance's `push`/`pop` are on the hot path: no allocation or formatting
+//! state for one run, with the run's call watchdog (`watchdog.rs`): a thread that calls it as a
+//! `SchedulerCaller` (the `*_by` methods) has each call marked, so that the host finds one that
+//! does not return. The instance's `push`/`pop` are on the hot path: no allocation or formatting
 //! unless the scheduler reports a failure.
+//!
+//! # Memory ordering
+//! `abandoned` is Relaxed: it only stops later calls of this thread and of threads that see it;
+//! a call made before the store reaches them is one a broken scheduler could have received anyway.
 
 use std::ffi::{CString, c_void};
 use std::path::{Path, PathBuf};
@@ -19,6 +25,7 @@ use tomii_types::stable::{LIB_HEADER_SYMBOL, SchedulerModuleRef};
 use super::PluginError;
 use super::checked::Checked;
 use super::library::{OpenLibrary, absolute, static_text};
+use super::watchdog::{Call, MarkCell, Watchdog};
 
 /// The most bytes of a scheduler's `stats` text that are read (a claim of more is not allocated).
 pub const MAX_STATS_BYTES: usize = 1 << 20;
@@ -328,6 +335,9 @@ pub struct SchedulerInstance<'p> {
     serial: Option<Mutex<()>>,
     /// Set when the scheduler broke its contract: its state is then never destroyed.
     abandoned: AtomicBool,
+    /// Marks the calls of every thread that calls as a [`SchedulerCaller`] (and their kernel
+    /// calls, when limited: `plugin::KernelCaller`).
+    watchdog: Watchdog,
 }
 
 // SAFETY: the ABI requires scheduler callbacks to be callable from any thread, concurrently unless
@@ -389,7 +399,8 @@ impl<'p> SchedulerInstance<'p> {
             return Err(create_error(text));
         }
         let serial = (plugin.flags() & TOMII_SCHED_SERIAL != 0).then(|| Mutex::new(()));
-        Ok(SchedulerInstance { plugin, state, push_fn, pop_fn, serial, abandoned: AtomicBool::new(false) })
+        let watchdog = Watchdog::new(setup.workers);
+        Ok(SchedulerInstance { plugin, state, push_fn, pop_fn, serial, abandoned: AtomicBool::new(false), watchdog })
     }
 
     pub fn plugin(&self) -> &SchedulerPlugin {
@@ -576,6 +587,62 @@ impl<'p> SchedulerInstance<'p> {
             .map(|ptr| unsafe { std::ffi::CStr::from_ptr(ptr) }.to_string_lossy().into_owned())
             .unwrap_or_default();
         if detail.is_empty() { format!("{call} returned status {status}") } else { format!("{call} failed: {detail}") }
+    }
+}
+
+/// One thread as it calls the scheduler: its worker index (`TOMII_NO_WORKER` for the host
+/// thread) and its mark in the instance's watchdog. Workers and the host thread call the
+/// scheduler only through the `*_by` methods with it, each call marked for as long as it runs
+/// (engine/README.md, "Stuck callbacks").
+#[derive(Clone, Copy)]
+pub(crate) struct SchedulerCaller<'s> {
+    worker: u32,
+    mark: &'s MarkCell,
+}
+
+impl SchedulerInstance<'_> {
+    /// The run's call watchdog, which the host thread looks at.
+    pub(crate) fn watchdog(&self) -> &Watchdog {
+        &self.watchdog
+    }
+
+    /// How `worker` calls the scheduler.
+    pub(crate) fn caller(&self, worker: u32) -> SchedulerCaller<'_> {
+        SchedulerCaller { worker, mark: self.watchdog.cell(worker) }
+    }
+
+    /// [`push`](Self::push), marked.
+    #[inline(always)]
+    pub(crate) fn push_by(&self, caller: SchedulerCaller<'_>, tasks: &[TomiiTask]) -> Result<(), String> {
+        self.watchdog.watch(caller.mark, Call::Push, || self.push(caller.worker, tasks))
+    }
+
+    /// [`pop_guarded`](Self::pop_guarded), marked.
+    #[inline(always)]
+    pub(crate) fn pop_by(&self, caller: SchedulerCaller<'_>, buffer: &mut PopBuffer) -> Result<usize, String> {
+        self.watchdog.watch(caller.mark, Call::Pop, || self.pop_guarded(caller.worker, buffer))
+    }
+
+    /// [`task_started`](Self::task_started), marked.
+    #[inline]
+    pub(crate) fn task_started_by(&self, caller: SchedulerCaller<'_>, task: &TomiiTask) {
+        self.watchdog.watch(caller.mark, Call::TaskStarted, || self.task_started(caller.worker, task));
+    }
+
+    /// [`task_completed`](Self::task_completed), marked.
+    #[inline]
+    pub(crate) fn task_completed_by(&self, caller: SchedulerCaller<'_>, task: &TomiiTask, duration_ns: u64) {
+        self.watchdog.watch(caller.mark, Call::TaskCompleted, || self.task_completed(caller.worker, task, duration_ns));
+    }
+
+    /// [`frame_started`](Self::frame_started), marked.
+    pub(crate) fn frame_started_by(&self, caller: SchedulerCaller<'_>, frame: u64, slot: u32) {
+        self.watchdog.watch(caller.mark, Call::FrameStarted, || self.frame_started(frame, slot));
+    }
+
+    /// [`frame_completed`](Self::frame_completed), marked.
+    pub(crate) fn frame_completed_by(&self, caller: SchedulerCaller<'_>, frame: u64, slot: u32, latency_ns: u64) {
+        self.watchdog.watch(caller.mark, Call::FrameCompleted, || self.frame_completed(frame, slot, latency_ns));
     }
 }
 

@@ -6,20 +6,17 @@
 
 use std::cmp::Ordering;
 
-use tomii_types::abi::{
-    TOMII_KERNEL_VARIADIC, TOMII_NO_WORKER, TOMII_OK, TOMII_TAG_LIST, TOMII_TAG_USIZE, TomiiBuffer, TomiiCallCtx,
-    TomiiErrorBuf, TomiiPayload, TomiiValue,
-};
+use tomii_types::abi::{TOMII_TAG_LIST, TOMII_TAG_USIZE, TomiiBuffer, TomiiPayload, TomiiValue};
 use tomii_types::kernel::{Value, ValueRef};
 
-use std::ffi::{CStr, CString, c_char};
+use std::ffi::c_char;
 
+use super::Engine;
+use super::local::Local;
 use super::records::{Record, SIMPLE};
-use super::{Engine, Local};
-use crate::engine::watchdog::Call;
-use crate::engine::{Output, RunError};
-use crate::graph::{ArgSource, CompiledGraph, Condition, Literal, quote_name};
-use crate::plugin::{Kernel, KernelSet};
+use crate::engine::RunError;
+use crate::graph::{ArgSource, Condition, Literal};
+use crate::plugin::{CallSite as Context, Kernel};
 
 /// What the hot path needs to run one node's tasks, in one place.
 #[derive(Clone, Copy)]
@@ -31,19 +28,6 @@ pub(super) struct NodeRun {
     pub(super) simple: bool,
     /// `group_size` > 1: a task runs several instances.
     pub(super) grouped: bool,
-}
-
-/// What an input's `NodeRun` holds: inputs are never run (their values come from the frame
-/// source), so this only fails, should the engine ever call it.
-pub(super) const INPUT_KERNEL: Kernel = Kernel { func: never_run, data: std::ptr::null_mut(), flags: 0 };
-
-unsafe extern "C" fn never_run(
-    _args: *const TomiiValue,
-    _nargs: usize,
-    _out: *mut TomiiValue,
-    _ctx: *const TomiiCallCtx,
-) -> i32 {
-    1
 }
 
 /// What a kernel's call context says of where the call comes from: the node (its id and
@@ -75,14 +59,14 @@ impl Engine<'_> {
         frame: u64,
     ) -> Result<Option<TomiiValue>, RunError> {
         if record.flags & SIMPLE != 0 {
-            self.gather(local, slot, instance, self.records.args(record));
+            self.gather(local, slot, instance, self.plan.records.args(record));
             // A simple body's kernel is not variadic, its only flag (`NodeRun::simple`).
             let kernel = Kernel { func: record.kernel, data: record.kernel_data, flags: 0 };
             let site = CallSite { node: record.node, node_name: record.node_name, index: record.index };
             return self.call_named(local, kernel, None, site, slot, instance, frame).map(Some);
         }
         let node = record.node;
-        self.run_general_body(local, self.runs[node as usize], node, slot, instance, frame)
+        self.run_general_body(local, self.plan.runs[node as usize], node, slot, instance, frame)
     }
 
     /// `run_body` for nodes with a condition, a loop or a variadic kernel.
@@ -95,22 +79,22 @@ impl Engine<'_> {
         instance: u32,
         frame: u64,
     ) -> Result<Option<TomiiValue>, RunError> {
-        if self.abandonable && self.table.slot(slot).abandoned.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.plan.abandonable && self.shared.table.slot(slot).abandoned.load(std::sync::atomic::Ordering::Relaxed) {
             return Ok(None); // its source gave up on the frame
         }
-        if let Some(condition) = &self.conditions[node as usize]
+        if let Some(condition) = &self.plan.conditions[node as usize]
             && !self.condition_holds(local, condition, node, slot, instance, frame)?
         {
             return Ok(None);
         }
-        self.gather(local, slot, instance, self.graph.args_of(instance));
+        self.gather(local, slot, instance, self.plan.graph.args_of(instance));
         if run.variadic {
             self.gather_trailing_results(local, instance);
         }
         let kernel = run.kernel;
-        let iterations = self.graph.nodes[node as usize].iterations;
+        let iterations = self.plan.graph.nodes[node as usize].iterations;
         let base = local.args.len();
-        self.append(local, slot, instance, self.graph.loop_args_of(instance));
+        self.append(local, slot, instance, self.plan.graph.loop_args_of(instance));
         let mut result = self.call(local, kernel, node, slot, instance, frame)?;
         for _ in 1..iterations {
             local.args.truncate(base);
@@ -133,18 +117,18 @@ impl Engine<'_> {
         instance: u32,
         frame: u64,
     ) -> Result<bool, RunError> {
-        self.gather(local, slot, instance, self.graph.condition_args_of(instance));
+        self.gather(local, slot, instance, self.plan.graph.condition_args_of(instance));
         let site = self.call_site(node, instance);
         let raw =
             self.call_named(local, condition.function, Some(&condition.spec.function), site, slot, instance, frame)?;
         // SAFETY: the function handed over ownership of its result.
         let value = unsafe { Value::from_raw(raw) };
         let ordering = compare(&value.view(), &condition.spec.value).map_err(|why| {
-            let meta = &self.graph.nodes[node as usize];
+            let meta = &self.plan.graph.nodes[node as usize];
             RunError::Kernel {
                 node: meta.name.clone(),
                 kernel: condition.spec.function.clone(),
-                instance: self.graph.inst_index[instance as usize],
+                instance: self.plan.graph.inst_index[instance as usize],
                 frame,
                 message: format!(
                     "the condition's function {why}; make it return a {}",
@@ -169,13 +153,14 @@ impl Engine<'_> {
             local.args.push(match *source {
                 // SAFETY: the predecessor completed in this generation (we are its successor and
                 // were made ready by its arrival).
-                ArgSource::Result(pred) => unsafe { self.table.result(slot, pred) },
-                ArgSource::Const(index) => *self.consts[index as usize].as_raw(),
-                ArgSource::Index => usize_value(u64::from(self.graph.inst_index[instance as usize])),
-                ArgSource::Workers => usize_value(u64::from(self.config.workers)),
+                ArgSource::Result(pred) => unsafe { self.shared.table.result(slot, pred) },
+                ArgSource::Const(index) => *self.plan.consts[index as usize].as_raw(),
+                ArgSource::Index => usize_value(u64::from(self.plan.graph.inst_index[instance as usize])),
+                ArgSource::Workers => usize_value(u64::from(self.plan.config.workers)),
                 ArgSource::Computed(k) => {
-                    let values = &self.computed[k as usize];
-                    let element = if values.len() == 1 { 0 } else { self.graph.inst_index[instance as usize] as usize };
+                    let values = &self.plan.computed[k as usize];
+                    let element =
+                        if values.len() == 1 { 0 } else { self.plan.graph.inst_index[instance as usize] as usize };
                     *values[element].as_raw()
                 }
             });
@@ -186,7 +171,7 @@ impl Engine<'_> {
     /// from the worker's list buffer (sized before the run, so this never allocates).
     #[inline]
     fn gather_trailing_results(&self, local: &mut Local, instance: u32) {
-        let sources = self.graph.args_of(instance);
+        let sources = self.plan.graph.args_of(instance);
         let trailing = sources.iter().rev().take_while(|s| matches!(s, ArgSource::Result(_))).count();
         let first = local.args.len() - trailing;
         local.list.clear();
@@ -219,8 +204,8 @@ impl Engine<'_> {
     fn call_site(&self, node: u32, instance: u32) -> CallSite {
         CallSite {
             node,
-            node_name: self.records.node_name(node).as_ptr(),
-            index: self.graph.inst_index[instance as usize],
+            node_name: self.plan.records.node_name(node).as_ptr(),
+            index: self.plan.graph.inst_index[instance as usize],
         }
     }
 
@@ -238,224 +223,35 @@ impl Engine<'_> {
         instance: u32,
         frame: u64,
     ) -> Result<TomiiValue, RunError> {
-        let node = site.node;
-        local.error[0] = 0;
-        let ctx = TomiiCallCtx {
-            struct_size: size_of::<TomiiCallCtx>() as u32,
-            worker: local.pusher.worker,
-            frame,
-            slot,
-            instance: site.index,
-            node: site.node_name,
-            err: TomiiErrorBuf { ptr: local.error.as_mut_ptr().cast(), cap: local.error.len() },
-            data: kernel.data,
-        };
+        let context = Context { frame, slot, index: site.index, node: site.node_name };
+        let subject = u64::from(slot) << 32 | u64::from(instance);
         let mut out = TomiiValue::NONE;
-        // SAFETY (both calls): arguments are valid borrowed values for the call; `out` and `ctx`
-        // are live.
-        let status = if self.kernel_watch {
-            self.watch_kernel(local.pusher.worker, slot, instance);
-            self.watchdog.watch(local.pusher.worker, Call::Kernel, || unsafe {
-                (kernel.func)(local.args.as_ptr(), local.args.len(), &mut out, &ctx)
-            })
-        } else {
-            unsafe { (kernel.func)(local.args.as_ptr(), local.args.len(), &mut out, &ctx) }
-        };
-        if status == TOMII_OK {
+        let status = local.kernels.call(kernel, &local.args, context, subject, &mut out);
+        if status.ok() {
             return Ok(out);
         }
-        // SAFETY: per the ABI a failing kernel leaves `out` NONE or releasable.
-        drop(unsafe { Value::from_raw(out) });
-        Err(self.kernel_error(local, name, node, instance, frame, status))
+        let message = local.kernels.failure(out, status);
+        Err(self.kernel_error(name, site.node, instance, frame, message))
     }
 
+    /// A kernel's failure (`message`), named: the kernel (`name`, the node's kernel when `None`),
+    /// the node, the instance and the frame.
     #[cold]
-    fn kernel_error(
-        &self,
-        local: &Local,
-        name: Option<&str>,
-        node: u32,
-        instance: u32,
-        frame: u64,
-        status: i32,
-    ) -> RunError {
-        let name = name.unwrap_or(&self.graph.nodes[node as usize].function);
-        let end = local.error.iter().position(|&b| b == 0).unwrap_or(local.error.len());
-        let text = String::from_utf8_lossy(&local.error[..end]).into_owned();
+    fn kernel_error(&self, name: Option<&str>, node: u32, instance: u32, frame: u64, message: String) -> RunError {
+        let name = name.unwrap_or(&self.plan.graph.nodes[node as usize].function);
         RunError::Kernel {
-            node: self.graph.nodes[node as usize].name.clone(),
+            node: self.plan.graph.nodes[node as usize].name.clone(),
             kernel: name.to_owned(),
-            instance: self.graph.inst_index[instance as usize],
+            instance: self.plan.graph.inst_index[instance as usize],
             frame,
-            message: if text.is_empty() { format!("returned status {status} without a message") } else { text },
+            message,
         }
     }
-}
-
-/// Computes every computed initialization, in file order, on the calling thread: its kernel is
-/// called once per element, with `$index` the element's index.
-pub(super) fn compute_initializations(
-    graph: &CompiledGraph,
-    kernels: &KernelSet,
-    workers: u32,
-) -> Result<Vec<Vec<Value>>, RunError> {
-    if graph.computed.is_empty() {
-        return Ok(Vec::new());
-    }
-    let consts: Vec<Value> = graph.consts.iter().map(Literal::to_value).collect();
-    let mut computed: Vec<Vec<Value>> = Vec::with_capacity(graph.computed.len());
-    for init in &graph.computed {
-        let kernel = kernels.resolve(|| format!("initialization {}", quote_name(&init.name)), &init.function)?;
-        let name = CString::new(init.name.as_str()).map_err(|_| {
-            RunError::Config(format!("{}: an initialization name contains a NUL character", graph.source))
-        })?;
-        let values = (0..init.count)
-            .map(|element| {
-                let args: Vec<TomiiValue> = init
-                    .args
-                    .iter()
-                    .map(|source| match *source {
-                        ArgSource::Const(c) => *consts[c as usize].as_raw(),
-                        ArgSource::Computed(k) => {
-                            let values = &computed[k as usize];
-                            *values[if values.len() == 1 { 0 } else { element as usize }].as_raw()
-                        }
-                        ArgSource::Index => usize_value(u64::from(element)),
-                        ArgSource::Workers => usize_value(u64::from(workers)),
-                        // The parser refuses edges in an initialization's arguments.
-                        ArgSource::Result(_) => TomiiValue::NONE,
-                    })
-                    .collect();
-                call_once(kernel, &args, &name, element, 0).map_err(|message| RunError::Init {
-                    init: init.name.clone(),
-                    kernel: init.function.clone(),
-                    element,
-                    message,
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        computed.push(values);
-    }
-    Ok(computed)
-}
-
-/// Binds every post-node to its kernel.
-pub(super) fn bind_post_nodes(graph: &CompiledGraph, kernels: &KernelSet) -> Result<Vec<Kernel>, RunError> {
-    graph
-        .post
-        .iter()
-        .map(|post| Ok(kernels.resolve(|| format!("post-node {}", quote_name(&post.node.name)), &post.node.function)?))
-        .collect()
-}
-
-impl Engine<'_> {
-    /// Runs the post-nodes once, in file order, on the calling thread, after the last frame: their
-    /// results arguments read the last frame's slot. Returns what each instance returned.
-    /// The last frame is the one started last: nothing reused its slot after it, and its outputs
-    /// are still held there. Without a completed frame there is nothing to read: they do not run.
-    pub(super) fn run_post_nodes(&self) -> Result<Vec<(String, u32, Output)>, RunError> {
-        let mut outputs = Vec::new();
-        let last = self.held.iter().enumerate().filter_map(|(slot, held)| {
-            let held = held.lock().unwrap_or_else(|p| p.into_inner());
-            held.as_ref().map(|done| (done.frame, slot as u32))
-        });
-        let Some((last_frame, slot)) = last.max() else {
-            return Ok(outputs);
-        };
-        for (post, &kernel) in self.graph.post.iter().zip(&self.post_kernels) {
-            let variadic = kernel.flags & TOMII_KERNEL_VARIADIC != 0;
-            let name = CString::new(post.node.name.as_str()).map_err(|_| {
-                RunError::Config(format!("{}: a post-node name contains a NUL character", self.graph.source))
-            })?;
-            for i in 0..post.node.factor {
-                let sources = post.args_of(i);
-                let mut args: Vec<TomiiValue> = sources.iter().map(|&source| self.post_arg(source, slot, i)).collect();
-                let mut list = Vec::new();
-                if variadic {
-                    let trailing = sources.iter().rev().take_while(|s| matches!(s, ArgSource::Result(_))).count();
-                    list = args.split_off(args.len() - trailing);
-                    let buf = TomiiBuffer {
-                        data: list.as_mut_ptr().cast(),
-                        len: list.len(),
-                        ctx: std::ptr::null_mut(),
-                        release: None,
-                    };
-                    args.push(TomiiValue { tag: TOMII_TAG_LIST, elem: 0, payload: TomiiPayload { buf } });
-                }
-                let value = call_once(kernel, &args, &name, i, last_frame).map_err(|message| RunError::Kernel {
-                    node: post.node.name.clone(),
-                    kernel: post.node.function.clone(),
-                    instance: i,
-                    frame: last_frame,
-                    message,
-                })?;
-                drop(list);
-                outputs.push((post.node.name.clone(), i, Output::from_value(value)));
-            }
-        }
-        Ok(outputs)
-    }
-
-    /// One argument of post-node instance `i`; results come from `slot`, the last frame's.
-    fn post_arg(&self, source: ArgSource, slot: u32, i: u32) -> TomiiValue {
-        match source {
-            // SAFETY: every worker has stopped and the last frame completed in `slot`, so its
-            // results are written and nothing writes them any more.
-            ArgSource::Result(pred) => unsafe { self.table.result(slot, pred) },
-            ArgSource::Const(c) => *self.consts[c as usize].as_raw(),
-            ArgSource::Computed(k) => {
-                let values = &self.computed[k as usize];
-                *values[if values.len() == 1 { 0 } else { i as usize }].as_raw()
-            }
-            ArgSource::Index => usize_value(u64::from(i)),
-            ArgSource::Workers => usize_value(u64::from(self.config.workers)),
-        }
-    }
-}
-
-/// One call of a kernel outside any frame: owned result, or the kernel's message.
-fn call_once(kernel: Kernel, args: &[TomiiValue], name: &CString, element: u32, frame: u64) -> Result<Value, String> {
-    call_outside_run(kernel, args, name, element, frame, &mut [0u8; 1024])
-}
-
-/// Calls `kernel` once outside a worker's task (an initialization, a post-node, a network
-/// source's decoding): `name` is the node its context names, `error` the buffer a failing kernel
-/// writes its message into. The value, or the message.
-pub(crate) fn call_outside_run(
-    kernel: Kernel,
-    args: &[TomiiValue],
-    name: &CStr,
-    instance: u32,
-    frame: u64,
-    error: &mut [u8],
-) -> Result<Value, String> {
-    error[0] = 0;
-    let ctx = TomiiCallCtx {
-        struct_size: size_of::<TomiiCallCtx>() as u32,
-        worker: TOMII_NO_WORKER,
-        frame,
-        slot: 0,
-        instance,
-        node: name.as_ptr(),
-        err: TomiiErrorBuf { ptr: error.as_mut_ptr().cast(), cap: error.len() },
-        data: kernel.data,
-    };
-    let mut out = TomiiValue::NONE;
-    // SAFETY: the arguments live for the call; `out` and `ctx` are live.
-    let status = unsafe { (kernel.func)(args.as_ptr(), args.len(), &mut out, &ctx) };
-    // SAFETY: the kernel handed over ownership of `out` (NONE or releasable even on failure).
-    let value = unsafe { Value::from_raw(out) };
-    if status == TOMII_OK {
-        return Ok(value);
-    }
-    let end = error.iter().position(|&b| b == 0).unwrap_or(error.len());
-    let text = String::from_utf8_lossy(&error[..end]).into_owned();
-    Err(if text.is_empty() { format!("returned status {status} without a message") } else { text })
 }
 
 /// A `usize` scalar (no buffer, nothing to release).
 #[inline]
-fn usize_value(value: u64) -> TomiiValue {
+pub(super) fn usize_value(value: u64) -> TomiiValue {
     TomiiValue { tag: TOMII_TAG_USIZE, elem: 0, payload: TomiiPayload { u: value } }
 }
 

@@ -112,7 +112,7 @@ impl Engine<'_> {
     /// `Fallback`, the scheduler is ejected (once) and the caller carries on.
     #[cold]
     pub(super) fn contract_violation(&self, violation: String) -> Result<(), RunError> {
-        match self.containment.policy {
+        match self.shared.containment.policy {
             FaultPolicy::Stop => Err(self.fault(violation)),
             FaultPolicy::Fallback => {
                 self.eject(violation);
@@ -125,27 +125,27 @@ impl Engine<'_> {
     /// that is ready and not yet claimed.
     #[cold]
     fn eject(&self, violation: String) {
-        if self.containment.ejected.swap(true, Ordering::SeqCst) {
+        if self.shared.containment.ejected.swap(true, Ordering::SeqCst) {
             return;
         }
         self.scheduler.abandon();
         // Before the requeue: afterwards other workers may already complete the recovered tasks.
-        let frames_done = self.frames_done.load(Ordering::Acquire);
+        let frames_done = self.shared.frames_done.load(Ordering::Acquire);
         let requeued = self.requeue_pending();
-        *self.containment.record.lock().unwrap_or_else(|p| p.into_inner()) =
+        *self.shared.containment.record.lock().unwrap_or_else(|p| p.into_inner()) =
             Some(Ejection { violation, frames_done, requeued_tasks: requeued });
-        self.sleep.wake_all();
+        self.shared.sleep.wake_all();
     }
 
     /// Queues on the host FIFO every task of every active slot that is ready and unclaimed.
     fn requeue_pending(&self) -> u64 {
         let mut batch = Vec::new();
-        let now = self.clock.now();
+        let now = self.shared.clock.now();
         self.ready_unclaimed(|slot, instance, generation, frame| {
             batch.push(self.describe(self.inst(instance), slot, generation, frame, now, TOMII_NO_WORKER));
             true
         });
-        self.containment.fifo().push(&batch);
+        self.shared.containment.fifo().push(&batch);
         batch.len() as u64
     }
 
@@ -164,20 +164,20 @@ impl Engine<'_> {
     /// Calls `found(slot, instance, generation, frame)` for every task of an active slot that is
     /// ready and unclaimed, reading only the host's counters, until it returns false.
     fn ready_unclaimed(&self, mut found: impl FnMut(u32, u32, u32, u64) -> bool) {
-        for slot in 0..self.config.slots {
-            let state = self.table.slot(slot);
+        for slot in 0..self.plan.config.slots {
+            let state = self.shared.table.slot(slot);
             let generation = state.generation.load(Ordering::SeqCst);
             if generation == u32::MAX {
                 continue; // never used
             }
             let frame = state.frame.load(Ordering::Relaxed);
-            for instance in 0..self.graph.instance_count() as u32 {
-                if !self.graph.is_task(instance) || self.graph.is_input(instance) {
+            for instance in 0..self.plan.graph.instance_count() as u32 {
+                if !self.plan.graph.is_task(instance) || self.plan.graph.is_input(instance) {
                     continue;
                 }
-                let deps = self.graph.dep_count[instance as usize];
-                if self.table.is_ready(slot, instance, generation, deps)
-                    && self.table.is_unclaimed(slot, instance, generation)
+                let deps = self.plan.graph.dep_count[instance as usize];
+                if self.shared.table.is_ready(slot, instance, generation, deps)
+                    && self.shared.table.is_unclaimed(slot, instance, generation)
                     && !found(slot, instance, generation, frame)
                 {
                     return;

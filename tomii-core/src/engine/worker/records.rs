@@ -215,7 +215,7 @@ mod tests {
         let graph = chain(3);
         let sink = [false, false, true];
         let templates = crate::engine::worker::templates(&graph, 2);
-        let run = NodeRun { kernel: super::super::body::INPUT_KERNEL, variadic: false, simple: true, grouped: false };
+        let run = NodeRun { kernel: crate::plugin::NEVER_CALLED, variadic: false, simple: true, grouped: false };
         let names = ["n0", "n1", "n2"].map(|n| CString::new(n).unwrap()).to_vec();
         let records = Records::new(&graph, 2, &[run; 3], names, &[false, false, true], &sink, templates);
         let last = records.check(2).unwrap();

@@ -4,7 +4,6 @@
 
 use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask};
 
-use super::MAX_CELLS;
 use super::body::{self, BoundCondition};
 use super::records::Record;
 use crate::engine::memory;
@@ -12,6 +11,9 @@ use crate::engine::slots::SlotTable;
 use crate::engine::{RunConfig, RunError};
 use crate::graph::{CompiledGraph, quote_name};
 use crate::plugin::{KernelSet, SchedulerSetup};
+
+/// The most (slot, instance) cells a run may hold.
+const MAX_CELLS: u64 = 1 << 28;
 
 /// Rejects configurations the engine cannot run, with a message naming the option.
 pub(super) fn check_config(graph: &CompiledGraph, config: &RunConfig) -> Result<(), RunError> {

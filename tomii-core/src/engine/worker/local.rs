@@ -1,0 +1,100 @@
+//! A worker's own state: the buffers it builds arguments and batches in, its callers of the
+//! scheduler and the kernels, its counters, trace chunk and latency histogram. Made once when the
+//! worker takes its part of the run, sized so that the hot path never allocates; never shared with
+//! another thread (what it hands back at the end goes through `Shared::finished`).
+
+use hdrhistogram::Histogram;
+
+use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask, TomiiValue};
+
+use super::Engine;
+use crate::engine::durations::Durations;
+use crate::engine::report::{NodeCounters, WorkerCounters};
+use crate::engine::trace::{TraceRecord, WorkerTrace};
+use crate::plugin::{KernelCaller, SchedulerCaller};
+
+/// Ready tasks pushed to the scheduler in one call, at most.
+pub(super) const PUSH_CHUNK: usize = 256;
+/// Bytes of the buffer a failing kernel writes its message into.
+const ERROR_CAPACITY: usize = 4096;
+
+/// Ready tasks waiting to be pushed, and who pushes them.
+pub(super) struct Pusher<'e> {
+    pub(super) worker: u32,
+    /// How `worker` calls the scheduler: each call marked for the watchdog.
+    pub(super) scheduler: SchedulerCaller<'e>,
+    pub(super) ready: Vec<TomiiTask>,
+    /// Whether the pushing worker will still take one of its pushed tasks itself.
+    pub(super) self_take: bool,
+}
+
+/// A worker's own buffers and counters.
+pub(super) struct Local<'e> {
+    pub(super) pusher: Pusher<'e>,
+    pub(super) args: Vec<TomiiValue>,
+    /// The elements of a variadic kernel's LIST argument.
+    pub(super) list: Vec<TomiiValue>,
+    /// `worker`'s kernel calls: their context, error buffer and watchdog mark.
+    pub(super) kernels: KernelCaller<'e>,
+    pub(super) counters: WorkerCounters,
+    /// What the tasks of warm-up frames counted: left out of the report.
+    pub(super) warmup: WorkerCounters,
+    pub(super) trace: WorkerTrace,
+    /// Latencies of the frames this worker completed.
+    pub(super) latency: Histogram<u64>,
+}
+
+/// What a worker hands back when it stops.
+pub(super) type WorkerResult = (WorkerCounters, Vec<TraceRecord>, Histogram<u64>);
+
+/// A histogram of frame latencies in nanoseconds, 3 significant digits, up to an hour. It starts
+/// small and grows to the largest latency recorded (at most a few times a run, at a frame's end,
+/// never per task): one sized for an hour from the start is 256 KiB zeroed, merged and freed per
+/// worker per run, most of a short run's cost.
+pub(crate) fn latency_histogram() -> Histogram<u64> {
+    let mut histogram = Histogram::new_with_bounds(1, 2, 3).expect("valid histogram bounds");
+    histogram.auto(true);
+    histogram
+}
+
+impl Engine<'_> {
+    /// The pusher of the host thread, which starts the first frames.
+    pub(super) fn host_pusher(&self) -> Pusher<'_> {
+        Pusher {
+            worker: TOMII_NO_WORKER,
+            scheduler: self.scheduler.caller(TOMII_NO_WORKER),
+            ready: Vec::with_capacity(PUSH_CHUNK),
+            self_take: false,
+        }
+    }
+
+    /// The state of `worker`, every buffer sized for the run.
+    pub(super) fn local(&self, worker: u32) -> Local<'_> {
+        let (graph, config) = (self.plan.graph, self.plan.config);
+        let nodes = graph.nodes.len();
+        let watchdog = self.scheduler.watchdog();
+        Local {
+            pusher: Pusher {
+                worker,
+                scheduler: self.scheduler.caller(worker),
+                ready: Vec::with_capacity(PUSH_CHUNK),
+                self_take: true,
+            },
+            args: Vec::with_capacity(graph.max_args() + 1),
+            list: Vec::with_capacity(graph.max_args()),
+            kernels: KernelCaller::new(
+                worker,
+                ERROR_CAPACITY,
+                config.kernel_timeout.is_some().then(|| watchdog.mark(worker)),
+            ),
+            counters: WorkerCounters {
+                per_node: vec![NodeCounters::default(); nodes],
+                durations: Durations::new(nodes, config.workers as usize, self.plan.timing),
+                ..WorkerCounters::default()
+            },
+            warmup: WorkerCounters { per_node: vec![NodeCounters::default(); nodes], ..WorkerCounters::default() },
+            trace: WorkerTrace::new(self.shared.trace_pool.as_ref()),
+            latency: latency_histogram(),
+        }
+    }
+}

@@ -1,0 +1,419 @@
+//! Task execution, the hot path (README.md, "The per-task record", "Inline continuation"): a
+//! popped task verified and claimed, its body run (`body.rs`), its result kept, its counters and
+//! trace record, the arrivals counted on its successors and the newly ready batch pushed. It
+//! allocates nothing, takes no lock and formats nothing except to name a contract violation.
+//!
+//! # Memory ordering
+//! `claim` loads the slot's `generation` Acquire, pairing with the Release increment of
+//! `SlotTable::begin_frame`, so the frame number read with it belongs to that generation. The
+//! claim itself and the arrivals are the slot table's read-modify-writes (slots.rs, "Memory
+//! ordering"): a successor's claim sees its predecessors' results. Costs and ready times are
+//! Relaxed estimates.
+
+use std::sync::atomic::Ordering;
+
+use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask, TomiiValue};
+use tomii_types::kernel::Value;
+
+use super::Engine;
+use super::local::{Local, PUSH_CHUNK, Pusher};
+use super::records::{GROUPED, Inst, KEEPS_RESULT, Record, Records, SINK};
+use crate::engine::RunError;
+use crate::engine::clock::Ticks;
+use crate::engine::report::WorkerCounters;
+use crate::engine::slots::{ClaimError, decode_handle, encode_handle};
+use crate::engine::trace::{TracePool, TraceRecord, WorkerTrace};
+use crate::graph::quote_name;
+
+/// A worker publishes its mean duration of a node every this many executions of it.
+const COST_PUBLISH_EVERY: u64 = 16;
+
+/// A claimed task: where it runs, in which generation of its slot, for which frame.
+#[derive(Clone, Copy)]
+pub(super) struct Claimed {
+    pub(super) slot: u32,
+    pub(super) inst: Inst,
+    pub(super) generation: u32,
+    pub(super) frame: u64,
+}
+
+impl Engine<'_> {
+    /// Verifies a popped task and claims it; returns where it runs, or `None` for a task to skip
+    /// (a violation under the fallback policy, or a task the host FIFO holds twice after an
+    /// ejection).
+    #[inline(always)]
+    pub(super) fn claim(&self, worker: u32, task: &TomiiTask) -> Result<Option<Claimed>, RunError> {
+        let found = decode_handle(task.handle);
+        let inst = match self.plan.records.check(found.instance) {
+            Some(inst) if self.shared.table.contains(found) => inst,
+            _ => return self.rejected(format!("pop returned handle {:#x}, which the host never issued", task.handle)),
+        };
+        let (slot, instance) = (found.slot, found.instance);
+        let record = self.plan.records.get(inst);
+        let state = self.shared.table.slot(slot);
+        let generation = state.generation.load(Ordering::Acquire);
+        let frame = || state.frame.load(Ordering::Relaxed);
+        let never_pushed = "returned a task that was never pushed (or belongs to an earlier frame)";
+        if found.tag != generation & 0xFF {
+            return self.rejected(self.task_violation(never_pushed, instance, frame()));
+        }
+        if !Records::may_run(record, worker) {
+            let what = format!(
+                "handed a task to worker {worker}, outside its allowed workers {}..{}",
+                record.worker_lo, record.worker_hi
+            );
+            return self.rejected(self.task_violation(&what, instance, frame()));
+        }
+        // One compare-and-swap checks that the task is ready and unclaimed, and claims it.
+        match self.shared.table.claim(slot, instance, generation, record.deps) {
+            Ok(()) => Ok(Some(Claimed { slot, inst, generation, frame: frame() })),
+            Err(ClaimError::Twice) => {
+                self.rejected(self.task_violation("returned the same task twice", instance, frame()))
+            }
+            Err(ClaimError::NotReady) => self.rejected(self.task_violation(never_pushed, instance, frame())),
+        }
+    }
+
+    /// A popped task the host will not run: a violation, unless the scheduler is already ejected
+    /// (then it is a stale or duplicate entry, skipped).
+    #[cold]
+    pub(super) fn rejected<T>(&self, violation: String) -> Result<Option<T>, RunError> {
+        if self.shared.containment.is_ejected() {
+            return Ok(None);
+        }
+        self.contract_violation(violation).map(|()| None)
+    }
+
+    #[cold]
+    pub(super) fn task_violation(&self, what: &str, instance: u32, frame: u64) -> String {
+        let node = &self.plan.graph.nodes[self.plan.graph.inst_node[instance as usize] as usize].name;
+        let index = self.plan.graph.inst_index[instance as usize];
+        format!("{what}: node {} instance {index}, frame {frame}", quote_name(node))
+    }
+
+    /// Runs one popped task and everything that follows its completion, then the continuations it
+    /// kept for itself (README.md, "Inline continuation").
+    #[inline]
+    pub(super) fn execute(&self, local: &mut Local, task: &TomiiTask) -> Result<(), RunError> {
+        let Some(claimed) = self.claim(local.pusher.worker, task)? else {
+            return Ok(());
+        };
+        let mut next = self.run_task(local, Some(task), claimed)?;
+        while let Some(claimed) = next {
+            if self.shared.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            next = self.run_task(local, None, claimed)?;
+        }
+        Ok(())
+    }
+
+    /// Runs a claimed task: its body (each member's, under groups), its successors' release and its
+    /// frame's completion. `popped`: the descriptor the scheduler handed out, which its hooks hear
+    /// of (`None` for a continuation, which the scheduler never saw). Returns the continuation it
+    /// kept, claimed, if any. Inlined with the rest of the per-task path (README.md, "The per-task
+    /// record").
+    #[inline(always)]
+    pub(super) fn run_task(
+        &self,
+        local: &mut Local,
+        popped: Option<&TomiiTask>,
+        claimed: Claimed,
+    ) -> Result<Option<Claimed>, RunError> {
+        let Claimed { slot, inst, generation, frame } = claimed;
+        let instance = inst.get();
+        let record = self.plan.records.get(inst);
+        if self.plan.task_hooks
+            && let Some(task) = popped
+        {
+            self.scheduler.task_started_by(local.pusher.scheduler, task);
+        }
+        let first_start = if self.plan.timing { self.shared.clock.now_after_loads() } else { 0 };
+        let inlined = popped.is_none();
+        let end = if record.flags & GROUPED == 0 {
+            self.run_member(local, record, slot, (instance, instance), frame, inlined, first_start)?
+        } else {
+            self.run_group(local, record, slot, instance, frame, inlined, first_start)?
+        };
+        if self.plan.task_hooks
+            && let Some(task) = popped
+        {
+            let ns = self.shared.clock.ns_between(first_start, end);
+            self.scheduler.task_completed_by(local.pusher.scheduler, task, ns);
+        }
+        let continuation =
+            self.release_successors(&mut local.pusher, claimed, end, self.plan.config.inline_continuation)?;
+        if record.flags & SINK != 0 && self.shared.table.complete_sink(slot, generation) {
+            self.finish_frame(&mut local.pusher, slot, frame, &mut local.latency)?;
+        }
+        Ok(continuation)
+    }
+
+    /// Runs one instance of the task (`member` of the task scheduled as `task`; both the same
+    /// without groups), whose record is `record`, from `start`: its body, its result kept or
+    /// dropped, its counters. Returns when it ended.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn run_member(
+        &self,
+        local: &mut Local,
+        record: &Record,
+        slot: u32,
+        (member, task): (u32, u32),
+        frame: u64,
+        inlined: bool,
+        start: Ticks,
+    ) -> Result<Ticks, RunError> {
+        let result = self.run_body(local, record, slot, member, frame);
+        let end = if self.plan.timing { self.shared.clock.now() } else { 0 };
+        let node = record.node;
+        self.store(local, node, slot, member, frame, record.flags & KEEPS_RESULT != 0, result?);
+        let counters = if frame < self.plan.config.warmup_frames { &mut local.warmup } else { &mut local.counters };
+        counters.inlined += u64::from(inlined);
+        self.account(counters, &mut local.trace, local.pusher.worker, node, (slot, member, task, frame), (start, end));
+        Ok(end)
+    }
+
+    /// Runs the instances of the group the task `leader` (whose record is `record`) runs, in order.
+    /// Returns when the last ended.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn run_group(
+        &self,
+        local: &mut Local,
+        record: &Record,
+        slot: u32,
+        leader: u32,
+        frame: u64,
+        inlined: bool,
+        mut start: Ticks,
+    ) -> Result<Ticks, RunError> {
+        for member in self.plan.graph.group_of(leader) {
+            let member_record = if member == leader { record } else { self.plan.records.get(self.inst(member)) };
+            start = self.run_member(local, member_record, slot, (member, leader), frame, inlined, start)?;
+        }
+        Ok(start)
+    }
+
+    /// The counters a task of `frame` counts in: those of warm-up frames are left out of the
+    /// report (README.md, "Warm-up frames").
+    #[inline]
+    pub(super) fn counters<'l>(&self, local: &'l mut Local, frame: u64) -> &'l mut WorkerCounters {
+        if frame < self.plan.config.warmup_frames { &mut local.warmup } else { &mut local.counters }
+    }
+
+    /// Keeps or releases one instance's result; a skipped instance (its condition did not hold)
+    /// leaves NONE as its result.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn store(
+        &self,
+        local: &mut Local,
+        node: u32,
+        slot: u32,
+        instance: u32,
+        frame: u64,
+        keeps: bool,
+        result: Option<TomiiValue>,
+    ) {
+        if result.is_none() {
+            self.counters(local, frame).per_node[node as usize].skipped += 1;
+        }
+        let result = result.unwrap_or(TomiiValue::NONE);
+        if keeps {
+            // SAFETY: this task owns its cell in this generation; the value is owned.
+            unsafe { self.shared.table.store_result(slot, instance, result) };
+        } else {
+            // SAFETY: the kernel handed over ownership; nobody reads this result.
+            drop(unsafe { Value::from_raw(result) });
+        }
+    }
+
+    /// Counters, cost estimate and trace record of one execution of `instance` (in `slot`, of
+    /// `frame`) on `worker`, a member of the task scheduled as `task` (itself without groups): the
+    /// task's ready time is the member's. `counters` are those the frame counts in.
+    #[inline(always)]
+    pub(super) fn account(
+        &self,
+        counters: &mut WorkerCounters,
+        trace: &mut WorkerTrace,
+        worker: u32,
+        node: u32,
+        (slot, instance, task, frame): (u32, u32, u32, u64),
+        (start, end): (Ticks, Ticks),
+    ) {
+        counters.tasks += 1;
+        let per_node = &mut counters.per_node[node as usize];
+        per_node.count += 1;
+        if self.plan.timing {
+            let ticks = end.saturating_sub(start);
+            counters.busy += ticks;
+            per_node.ticks += ticks;
+            per_node.max_ticks = per_node.max_ticks.max(ticks);
+            counters.durations.record(node, ticks);
+            if per_node.count % COST_PUBLISH_EVERY == 1 {
+                let mean = self.shared.clock.ticks_to_ns(per_node.ticks / per_node.count);
+                self.shared.costs[node as usize].store(mean, Ordering::Relaxed);
+            }
+        }
+        if let Some(pool) = &self.shared.trace_pool {
+            self.trace_task(pool, trace, worker, node, (slot, instance, task, frame), (start, end));
+        }
+    }
+
+    /// The trace record of one execution (`account`'s arguments), apart from the per-task path.
+    #[inline(never)]
+    pub(super) fn trace_task(
+        &self,
+        pool: &TracePool,
+        trace: &mut WorkerTrace,
+        worker: u32,
+        node: u32,
+        (slot, instance, task, frame): (u32, u32, u32, u64),
+        (start, end): (Ticks, Ticks),
+    ) {
+        let cell = slot as usize * self.plan.graph.instance_count() + task as usize;
+        let record = TraceRecord {
+            frame,
+            ready: self.shared.ready_at[cell].load(Ordering::Relaxed),
+            start,
+            end,
+            node,
+            instance: self.plan.graph.inst_index[instance as usize],
+            slot,
+            worker,
+        };
+        trace.record(pool, record);
+    }
+
+    /// Counts this task's arrival on each successor and pushes those it made ready, except, with
+    /// `inline` (`inline_continuation`), the first one this worker may run: that one is claimed at once and
+    /// returned, for the worker to run next without the scheduler.
+    #[inline(always)]
+    pub(super) fn release_successors(
+        &self,
+        pusher: &mut Pusher,
+        claimed: Claimed,
+        now: Ticks,
+        inline: bool,
+    ) -> Result<Option<Claimed>, RunError> {
+        let Claimed { slot, inst, generation, frame } = claimed;
+        let worker = pusher.worker;
+        let mut continuation = None;
+        pusher.self_take = true;
+        for &next_inst in self.plan.records.successors(self.plan.records.get(inst)) {
+            let (next, record) = (next_inst.get(), self.plan.records.get(next_inst));
+            if !self.shared.table.arrive(slot, next, generation, record.deps) {
+                continue;
+            }
+            // Only this worker saw `next` become ready, so the claim succeeds, unless a faulty
+            // scheduler handed `next` out early and a worker claimed it already (or, after an
+            // ejection, the scan queued it and another worker took it): then `next` is pushed
+            // like any other, and a second claim of it is caught or skipped.
+            if inline
+                && continuation.is_none()
+                && Records::may_run(record, worker)
+                && self.shared.table.claim(slot, next, generation, record.deps).is_ok()
+            {
+                self.mark_ready(next, slot, now);
+                continuation = Some(Claimed { slot, inst: next_inst, generation, frame });
+                // The worker runs its continuation next: it takes none of the pushed tasks itself.
+                pusher.self_take = false;
+                continue;
+            }
+            self.stage(pusher, next_inst, slot, generation, frame, now, worker)?;
+        }
+        self.flush(pusher)?;
+        Ok(continuation)
+    }
+
+    /// Adds a ready task to the pusher's batch, pushing the batch when it is full.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn stage(
+        &self,
+        pusher: &mut Pusher,
+        inst: Inst,
+        slot: u32,
+        generation: u32,
+        frame: u64,
+        now: Ticks,
+        locality: u32,
+    ) -> Result<(), RunError> {
+        self.mark_ready(inst.get(), slot, now);
+        // Described where it is pushed from: the 72-byte descriptor is copied once.
+        pusher.ready.push(*self.plan.records.template(inst));
+        if let Some(task) = pusher.ready.last_mut() {
+            self.fill_in(task, inst.get(), slot, generation, frame, now, locality);
+        }
+        if pusher.ready.len() == PUSH_CHUNK { self.flush(pusher) } else { Ok(()) }
+    }
+
+    /// Records when a task became ready, for its trace record (only with a trace).
+    #[inline]
+    pub(super) fn mark_ready(&self, instance: u32, slot: u32, now: Ticks) {
+        if !self.shared.ready_at.is_empty() {
+            self.shared.ready_at[slot as usize * self.plan.graph.instance_count() + instance as usize]
+                .store(now, Ordering::Relaxed);
+        }
+    }
+
+    /// The descriptor of a task that became ready at `now`.
+    pub(super) fn describe(
+        &self,
+        inst: Inst,
+        slot: u32,
+        generation: u32,
+        frame: u64,
+        now: Ticks,
+        locality: u32,
+    ) -> TomiiTask {
+        let mut task = *self.plan.records.template(inst);
+        self.fill_in(&mut task, inst.get(), slot, generation, frame, now, locality);
+        task
+    }
+
+    /// Fills in the per-frame fields of `task`, a copy of `instance`'s template.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn fill_in(
+        &self,
+        task: &mut TomiiTask,
+        instance: u32,
+        slot: u32,
+        generation: u32,
+        frame: u64,
+        now: Ticks,
+        locality: u32,
+    ) {
+        task.handle = encode_handle(slot, instance, generation);
+        task.frame = frame;
+        task.slot = slot;
+        task.locality = locality;
+        if self.plan.timing {
+            task.ready_ns = self.shared.clock.ns_since_start(now);
+            task.cost_ns = self.shared.costs[task.node as usize].load(Ordering::Relaxed);
+        }
+    }
+
+    /// Pushes the staged batch, if any (most completions of a chain or a pipeline stage none).
+    #[inline(always)]
+    pub(super) fn flush(&self, pusher: &mut Pusher) -> Result<(), RunError> {
+        if pusher.ready.is_empty() { Ok(()) } else { self.push_staged(pusher) }
+    }
+
+    /// Pushes the staged batch and wakes workers for what no awake worker will take.
+    pub(super) fn push_staged(&self, pusher: &mut Pusher) -> Result<(), RunError> {
+        if self.shared.containment.is_ejected() {
+            self.shared.containment.fifo().push(&pusher.ready);
+        } else if let Err(violation) = self.scheduler.push_by(pusher.scheduler, &pusher.ready) {
+            // Under the fallback policy the ejection requeues these tasks from the counters.
+            self.contract_violation(violation)?;
+        }
+        let taker = (pusher.self_take && pusher.worker != TOMII_NO_WORKER).then_some(pusher.worker);
+        self.shared.sleep.notify(taker, pusher.ready.iter().map(|t| (t.worker_lo, t.worker_hi)));
+        pusher.self_take = false;
+        pusher.ready.clear();
+        Ok(())
+    }
+}
