@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "tomii/tomii.h"
+#include "task_ring.h"
 
 #ifndef AFTER
 #define AFTER 5
@@ -41,40 +41,25 @@
 
 typedef struct Crash {
     pthread_mutex_t lock;
-    TomiiTask *ring;
-    size_t cap;          /* init->max_ready */
-    size_t head;         /* index of the oldest task */
-    size_t len;          /* tasks held */
+    TaskRing ring;
     uint64_t handed_out; /* tasks handed out */
     int overran;         /* CRASH_OVERRUN wrote past `max` once */
 } Crash;
 
-static void write_error(TomiiErrorBuf err, const char *what) {
-    if (err.ptr != NULL && err.cap > 0) {
-        snprintf(err.ptr, err.cap, "%s", what);
-    }
-}
-
 /* The state of a correct FIFO. */
 __attribute__((unused)) static int32_t create_fifo(const TomiiSchedInit *init, void **state, TomiiErrorBuf err) {
-    if (init->struct_size < sizeof(TomiiSchedInit)) {
-        write_error(err, "the host's init block is smaller than this scheduler's");
-        return TOMII_ERR;
-    }
-    if (init->max_ready == 0 || init->max_ready > SIZE_MAX / sizeof(TomiiTask)) {
-        write_error(err, "max_ready is 0 or too large for one queue");
+    if (check_init(init, 0, err) != TOMII_OK) {
         return TOMII_ERR;
     }
     Crash *crash = calloc(1, sizeof *crash);
-    TomiiTask *ring = malloc((size_t)init->max_ready * sizeof(TomiiTask));
-    if (crash == NULL || ring == NULL || pthread_mutex_init(&crash->lock, NULL) != 0) {
+    if (crash == NULL || ring_init(&crash->ring, init) != TOMII_OK || pthread_mutex_init(&crash->lock, NULL) != 0) {
+        if (crash != NULL) {
+            ring_free(&crash->ring);
+        }
         free(crash);
-        free(ring);
-        write_error(err, "out of memory");
+        write_error(err, "out of memory", "");
         return TOMII_ERR;
     }
-    crash->ring = ring;
-    crash->cap = (size_t)init->max_ready;
     *state = crash;
     return TOMII_OK;
 }
@@ -95,7 +80,7 @@ static int32_t crash_create(const TomiiSchedInit *init, void **state, TomiiError
 static void crash_destroy(void *state) {
     Crash *crash = state;
     pthread_mutex_destroy(&crash->lock);
-    free(crash->ring);
+    ring_free(&crash->ring);
     free(crash);
 }
 
@@ -122,28 +107,9 @@ static int32_t crash_push(void *state, uint32_t worker, const TomiiTask *tasks, 
     }
 #endif
     pthread_mutex_lock(&crash->lock);
-    if (n > crash->cap - crash->len) {
-        pthread_mutex_unlock(&crash->lock);
-        return TOMII_ERR;
-    }
-    for (size_t i = 0; i < n; i++) {
-        crash->ring[(crash->head + crash->len) % crash->cap] = tasks[i];
-        crash->len++;
-    }
+    int32_t status = ring_push(&crash->ring, tasks, n);
     pthread_mutex_unlock(&crash->lock);
-    return TOMII_OK;
-}
-
-/* Removes the task at position `at` (0 = oldest), keeping the others in order. */
-static void remove_at(Crash *crash, size_t at) {
-    if (at == 0) {
-        crash->head = (crash->head + 1) % crash->cap;
-    } else {
-        for (size_t j = at; j + 1 < crash->len; j++) {
-            crash->ring[(crash->head + j) % crash->cap] = crash->ring[(crash->head + j + 1) % crash->cap];
-        }
-    }
-    crash->len--;
+    return status;
 }
 
 /* Recurses `depth` times, each call with a frame of its own: given a huge depth, overflows the
@@ -204,17 +170,8 @@ static int32_t crash_pop(void *state, uint32_t worker, TomiiTask *out, size_t ma
     nanosleep(&pause, NULL);
 #endif
     crash_if_due(crash);
-    size_t count = 0;
     pthread_mutex_lock(&crash->lock);
-    for (size_t at = 0; at < crash->len && count < max;) {
-        const TomiiTask *task = &crash->ring[(crash->head + at) % crash->cap];
-        if (task->worker_lo <= worker && worker < task->worker_hi) {
-            out[count++] = *task;
-            remove_at(crash, at);
-        } else {
-            at++;
-        }
-    }
+    size_t count = ring_pop(&crash->ring, worker, out, max);
 #ifdef CRASH_OVERRUN
     if (crash->handed_out >= AFTER && count > 0 && !crash->overran) {
         out[max] = out[0]; /* one descriptor past the end of the buffer the host lent */

@@ -24,48 +24,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tomii/tomii.h"
+#include "task_ring.h"
 
 typedef struct Fifo {
     pthread_mutex_t lock;
-    TomiiTask *ring;
-    size_t cap;  /* init->max_ready */
-    size_t head; /* index of the oldest task */
-    size_t len;  /* tasks held */
+    TaskRing ring;
     uint64_t pushed;
     uint64_t popped;
     const char *error; /* static message of the last failed push */
 } Fifo;
 
-static void write_error(TomiiErrorBuf err, const char *what, const char *detail) {
-    if (err.ptr != NULL && err.cap > 0) {
-        snprintf(err.ptr, err.cap, "%s%s", what, detail);
-    }
-}
-
 static int32_t fifo_create(const TomiiSchedInit *init, void **state, TomiiErrorBuf err) {
-    if (init->struct_size < sizeof(TomiiSchedInit)) {
-        write_error(err, "the host's init block is smaller than this scheduler's", "");
-        return TOMII_ERR;
-    }
-    if (init->knob_count > 0) {
-        write_error(err, "bad option ", init->knobs[0].key);
-        return TOMII_ERR;
-    }
-    if (init->max_ready == 0 || init->max_ready > SIZE_MAX / sizeof(TomiiTask)) {
-        write_error(err, "max_ready is 0 or too large for one queue", "");
+    if (check_init(init, 1, err) != TOMII_OK) {
         return TOMII_ERR;
     }
     Fifo *fifo = calloc(1, sizeof *fifo);
-    TomiiTask *ring = malloc((size_t)init->max_ready * sizeof(TomiiTask));
-    if (fifo == NULL || ring == NULL || pthread_mutex_init(&fifo->lock, NULL) != 0) {
+    if (fifo == NULL || ring_init(&fifo->ring, init) != TOMII_OK || pthread_mutex_init(&fifo->lock, NULL) != 0) {
+        if (fifo != NULL) {
+            ring_free(&fifo->ring);
+        }
         free(fifo);
-        free(ring);
         write_error(err, "out of memory", "");
         return TOMII_ERR;
     }
-    fifo->ring = ring;
-    fifo->cap = (size_t)init->max_ready;
     *state = fifo;
     return TOMII_OK;
 }
@@ -73,7 +54,7 @@ static int32_t fifo_create(const TomiiSchedInit *init, void **state, TomiiErrorB
 static void fifo_destroy(void *state) {
     Fifo *fifo = state;
     pthread_mutex_destroy(&fifo->lock);
-    free(fifo->ring);
+    ring_free(&fifo->ring);
     free(fifo);
 }
 
@@ -81,30 +62,14 @@ static int32_t fifo_push(void *state, uint32_t worker, const TomiiTask *tasks, s
     (void)worker;
     Fifo *fifo = state;
     pthread_mutex_lock(&fifo->lock);
-    if (n > fifo->cap - fifo->len) {
+    if (ring_push(&fifo->ring, tasks, n) != TOMII_OK) {
         fifo->error = "queue full: more tasks pushed and not popped than init->max_ready";
         pthread_mutex_unlock(&fifo->lock);
         return TOMII_ERR;
     }
-    for (size_t i = 0; i < n; i++) {
-        fifo->ring[(fifo->head + fifo->len) % fifo->cap] = tasks[i];
-        fifo->len++;
-    }
     fifo->pushed += n;
     pthread_mutex_unlock(&fifo->lock);
     return TOMII_OK;
-}
-
-/* Removes the task at position `at` (0 = oldest), keeping the others in order. */
-static void remove_at(Fifo *fifo, size_t at) {
-    if (at == 0) {
-        fifo->head = (fifo->head + 1) % fifo->cap;
-    } else {
-        for (size_t j = at; j + 1 < fifo->len; j++) {
-            fifo->ring[(fifo->head + j) % fifo->cap] = fifo->ring[(fifo->head + j + 1) % fifo->cap];
-        }
-    }
-    fifo->len--;
 }
 
 static int32_t fifo_pop(void *state, uint32_t worker, TomiiTask *out, size_t max, size_t *n_out) {
@@ -125,22 +90,15 @@ static int32_t fifo_pop(void *state, uint32_t worker, TomiiTask *out, size_t max
         }
     }
 #endif
-    size_t count = 0;
     pthread_mutex_lock(&fifo->lock);
-    for (size_t at = 0; at < fifo->len && count < max;) {
-        const TomiiTask *task = &fifo->ring[(fifo->head + at) % fifo->cap];
-        if (task->worker_lo <= worker && worker < task->worker_hi) {
+    size_t count = ring_pop(&fifo->ring, worker, out, max);
 #ifdef POP_HANDLES
-            memset(&out[count], 0xA5, sizeof out[count]);
-            out[count++].handle = task->handle;
-#else
-            out[count++] = *task;
-#endif
-            remove_at(fifo, at);
-        } else {
-            at++;
-        }
+    for (size_t i = 0; i < count; i++) {
+        uint64_t handle = out[i].handle;
+        memset(&out[i], 0xA5, sizeof out[i]);
+        out[i].handle = handle;
     }
+#endif
     fifo->popped += count;
     pthread_mutex_unlock(&fifo->lock);
     *n_out = count;
@@ -152,7 +110,7 @@ static size_t fifo_stats(void *state, char *buf, size_t cap) {
     pthread_mutex_lock(&fifo->lock);
     int needed = snprintf(buf, cap, "{\"pushed\":%llu,\"popped\":%llu,\"held\":%llu}",
                           (unsigned long long)fifo->pushed, (unsigned long long)fifo->popped,
-                          (unsigned long long)fifo->len);
+                          (unsigned long long)fifo->ring.len);
     pthread_mutex_unlock(&fifo->lock);
 #ifdef HUGE_STATS
     return (size_t)1 << 40;
