@@ -17,7 +17,6 @@
 
 #define _POSIX_C_SOURCE 200809L
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,35 +28,14 @@
 #endif
 
 typedef struct Broken {
-    pthread_mutex_t lock;
-    TaskRing ring;
+    LockedRing queue;    /* first: the state is made by locked_ring_create */
     uint64_t handed_out; /* tasks handed out correctly */
     int fired;           /* a one-shot fault happened */
     const char *error;   /* static message of the last failed call */
 } Broken;
 
 static int32_t broken_create(const TomiiSchedInit *init, void **state, TomiiErrorBuf err) {
-    if (check_init(init, 1, err) != TOMII_OK) {
-        return TOMII_ERR;
-    }
-    Broken *broken = calloc(1, sizeof *broken);
-    if (broken == NULL || ring_init(&broken->ring, init) != TOMII_OK || pthread_mutex_init(&broken->lock, NULL) != 0) {
-        if (broken != NULL) {
-            ring_free(&broken->ring);
-        }
-        free(broken);
-        write_error(err, "out of memory", "");
-        return TOMII_ERR;
-    }
-    *state = broken;
-    return TOMII_OK;
-}
-
-static void broken_destroy(void *state) {
-    Broken *broken = state;
-    pthread_mutex_destroy(&broken->lock);
-    ring_free(&broken->ring);
-    free(broken);
+    return locked_ring_create(sizeof(Broken), 1, init, state, err);
 }
 
 /* Whether the fault is due: AFTER tasks were handed out and a one-shot fault has not happened. */
@@ -68,7 +46,7 @@ static int due(const Broken *broken) {
 static int32_t broken_push(void *state, uint32_t worker, const TomiiTask *tasks, size_t n) {
     (void)worker;
     Broken *broken = state;
-    pthread_mutex_lock(&broken->lock);
+    pthread_mutex_lock(&broken->queue.lock);
     size_t first = 0;
 #ifdef FAULT_DROP
     if (due(broken) && n > 0) {
@@ -76,12 +54,12 @@ static int32_t broken_push(void *state, uint32_t worker, const TomiiTask *tasks,
         first = 1;
     }
 #endif
-    if (ring_push(&broken->ring, tasks + first, n - first) != TOMII_OK) {
+    if (ring_push(&broken->queue.ring, tasks + first, n - first) != TOMII_OK) {
         broken->error = "queue full: more tasks pushed and not popped than init->max_ready";
-        pthread_mutex_unlock(&broken->lock);
+        pthread_mutex_unlock(&broken->queue.lock);
         return TOMII_ERR;
     }
-    pthread_mutex_unlock(&broken->lock);
+    pthread_mutex_unlock(&broken->queue.lock);
     return TOMII_OK;
 }
 
@@ -89,8 +67,8 @@ static int32_t broken_push(void *state, uint32_t worker, const TomiiTask *tasks,
 static int32_t misbehave(Broken *broken, uint32_t worker, TomiiTask *out, size_t max, size_t *n_out) {
     (void)broken, (void)worker, (void)out, (void)max, (void)n_out; /* each fault uses some */
 #if defined(FAULT_DUPLICATE)
-    for (size_t i = 0; i < broken->ring.len; i++) {
-        const TomiiTask *task = ring_at(&broken->ring, i);
+    for (size_t i = 0; i < broken->queue.ring.len; i++) {
+        const TomiiTask *task = ring_at(&broken->queue.ring, i);
         if (task_allowed(task, worker) && task->rank > 1) {
             /* Handed out and kept: it is the oldest task for this worker, so it goes out again. */
             out[0] = *task;
@@ -118,33 +96,33 @@ static int32_t misbehave(Broken *broken, uint32_t worker, TomiiTask *out, size_t
 
 static int32_t broken_pop(void *state, uint32_t worker, TomiiTask *out, size_t max, size_t *n_out) {
     Broken *broken = state;
-    pthread_mutex_lock(&broken->lock);
+    pthread_mutex_lock(&broken->queue.lock);
     if (max > 0 && due(broken)) {
         int32_t status = misbehave(broken, worker, out, max, n_out);
         if (status >= 0) {
-            pthread_mutex_unlock(&broken->lock);
+            pthread_mutex_unlock(&broken->queue.lock);
             return status;
         }
     }
-    size_t count = ring_pop(&broken->ring, worker, out, max);
+    size_t count = ring_pop(&broken->queue.ring, worker, out, max);
     broken->handed_out += count;
-    pthread_mutex_unlock(&broken->lock);
+    pthread_mutex_unlock(&broken->queue.lock);
     *n_out = count;
     return TOMII_OK;
 }
 
 static const char *broken_last_error(void *state) {
     Broken *broken = state;
-    pthread_mutex_lock(&broken->lock);
+    pthread_mutex_lock(&broken->queue.lock);
     const char *error = broken->error;
-    pthread_mutex_unlock(&broken->lock);
+    pthread_mutex_unlock(&broken->queue.lock);
     return error;
 }
 
 static const TomiiSchedulerVtable VTABLE = {
     .header = {TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR, sizeof(TomiiSchedulerVtable), 0, "c-broken"},
     .create = broken_create,
-    .destroy = broken_destroy,
+    .destroy = locked_ring_destroy,
     .push = broken_push,
     .pop = broken_pop,
     .last_error = broken_last_error,

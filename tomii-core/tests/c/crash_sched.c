@@ -26,7 +26,6 @@
 
 #define _POSIX_C_SOURCE 200809L
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,29 +39,10 @@
 #endif
 
 typedef struct Crash {
-    pthread_mutex_t lock;
-    TaskRing ring;
+    LockedRing queue;    /* first: the state is made by locked_ring_create */
     uint64_t handed_out; /* tasks handed out */
     int overran;         /* CRASH_OVERRUN wrote past `max` once */
 } Crash;
-
-/* The state of a correct FIFO. */
-__attribute__((unused)) static int32_t create_fifo(const TomiiSchedInit *init, void **state, TomiiErrorBuf err) {
-    if (check_init(init, 0, err) != TOMII_OK) {
-        return TOMII_ERR;
-    }
-    Crash *crash = calloc(1, sizeof *crash);
-    if (crash == NULL || ring_init(&crash->ring, init) != TOMII_OK || pthread_mutex_init(&crash->lock, NULL) != 0) {
-        if (crash != NULL) {
-            ring_free(&crash->ring);
-        }
-        free(crash);
-        write_error(err, "out of memory", "");
-        return TOMII_ERR;
-    }
-    *state = crash;
-    return TOMII_OK;
-}
 
 static int32_t crash_create(const TomiiSchedInit *init, void **state, TomiiErrorBuf err) {
 #if defined(NULL_CREATE)
@@ -73,22 +53,15 @@ static int32_t crash_create(const TomiiSchedInit *init, void **state, TomiiError
     (void)init, (void)state, (void)err;
     return TOMII_ERR;
 #else
-    return create_fifo(init, state, err);
+    return locked_ring_create(sizeof(Crash), 0, init, state, err); /* a correct FIFO's */
 #endif
-}
-
-static void crash_destroy(void *state) {
-    Crash *crash = state;
-    pthread_mutex_destroy(&crash->lock);
-    ring_free(&crash->ring);
-    free(crash);
 }
 
 /* Whether AFTER tasks were handed out: the misbehaviour is due. */
 __attribute__((unused)) static int due(Crash *crash) {
-    pthread_mutex_lock(&crash->lock);
+    pthread_mutex_lock(&crash->queue.lock);
     int due = crash->handed_out >= AFTER;
-    pthread_mutex_unlock(&crash->lock);
+    pthread_mutex_unlock(&crash->queue.lock);
     return due;
 }
 
@@ -106,9 +79,9 @@ static int32_t crash_push(void *state, uint32_t worker, const TomiiTask *tasks, 
         spin_forever();
     }
 #endif
-    pthread_mutex_lock(&crash->lock);
-    int32_t status = ring_push(&crash->ring, tasks, n);
-    pthread_mutex_unlock(&crash->lock);
+    pthread_mutex_lock(&crash->queue.lock);
+    int32_t status = ring_push(&crash->queue.ring, tasks, n);
+    pthread_mutex_unlock(&crash->queue.lock);
     return status;
 }
 
@@ -170,8 +143,8 @@ static int32_t crash_pop(void *state, uint32_t worker, TomiiTask *out, size_t ma
     nanosleep(&pause, NULL);
 #endif
     crash_if_due(crash);
-    pthread_mutex_lock(&crash->lock);
-    size_t count = ring_pop(&crash->ring, worker, out, max);
+    pthread_mutex_lock(&crash->queue.lock);
+    size_t count = ring_pop(&crash->queue.ring, worker, out, max);
 #ifdef CRASH_OVERRUN
     if (crash->handed_out >= AFTER && count > 0 && !crash->overran) {
         out[max] = out[0]; /* one descriptor past the end of the buffer the host lent */
@@ -179,7 +152,7 @@ static int32_t crash_pop(void *state, uint32_t worker, TomiiTask *out, size_t ma
     }
 #endif
     crash->handed_out += count;
-    pthread_mutex_unlock(&crash->lock);
+    pthread_mutex_unlock(&crash->queue.lock);
     *n_out = count;
     return TOMII_OK;
 }
@@ -187,7 +160,7 @@ static int32_t crash_pop(void *state, uint32_t worker, TomiiTask *out, size_t ma
 static const TomiiSchedulerVtable VTABLE = {
     .header = {TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR, sizeof(TomiiSchedulerVtable), 0, "c-crash"},
     .create = crash_create,
-    .destroy = crash_destroy,
+    .destroy = locked_ring_destroy,
     .push = crash_push,
     .pop = crash_pop,
 };

@@ -18,7 +18,6 @@
 
 #define _POSIX_C_SOURCE 200809L
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,48 +26,27 @@
 #include "task_ring.h"
 
 typedef struct Fifo {
-    pthread_mutex_t lock;
-    TaskRing ring;
+    LockedRing queue; /* first: the state is made by locked_ring_create */
     uint64_t pushed;
     uint64_t popped;
     const char *error; /* static message of the last failed push */
 } Fifo;
 
 static int32_t fifo_create(const TomiiSchedInit *init, void **state, TomiiErrorBuf err) {
-    if (check_init(init, 1, err) != TOMII_OK) {
-        return TOMII_ERR;
-    }
-    Fifo *fifo = calloc(1, sizeof *fifo);
-    if (fifo == NULL || ring_init(&fifo->ring, init) != TOMII_OK || pthread_mutex_init(&fifo->lock, NULL) != 0) {
-        if (fifo != NULL) {
-            ring_free(&fifo->ring);
-        }
-        free(fifo);
-        write_error(err, "out of memory", "");
-        return TOMII_ERR;
-    }
-    *state = fifo;
-    return TOMII_OK;
-}
-
-static void fifo_destroy(void *state) {
-    Fifo *fifo = state;
-    pthread_mutex_destroy(&fifo->lock);
-    ring_free(&fifo->ring);
-    free(fifo);
+    return locked_ring_create(sizeof(Fifo), 1, init, state, err);
 }
 
 static int32_t fifo_push(void *state, uint32_t worker, const TomiiTask *tasks, size_t n) {
     (void)worker;
     Fifo *fifo = state;
-    pthread_mutex_lock(&fifo->lock);
-    if (ring_push(&fifo->ring, tasks, n) != TOMII_OK) {
+    pthread_mutex_lock(&fifo->queue.lock);
+    if (ring_push(&fifo->queue.ring, tasks, n) != TOMII_OK) {
         fifo->error = "queue full: more tasks pushed and not popped than init->max_ready";
-        pthread_mutex_unlock(&fifo->lock);
+        pthread_mutex_unlock(&fifo->queue.lock);
         return TOMII_ERR;
     }
     fifo->pushed += n;
-    pthread_mutex_unlock(&fifo->lock);
+    pthread_mutex_unlock(&fifo->queue.lock);
     return TOMII_OK;
 }
 
@@ -90,8 +68,8 @@ static int32_t fifo_pop(void *state, uint32_t worker, TomiiTask *out, size_t max
         }
     }
 #endif
-    pthread_mutex_lock(&fifo->lock);
-    size_t count = ring_pop(&fifo->ring, worker, out, max);
+    pthread_mutex_lock(&fifo->queue.lock);
+    size_t count = ring_pop(&fifo->queue.ring, worker, out, max);
 #ifdef POP_HANDLES
     for (size_t i = 0; i < count; i++) {
         uint64_t handle = out[i].handle;
@@ -100,18 +78,18 @@ static int32_t fifo_pop(void *state, uint32_t worker, TomiiTask *out, size_t max
     }
 #endif
     fifo->popped += count;
-    pthread_mutex_unlock(&fifo->lock);
+    pthread_mutex_unlock(&fifo->queue.lock);
     *n_out = count;
     return TOMII_OK;
 }
 
 static size_t fifo_stats(void *state, char *buf, size_t cap) {
     Fifo *fifo = state;
-    pthread_mutex_lock(&fifo->lock);
+    pthread_mutex_lock(&fifo->queue.lock);
     int needed = snprintf(buf, cap, "{\"pushed\":%llu,\"popped\":%llu,\"held\":%llu}",
                           (unsigned long long)fifo->pushed, (unsigned long long)fifo->popped,
-                          (unsigned long long)fifo->ring.len);
-    pthread_mutex_unlock(&fifo->lock);
+                          (unsigned long long)fifo->queue.ring.len);
+    pthread_mutex_unlock(&fifo->queue.lock);
 #ifdef HUGE_STATS
     return (size_t)1 << 40;
 #endif
@@ -120,9 +98,9 @@ static size_t fifo_stats(void *state, char *buf, size_t cap) {
 
 static const char *fifo_last_error(void *state) {
     Fifo *fifo = state;
-    pthread_mutex_lock(&fifo->lock);
+    pthread_mutex_lock(&fifo->queue.lock);
     const char *error = fifo->error;
-    pthread_mutex_unlock(&fifo->lock);
+    pthread_mutex_unlock(&fifo->queue.lock);
     return error;
 }
 
@@ -135,7 +113,7 @@ static const char *fifo_last_error(void *state) {
 static const TomiiSchedulerVtable VTABLE = {
     .header = {TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR, sizeof(TomiiSchedulerVtable), FLAGS, "c-fifo"},
     .create = fifo_create,
-    .destroy = fifo_destroy,
+    .destroy = locked_ring_destroy,
     .push = fifo_push,
     .pop = fifo_pop,
     .stats = fifo_stats,

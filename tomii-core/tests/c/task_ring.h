@@ -2,12 +2,14 @@
  * What the C test schedulers (fifo_sched.c, serial_sched.c, broken_runtime.c, crash_sched.c)
  * share: their checks of the host's init block, and their queue of ready tasks, a ring buffer in
  * push order sized from init->max_ready, from which a worker gets the oldest tasks whose worker
- * range contains it. The ring has no lock: each scheduler serialises its calls its own way.
+ * range contains it. The ring has no lock: a scheduler serialises its calls its own way, most with
+ * the mutex of a LockedRing.
  */
 
 #ifndef TOMII_TEST_TASK_RING_H
 #define TOMII_TEST_TASK_RING_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +105,40 @@ static inline size_t ring_pop(TaskRing *ring, uint32_t worker, TomiiTask *out, s
         }
     }
     return count;
+}
+
+/* A ring behind a pthread mutex: the first member of the state of a scheduler that locks. */
+typedef struct LockedRing {
+    pthread_mutex_t lock;
+    TaskRing ring;
+} LockedRing;
+
+/* `create` of a locking scheduler: checks the init block (see check_init), then allocates its
+ * state, `size` zeroed bytes that start with a LockedRing, and sets up the ring and the mutex. */
+static inline int32_t locked_ring_create(size_t size, int no_options, const TomiiSchedInit *init, void **state,
+                                         TomiiErrorBuf err) {
+    if (check_init(init, no_options, err) != TOMII_OK) {
+        return TOMII_ERR;
+    }
+    LockedRing *queue = calloc(1, size);
+    if (queue == NULL || ring_init(&queue->ring, init) != TOMII_OK || pthread_mutex_init(&queue->lock, NULL) != 0) {
+        if (queue != NULL) {
+            ring_free(&queue->ring);
+        }
+        free(queue);
+        write_error(err, "out of memory", "");
+        return TOMII_ERR;
+    }
+    *state = queue;
+    return TOMII_OK;
+}
+
+/* `destroy` of a locking scheduler whose state locked_ring_create made. */
+static inline void locked_ring_destroy(void *state) {
+    LockedRing *queue = state;
+    pthread_mutex_destroy(&queue->lock);
+    ring_free(&queue->ring);
+    free(queue);
 }
 
 #endif
