@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from synthetic_option import add_synthetic_option, synthetic_plugin
+
 import tomii
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,14 +49,9 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=100_000, help="kernel calls per measurement")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument(
-        "--synthetic",
-        type=Path,
-        default=None,
-        help="libtomii_synthetic.so (default: the package's, else target/release or target/debug)",
-    )
+    add_synthetic_option(parser)
     args = parser.parse_args()
-    synthetic = args.synthetic or tomii.find_plugin("synthetic")
+    synthetic = synthetic_plugin(args)
     nodes = 100
     frames = max(1, args.calls // nodes)
     python, rust = [], []

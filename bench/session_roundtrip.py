@@ -20,6 +20,8 @@ import sys
 import time
 from pathlib import Path
 
+from synthetic_option import add_synthetic_option, synthetic_plugin
+
 import tomii
 
 
@@ -76,14 +78,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=2000, help="frames per measurement")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument(
-        "--synthetic",
-        type=Path,
-        default=None,
-        help="libtomii_synthetic.so (default: the package's, else target/release or target/debug)",
-    )
+    add_synthetic_option(parser)
     args = parser.parse_args()
-    synthetic = args.synthetic or tomii.find_plugin("synthetic")
+    synthetic = synthetic_plugin(args)
     session_rt: list[float] = []
     fresh_rt: list[float] = []
     rates: list[float] = []

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -101,21 +101,21 @@ def bundle_sdk() -> None:
             shutil.copy2(file, target)
 
 
-def build_wheel(
-    wheel_directory: str,
-    config_settings: Mapping[str, Any] | None = None,
-    metadata_directory: str | None = None,
-) -> str:
-    bundle_plugins()
-    bundle_sdk()
-    return str(maturin.build_wheel(wheel_directory, config_settings, metadata_directory))
+def _bundled(build: Callable[..., Any]) -> Callable[..., str]:
+    """The maturin hook `build`, run once the plugins and the SDK are bundled into the package."""
+
+    def hook(
+        wheel_directory: str,
+        config_settings: Mapping[str, Any] | None = None,
+        metadata_directory: str | None = None,
+    ) -> str:
+        bundle_plugins()
+        bundle_sdk()
+        return str(build(wheel_directory, config_settings, metadata_directory))
+
+    hook.__name__ = build.__name__
+    return hook
 
 
-def build_editable(
-    wheel_directory: str,
-    config_settings: Mapping[str, Any] | None = None,
-    metadata_directory: str | None = None,
-) -> str:
-    bundle_plugins()
-    bundle_sdk()
-    return str(maturin.build_editable(wheel_directory, config_settings, metadata_directory))
+build_wheel = _bundled(maturin.build_wheel)
+build_editable = _bundled(maturin.build_editable)

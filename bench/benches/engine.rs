@@ -133,20 +133,21 @@ fn named(group: &str, parameter: impl std::fmt::Display) -> (BenchmarkId, String
 /// One frame of a 10,000-node chain: the per-task cost of the engine when no two tasks can
 /// overlap, i.e. the full hand-off (complete, push, pop, start) on the critical path.
 fn chain_10k(c: &mut Criterion) {
-    let (plugins, graph) = (plugins(), chain(CHAIN_LEN));
-    let work = Workload::fifo(&plugins, &graph, Unit::NsPer(graph.instance_count() as u64, "task"));
-    let mut group = group(c, "chain_10k", Throughput::Elements(u64::from(CHAIN_LEN)));
-    bench_run(&mut group, named("chain_10k", "slots=1"), &work, &config(1, 1));
-    group.finish();
+    one_frame(c, "chain_10k", &chain(CHAIN_LEN), CHAIN_LEN);
 }
 
 /// One frame of a(1) → b(10,000) → c(1): the per-task cost when one completion makes 10,000 tasks
 /// ready at once and 10,000 completions feed one join, with both workers busy.
 fn fanout_10k(c: &mut Criterion) {
-    let (plugins, graph) = (plugins(), fan_out(FAN_WIDTH));
-    let work = Workload::fifo(&plugins, &graph, Unit::NsPer(graph.instance_count() as u64, "task"));
-    let mut group = group(c, "fanout_10k", Throughput::Elements(u64::from(FAN_WIDTH)));
-    bench_run(&mut group, named("fanout_10k", "slots=1"), &work, &config(1, 1));
+    one_frame(c, "fanout_10k", &fan_out(FAN_WIDTH), FAN_WIDTH);
+}
+
+/// The group `name`: one frame of `graph` on one slot with fifo, per task, `elements` of them.
+fn one_frame(c: &mut Criterion, name: &str, graph: &CompiledGraph, elements: u32) {
+    let plugins = plugins();
+    let work = Workload::fifo(&plugins, graph, Unit::NsPer(graph.instance_count() as u64, "task"));
+    let mut group = group(c, name, Throughput::Elements(u64::from(elements)));
+    bench_run(&mut group, named(name, "slots=1"), &work, &config(1, 1));
     group.finish();
 }
 

@@ -95,6 +95,12 @@ pub fn command_line<T>(
     })
 }
 
+/// The words of `text` as the arguments `command_line` hands to `parse`: what the binaries' tests
+/// give their parsers.
+pub fn arguments(text: &str) -> std::vec::IntoIter<String> {
+    text.split_whitespace().map(str::to_owned).collect::<Vec<_>>().into_iter()
+}
+
 /// The median of `values` (the mean of the middle two for an even count); NaN when empty.
 pub fn median(values: &[f64]) -> f64 {
     let mut sorted = values.to_vec();

@@ -272,6 +272,7 @@ def run_graph(
     max_runtime_s: int = 0,
     pop_batch: int = 1,
     inline_continuation: bool = False,
+    pin_workers: bool = False,
     task_timing: bool = True,
     trace: bool | str | Path | None = None,
     trace_format: str = "csv",

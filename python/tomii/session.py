@@ -120,6 +120,7 @@ class Session:
         slots: int = 1,
         pop_batch: int = 1,
         inline_continuation: bool = False,
+        pin_workers: bool = False,
         task_timing: bool = True,
         stall_timeout_ms: int = 2000,
         on_scheduler_fault: str = "stop",

@@ -53,6 +53,16 @@ class _Int(TypedValue):
     value: int
     BITS: ClassVar[int] = 64
     SIGNED: ClassVar[bool] = False
+    #: Wider than a double holds exactly: a large value is written as a string.
+    WIDE: ClassVar[bool] = False
+
+    def __init_subclass__(cls, *, bits: int, signed: bool = False, **kwargs: Any) -> None:
+        """An integer type is named by its class and sized by the class keywords."""
+        super().__init_subclass__(**kwargs)
+        cls.TYPE = cls.__name__
+        cls.BITS = bits
+        cls.SIGNED = signed
+        cls.WIDE = bits > 64
 
     def __post_init__(self) -> None:
         if isinstance(self.value, bool) or not isinstance(self.value, int):
@@ -63,82 +73,59 @@ class _Int(TypedValue):
             raise ValueError(f"{self.value} does not fit in {self.TYPE} ({lo}..={hi})")
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": self.TYPE, "value": self.value}
-
-
-class _WideInt(_Int):
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.TYPE, "value": _wide(self.value)}
+        return {"type": self.TYPE, "value": _wide(self.value) if self.WIDE else self.value}
 
 
 def _wide(value: int) -> int | str:
     return str(value) if abs(value) > _EXACT_IN_DOUBLE else value
 
 
-class i8(_Int):
-    TYPE = "i8"
-    BITS = 8
-    SIGNED = True
+class i8(_Int, bits=8, signed=True):
+    pass
 
 
-class i16(_Int):
-    TYPE = "i16"
-    BITS = 16
-    SIGNED = True
+class i16(_Int, bits=16, signed=True):
+    pass
 
 
-class i32(_Int):
-    TYPE = "i32"
-    BITS = 32
-    SIGNED = True
+class i32(_Int, bits=32, signed=True):
+    pass
 
 
-class i64(_Int):
-    TYPE = "i64"
-    BITS = 64
-    SIGNED = True
+class i64(_Int, bits=64, signed=True):
+    pass
 
 
-class isize(_Int):
-    TYPE = "isize"
-    BITS = 64
-    SIGNED = True
+class isize(_Int, bits=64, signed=True):
+    pass
 
 
-class i128(_WideInt):
-    TYPE = "i128"
-    BITS = 128
-    SIGNED = True
+class i128(_Int, bits=128, signed=True):
+    pass
 
 
-class u8(_Int):
-    TYPE = "u8"
-    BITS = 8
+class u8(_Int, bits=8):
+    pass
 
 
-class u16(_Int):
-    TYPE = "u16"
-    BITS = 16
+class u16(_Int, bits=16):
+    pass
 
 
-class u32(_Int):
-    TYPE = "u32"
-    BITS = 32
+class u32(_Int, bits=32):
+    pass
 
 
-class u64(_Int):
-    TYPE = "u64"
-    BITS = 64
+class u64(_Int, bits=64):
+    pass
 
 
-class usize(_Int):
-    TYPE = "usize"
-    BITS = 64
+class usize(_Int, bits=64):
+    pass
 
 
-class u128(_WideInt):
-    TYPE = "u128"
-    BITS = 128
+class u128(_Int, bits=128):
+    pass
 
 
 @dataclass(frozen=True)
@@ -161,43 +148,47 @@ class f64(_Float):
     TYPE = "f64"
 
 
+class _Plain(TypedValue):
+    """A value written as it is, of one Python type (`PY_TYPE`)."""
+
+    value: Any
+    PY_TYPE: ClassVar[type] = object
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.value, self.PY_TYPE):
+            name, wanted, got = (
+                type(self).__name__,
+                self.PY_TYPE.__name__,
+                type(self.value).__name__,
+            )
+            raise TypeError(f"{name} needs a {wanted}, got {got}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.TYPE, "value": self.value}
+
+
 @dataclass(frozen=True)
-class String(TypedValue):
+class String(_Plain):
     value: str
     TYPE: ClassVar[str] = "String"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.value, str):
-            raise TypeError(f"String needs a str, got {type(self.value).__name__}")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"type": "String", "value": self.value}
+    PY_TYPE: ClassVar[type] = str
 
 
 @dataclass(frozen=True)
-class bool_(TypedValue):
+class bool_(_Plain):
     value: bool
     TYPE: ClassVar[str] = "bool"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.value, bool):
-            raise TypeError(f"bool_ needs a bool, got {type(self.value).__name__}")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"type": "bool", "value": self.value}
+    PY_TYPE: ClassVar[type] = bool
 
 
 @dataclass(frozen=True)
-class char_(TypedValue):
+class char_(_Plain):
     value: str
     TYPE: ClassVar[str] = "char"
 
     def __post_init__(self) -> None:
         if not isinstance(self.value, str) or len(self.value) != 1:
             raise ValueError(f"char_ needs a single character, got {self.value!r}")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"type": "char", "value": self.value}
 
 
 @dataclass(frozen=True)

@@ -75,3 +75,11 @@ def where_am_i() -> tuple[str, int, int, bool]:
     """The call it serves, as `tomii.call_context()` reports it."""
     context = tomii.call_context()
     return (context.node, context.instance, context.frame, context.worker is not None)
+
+
+@tomii.export
+def cpus_of_this_worker() -> tuple[int | None, list[int]]:
+    """The worker running this call and the CPUs its thread may run on."""
+    context = tomii.call_context()
+    worker = None if context is None else context.worker
+    return worker, sorted(os.sched_getaffinity(0))

@@ -34,6 +34,7 @@ __all__ = [
     "fnv1a",
     "mix",
     "run_documented_example",
+    "tomii_cli",
 ]
 
 
@@ -56,6 +57,18 @@ def run_documented_example(
         env=env,
         cwd=directory,
         timeout=120,
+        check=False,
+    )
+
+
+def tomii_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """`python -m tomii ARGS...` in a child process, its output captured as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "tomii", *map(str, args)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
         check=False,
     )
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reference import GRAPHS, ROOT
+from reference import GRAPHS, ROOT, tomii_cli
 
 import tomii
 from tomii import webpage
@@ -31,16 +31,6 @@ from tomii.webpage import assemble, library_script
 FANOUT = ROOT / "examples" / "graphs" / "fanout.json"
 V12 = ROOT / "tomii-core" / "tests" / "graphs" / "v12" / "every_construct.json"
 WEB = ROOT / "python" / "tomii" / "_web"
-
-
-def tomii_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tomii", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 # The page.

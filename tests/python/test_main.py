@@ -9,24 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from reference import GRAPHS, ROOT
+from reference import GRAPHS, ROOT, tomii_cli
 
 from tomii import _tomii
 from tomii.cli_module import main
 from tomii.visualize import render_ascii
 
 FANOUT = ROOT / "examples" / "graphs" / "fanout.json"
-
-
-def tomii_cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tomii", *map(str, args)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-        check=False,
-    )
 
 
 def test_list_knobs_prints_the_catalog_table() -> None:

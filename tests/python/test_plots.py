@@ -331,19 +331,22 @@ def assert_images(paths: list[Path]) -> None:
         assert pixels.shape[0] > 100 and pixels.std() > 0.01, path  # something is drawn
 
 
+#: What `plot.plot` draws, beside a Gantt chart per graph, from trials over several slot counts
+#: (sorted by name, after the Gantt charts).
+FIGURES = [
+    "latency_cdf.png",
+    "latency_p50.png",
+    "scaling_slots_latency_p50.png",
+    "scaling_slots_throughput.png",
+    "speedup.png",
+    "throughput.png",
+]
+
+
 def test_plot_writes_every_figure_the_data_supports(tmp_path: Path) -> None:
     rows = make_rows()
     paths = plot.plot(rows, make_frames(rows), make_traces(), out_dir=tmp_path)
-    assert sorted(p.name for p in paths) == [
-        "gantt_chain.png",
-        "gantt_fanout.png",
-        "latency_cdf.png",
-        "latency_p50.png",
-        "scaling_slots_latency_p50.png",
-        "scaling_slots_throughput.png",
-        "speedup.png",
-        "throughput.png",
-    ]
+    assert sorted(p.name for p in paths) == ["gantt_chain.png", "gantt_fanout.png", *FIGURES]
     assert all(p.parent == tmp_path for p in paths)
     assert_images(paths)
 
@@ -424,15 +427,8 @@ def test_real_runs_make_every_figure(tmp_path: Path) -> None:
                     result.node_names,
                 )
     paths = plot.plot(rows, frames, traces, out_dir=tmp_path)
-    assert sorted(p.name for p in paths) == [
-        "gantt_streaming_pipeline_width_4_cost_Fixed_0_seed_0.png",
-        "latency_cdf.png",
-        "latency_p50.png",
-        "scaling_slots_latency_p50.png",
-        "scaling_slots_throughput.png",
-        "speedup.png",
-        "throughput.png",
-    ]
+    gantt = "gantt_streaming_pipeline_width_4_cost_Fixed_0_seed_0.png"
+    assert sorted(p.name for p in paths) == [gantt, *FIGURES]
     assert_images(paths)
     figure = plot.gantts(traces)
     assert len(figure.axes) == 4 and all(len(ax.collections) == 2 for ax in figure.axes)

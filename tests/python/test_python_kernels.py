@@ -251,3 +251,25 @@ def test_a_kernel_knows_the_call_it_serves() -> None:
         ]
     with pytest.raises(RuntimeError, match="only available inside a kernel call"):
         tomii.call_context()
+
+
+def test_pin_workers_runs_each_worker_on_its_own_cpu_for_that_run_only() -> None:
+    """`pin_workers=True` pins worker w to the (w mod n)-th CPU the process may use; the pooled
+    threads get their CPUs back after the run, so an unpinned run after it runs anywhere."""
+    allowed = sorted(os.sched_getaffinity(0))
+    g = tomii.Graph()
+    g.py_node("where", fn=pykernels.cpus_of_this_worker, factor=8)
+
+    def seen(result: tomii.RunResult) -> dict[int, set[tuple[int, ...]]]:
+        cpus: dict[int, set[tuple[int, ...]]] = {}
+        for frame in result.outputs:
+            for _, _, (worker, on) in frame:
+                cpus.setdefault(worker, set()).add(tuple(on))
+        return cpus
+
+    pinned = seen(g.run(workers=2, slots=2, frames=20, pin_workers=True))
+    assert pinned, "no task reported its worker"
+    for worker, cpus in pinned.items():
+        assert cpus == {(allowed[worker % len(allowed)],)}, f"worker {worker} ran on {cpus}"
+    free = seen(g.run(workers=2, slots=2, frames=20))
+    assert all(cpus == {tuple(allowed)} for cpus in free.values()), free

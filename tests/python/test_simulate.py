@@ -6,6 +6,7 @@ partial result; the same trace files and report a real run writes."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -133,6 +134,37 @@ def test_a_recorded_run_replays_from_the_command(tmp_path: Path) -> None:
         )
         assert done.returncode == 0, done.stderr
         assert "every worker ran the recorded tasks in the recorded order" in done.stdout
+
+
+def test_a_recorded_simulation_replays_with_its_seed_and_costs(tmp_path: Path) -> None:
+    """`simulate(record_decisions=...)` records the simulation's seed and cost model with the
+    decisions, and `tomii replay` makes the same order again in simulation."""
+    decisions = tmp_path / "sim.decisions"
+    result = tomii.simulate(
+        GRAPHS / "diamond.json",
+        workers=3,
+        slots=2,
+        frames=12,
+        scheduler="random",
+        seed=11,
+        cost_model={"default": LogNormal(20.0, 0.5)},
+        record_decisions=decisions,
+    )
+    header, *rows = decisions.read_text().splitlines()
+    recorded = json.loads(header)
+    assert (recorded["mode"], recorded["seed"], recorded["workers"]) == ("simulate", 11, 3)
+    assert recorded["cost_model"]["default"]["lognormal"]["median_ns"] == 20_000.0
+    assert len(rows) == result.report.tasks
+    env = {**os.environ, "TOMII_SCHEDULER_PATH": str(TARGET)}
+    done = subprocess.run(
+        [sys.executable, "-c", CLI, "replay", str(decisions)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "every worker ran the recorded tasks in the recorded order" in done.stdout
 
 
 def test_a_sweep_in_simulation_spans_virtual_machines() -> None:

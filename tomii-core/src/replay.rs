@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{TaskRecord, TraceRecord, TraceTap};
+use crate::engine::{TaskRecord, TraceTap};
 use crate::graph::CompiledGraph;
 
 /// The header's `format`.
@@ -212,7 +212,7 @@ fn parse_row(line: &str) -> Option<Decision> {
 }
 
 /// Each worker's decisions in a trace (the trace of a replay), in the order it ran them.
-pub fn decisions_of(trace: &[TraceRecord], ns: impl Fn(u64) -> u64) -> BTreeMap<u32, Vec<Decision>> {
+pub fn decisions_of(trace: &[TaskRecord]) -> BTreeMap<u32, Vec<Decision>> {
     let mut by_worker: BTreeMap<u32, Vec<Decision>> = BTreeMap::new();
     for r in trace {
         let decision = Decision {
@@ -220,8 +220,8 @@ pub fn decisions_of(trace: &[TraceRecord], ns: impl Fn(u64) -> u64) -> BTreeMap<
             frame: r.frame,
             node: r.node,
             instance: r.instance,
-            start_ns: ns(r.start),
-            end_ns: ns(r.end),
+            start_ns: r.start_ns,
+            end_ns: r.end_ns,
         };
         by_worker.entry(r.worker).or_default().push(decision);
     }

@@ -121,6 +121,14 @@ fn scheduler_load_error(path: &Path) -> PluginError {
     }
 }
 
+/// The message of the invalid-table error loading the C fixture `name` as a scheduler must produce.
+fn invalid_table_error(name: &str) -> String {
+    let error = scheduler_load_error(&fixture(name));
+    let text = error.to_string();
+    assert!(matches!(error, PluginError::Invalid { .. }), "expected an invalid-table error, got {text}");
+    text
+}
+
 /// The error loading `path` as a kernel library must produce.
 fn kernels_load_error(path: &Path) -> PluginError {
     match KernelSet::load(&[path.to_owned()]) {
@@ -231,9 +239,7 @@ fn a_scheduler_popping_handles_only_runs_to_the_reference_values() {
 
 #[test]
 fn pop_handles_with_a_task_hook_is_rejected() {
-    let error = scheduler_load_error(&fixture("bad_pop_handles_hooks"));
-    let text = error.to_string();
-    assert!(matches!(error, PluginError::Invalid { .. }), "expected an invalid-table error, got {text}");
+    let text = invalid_table_error("bad_pop_handles_hooks");
     assert!(text.contains("TOMII_SCHED_POP_HANDLES") && text.contains("task hook"), "{text}");
 }
 
@@ -304,26 +310,20 @@ fn scheduler_of_another_major_version_is_rejected() {
 
 #[test]
 fn scheduler_table_smaller_than_v1_is_rejected() {
-    let error = scheduler_load_error(&fixture("bad_size"));
-    let text = error.to_string();
-    assert!(matches!(error, PluginError::Invalid { .. }), "expected an invalid-table error, got {text}");
+    let text = invalid_table_error("bad_size");
     let v1 = size_of::<TomiiSchedulerVtable>();
     assert!(text.contains("40 bytes") && text.contains(&format!("{v1} bytes")), "{text}");
 }
 
 #[test]
 fn scheduler_without_push_is_rejected() {
-    let error = scheduler_load_error(&fixture("bad_null_push"));
-    let text = error.to_string();
-    assert!(matches!(error, PluginError::Invalid { .. }), "expected an invalid-table error, got {text}");
+    let text = invalid_table_error("bad_null_push");
     assert!(text.contains("`push`") && text.contains("NULL"), "{text}");
 }
 
 #[test]
 fn scheduler_without_name_is_rejected() {
-    let error = scheduler_load_error(&fixture("bad_null_name"));
-    let text = error.to_string();
-    assert!(matches!(error, PluginError::Invalid { .. }), "expected an invalid-table error, got {text}");
+    let text = invalid_table_error("bad_null_name");
     assert!(text.contains("name is NULL"), "{text}");
 }
 

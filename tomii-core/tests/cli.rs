@@ -298,16 +298,19 @@ fn panicking_kernel_is_one_error_line() {
 fn unwritable_trace_fails_before_the_run() {
     // The run of fail.json would fail in its first frame; naming the trace path instead shows the
     // check came first.
-    let run = run_graph(&fixture("fail.json"), &["--trace", "/nonexistent-dir/t.csv"]);
-    let line = assert_error(&run, &["/nonexistent-dir/t.csv"]);
-    assert!(!line.contains("disk on fire"), "the run started before the path was checked: {line}");
-    assert_no_summary(&run);
+    assert_path_checked_before_the_run("--trace", "/nonexistent-dir/t.csv");
 }
 
 #[test]
 fn unwritable_report_fails_before_the_run() {
-    let run = run_graph(&fixture("fail.json"), &["--report", "/nonexistent-dir/r.json"]);
-    let line = assert_error(&run, &["/nonexistent-dir/r.json"]);
+    assert_path_checked_before_the_run("--report", "/nonexistent-dir/r.json");
+}
+
+/// `tomii run fail.json OPTION PATH`, PATH not writable, fails naming PATH, not the failure of
+/// fail.json's first frame: the path is checked before the run starts.
+fn assert_path_checked_before_the_run(option: &str, path: &str) {
+    let run = run_graph(&fixture("fail.json"), &[option, path]);
+    let line = assert_error(&run, &[path]);
     assert!(!line.contains("disk on fire"), "the run started before the path was checked: {line}");
     assert_no_summary(&run);
 }

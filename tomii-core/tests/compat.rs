@@ -5,8 +5,8 @@ mod common;
 
 use common::checksum::{expected, fnv1a, mix, text};
 use common::{fifo_lib, synthetic_lib};
-use tomii_core::engine::{self, Output, RunConfig};
-use tomii_core::graph;
+use tomii_core::engine::{self, Output, RunConfig, RunOutcome};
+use tomii_core::graph::{self, CompiledGraph};
 use tomii_core::plugin::{KernelSet, SchedulerPlugin};
 
 const SENSORS: u32 = 16;
@@ -35,16 +35,23 @@ fn stream_analytics(frame: u64) -> (u64, u64) {
     (expected("emit", 0, frame, &[aggregate, text("report")]), aggregate)
 }
 
-#[test]
-fn stream_analytics_matches_its_golden_outputs() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/compat/stream_analytics.json");
+/// Runs examples/compat/`name`.json on 2 workers and `slots` slots for `frames` frames with the
+/// synthetic kernels and fifo, its outputs collected and its trace checked.
+fn run_example(name: &str, slots: u32, frames: u64) -> (CompiledGraph, RunOutcome) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../examples/compat/{name}.json"));
     let graph = graph::load_file(&path).unwrap_or_else(|e| panic!("{e}"));
     let kernels = KernelSet::load(&[synthetic_lib()]).unwrap_or_else(|e| panic!("{e}"));
     let scheduler = SchedulerPlugin::load(&fifo_lib()).unwrap_or_else(|e| panic!("{e}"));
-    let frames = 12;
-    let config = RunConfig { workers: 2, slots: 4, frames, collect_outputs: true, trace: true, ..RunConfig::default() };
+    let config = RunConfig { workers: 2, slots, frames, collect_outputs: true, trace: true, ..RunConfig::default() };
     let outcome = engine::run(&graph, &kernels, &scheduler, &config).unwrap_or_else(|e| panic!("{e}"));
     common::trace::check(&graph, &config, &outcome.trace);
+    (graph, outcome)
+}
+
+#[test]
+fn stream_analytics_matches_its_golden_outputs() {
+    let frames = 12;
+    let (graph, outcome) = run_example("stream_analytics", 4, frames);
     let emit = graph.nodes.iter().position(|n| n.name == "emit").unwrap() as u32;
     for (frame, outputs) in outcome.outputs.iter().enumerate() {
         let got = outputs.iter().find(|(node, _, _)| *node == emit).map(|(_, _, v)| v);
@@ -59,14 +66,8 @@ fn stream_analytics_matches_its_golden_outputs() {
 
 #[test]
 fn matrix_compute_matches_its_golden_outputs() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/compat/matrix_compute.json");
-    let graph = graph::load_file(&path).unwrap_or_else(|e| panic!("{e}"));
-    let kernels = KernelSet::load(&[synthetic_lib()]).unwrap_or_else(|e| panic!("{e}"));
-    let scheduler = SchedulerPlugin::load(&fifo_lib()).unwrap_or_else(|e| panic!("{e}"));
     let frames = 9;
-    let config = RunConfig { workers: 2, slots: 2, frames, collect_outputs: true, trace: true, ..RunConfig::default() };
-    let outcome = engine::run(&graph, &kernels, &scheduler, &config).unwrap_or_else(|e| panic!("{e}"));
-    common::trace::check(&graph, &config, &outcome.trace);
+    let (graph, outcome) = run_example("matrix_compute", 2, frames);
     let vec_mat = |frame: u64| -> Vec<u64> {
         (0..8).map(|i| expected("vec_mat", i, frame, &[expected("gen_vec", i, frame, &[100])])).collect()
     };

@@ -44,6 +44,13 @@ fn run_ok(graph: &CompiledGraph, config: RunConfig) -> RunOutcome {
     run(graph, config).unwrap_or_else(|e| panic!("the run failed: {e}"))
 }
 
+/// [`run_ok`], its trace checked against the graph ([`check_trace`]).
+fn run_checked(graph: &CompiledGraph, config: &RunConfig) -> RunOutcome {
+    let outcome = run_ok(graph, config.clone());
+    check_trace(graph, config, &outcome.trace);
+    outcome
+}
+
 // ---- checks ----
 
 /// Asserts every frame's outputs are exactly `[(sink node, 0, UInt(reference(frame)))]`.
@@ -61,17 +68,15 @@ fn assert_sink_values(outcome: &RunOutcome, sink_node: u32, frames: u64, referen
 fn checksums_match_the_reference_for_every_frame() {
     let graph = compile("checksum_chain.json");
     let config = config(2, 3, 50);
-    let outcome = run_ok(&graph, config.clone());
+    let outcome = run_checked(&graph, &config);
     assert_sink_values(&outcome, 2, 50, chain_sink);
-    check_trace(&graph, &config, &outcome.trace);
 }
 
 #[test]
 fn trace_has_every_task_once_in_dependency_order() {
     let graph = compile("checksum_chain.json");
     let config = RunConfig { pop_batch: 4, ..config(3, 4, 200) };
-    let outcome = run_ok(&graph, config.clone());
-    check_trace(&graph, &config, &outcome.trace);
+    let outcome = run_checked(&graph, &config);
     assert_eq!(outcome.report.tasks, 200 * 9);
 }
 
@@ -79,26 +84,23 @@ fn trace_has_every_task_once_in_dependency_order() {
 fn many_slots_reused_over_many_frames() {
     let graph = compile("diamond.json");
     let config = config(2, 1024, 3000);
-    let outcome = run_ok(&graph, config.clone());
+    let outcome = run_checked(&graph, &config);
     assert_sink_values(&outcome, 1, 3000, diamond_sink);
-    check_trace(&graph, &config, &outcome.trace);
 }
 
 #[test]
 fn more_slots_than_frames() {
     let graph = compile("checksum_chain.json");
     let config = config(2, 64, 10);
-    let outcome = run_ok(&graph, config.clone());
+    let outcome = run_checked(&graph, &config);
     assert_sink_values(&outcome, 2, 10, chain_sink);
-    check_trace(&graph, &config, &outcome.trace);
 }
 
 #[test]
 fn use_workers_keeps_a_node_on_its_worker() {
     let graph = compile("use_workers.json");
     let config = config(2, 2, 100);
-    let outcome = run_ok(&graph, config.clone());
-    check_trace(&graph, &config, &outcome.trace);
+    let outcome = run_checked(&graph, &config);
     let pinned = graph.node_id("pinned").unwrap() as u32;
     let records: Vec<&TraceRecord> = outcome.trace.iter().filter(|r| r.node == pinned).collect();
     assert_eq!(records.len(), 200);
@@ -444,11 +446,10 @@ fn inline_continuation_keeps_every_invariant_on_several_workers() {
     for (name, workers, slots) in [("checksum_chain.json", 2, 3), ("diamond.json", 3, 8), ("group_size.json", 2, 2)] {
         let graph = compile(name);
         let config = RunConfig { inline_continuation: true, pop_batch: 2, ..config(workers, slots, 200) };
-        let outcome = run_ok(&graph, config.clone());
+        let outcome = run_checked(&graph, &config);
         let reference = run_ok(&graph, RunConfig { inline_continuation: false, ..config.clone() });
         assert_eq!(outcome.outputs, reference.outputs, "{name}");
         assert!(outcome.report.tasks_inlined > 0, "{name}: nothing ran inline");
-        check_trace(&graph, &config, &outcome.trace);
     }
 }
 
@@ -456,8 +457,7 @@ fn inline_continuation_keeps_every_invariant_on_several_workers() {
 fn inline_continuation_never_runs_a_task_outside_its_workers() {
     let graph = compile("use_workers.json");
     let config = RunConfig { inline_continuation: true, ..config(2, 2, 100) };
-    let outcome = run_ok(&graph, config.clone());
-    check_trace(&graph, &config, &outcome.trace);
+    let outcome = run_checked(&graph, &config);
     let pinned = graph.node_id("pinned").unwrap() as u32;
     assert!(outcome.trace.iter().filter(|r| r.node == pinned).all(|r| r.worker == 1));
 }

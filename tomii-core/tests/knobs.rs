@@ -13,8 +13,8 @@ use clap::ArgAction;
 use common::cli::{finish, tomii};
 use common::{fifo_lib, graph_path, synthetic_lib};
 use tomii_core::cli::legacy::SPELLINGS;
-use tomii_core::engine::{FaultPolicy, RunConfig};
-use tomii_core::knobs::{self, CATALOG, Domain, Kind, Knob, Preset};
+use tomii_core::engine::RunConfig;
+use tomii_core::knobs::{self, CATALOG, Choice, Domain, Kind, Knob, Preset};
 use tomii_core::network::NetworkOptions;
 
 /// Long flags of `tomii run` that are not knobs, each with the reason.
@@ -187,6 +187,7 @@ fn run_config_defaults_are_the_catalog_defaults() {
         network,
         scheduler_call_timeout,
         kernel_timeout,
+        pin_workers,
         on_hang: _,          // library-only: the CLI's exits after reporting a stuck call
         wake_all_on_push: _, // library-only: `tomii replay` sets it for the replay scheduler
     } = RunConfig::default();
@@ -201,8 +202,8 @@ fn run_config_defaults_are_the_catalog_defaults() {
     } = network;
     assert_eq!(default("receiver_threads"), Preset::Int(receiver_threads.into()));
     assert_eq!(default("socket_recv_buf_bytes"), Preset::Int(socket_recv_buf_bytes));
-    assert_eq!(default("network_dispatch"), Preset::Text(dispatch.name()));
-    assert_eq!(default("on_slots_busy"), Preset::Text(on_slots_busy.name()));
+    assert_eq!(default("network_dispatch"), Preset::Text(dispatch.word()));
+    assert_eq!(default("on_slots_busy"), Preset::Text(on_slots_busy.word()));
     assert_eq!(default("frame_timeout_ms"), Preset::Int(frame_timeout.as_millis() as u64));
     assert_eq!(default("frame_window"), Preset::Int(frame_window.into()));
     assert_eq!(default("workers"), Preset::Int(workers.into()));
@@ -220,11 +221,8 @@ fn run_config_defaults_are_the_catalog_defaults() {
     assert_eq!(default("kernel_timeout_ms"), Preset::Int(kernel_timeout.map_or(0, |t| t.as_millis() as u64)));
     assert!(scheduler_options.is_empty(), "RunConfig has default scheduler options: {scheduler_options:?}");
     assert_eq!(default("sched_opt"), Preset::Empty);
-    let fault = match on_fault {
-        FaultPolicy::Stop => "stop",
-        FaultPolicy::Fallback => "fallback",
-    };
-    assert_eq!(default("on_scheduler_fault"), Preset::Text(fault));
+    assert_eq!(default("on_scheduler_fault"), Preset::Text(on_fault.word()));
+    assert_eq!(default("pin_workers"), Preset::Bool(pin_workers));
     assert!(knobs::find("quiet").is_some());
 }
 

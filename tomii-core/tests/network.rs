@@ -447,6 +447,23 @@ mod command {
         (Running(Some(child)), port)
     }
 
+    /// A run of 4-packet frames over UDP for `frames` frames (0: until stopped), waiting when every
+    /// slot is busy and writing a report: its directory (removed when dropped), graph, report path,
+    /// the run and its port.
+    fn reporting_run(frames: &str) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf, Running, u16) {
+        let dir = tempfile::tempdir().unwrap();
+        let graph = write_graph(dir.path(), r#""start_port": 0, "packet_length": 64, "frame_packets": 4"#);
+        let report = dir.path().join("report.json");
+        let mut command = run_command(&graph, &["--frames", frames, "--on-slots-busy", "wait", "--report"]);
+        command.arg(&report);
+        let (child, port) = listening(command);
+        (dir, graph, report, child, port)
+    }
+
+    fn read_report(path: &Path) -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
     fn send(graph: &Path, port: u16, frames: u64) {
         let mut command = tomii();
         command.arg("send").arg("--graph").arg(graph).args(["--port", &port.to_string()]);
@@ -458,37 +475,27 @@ mod command {
 
     #[test]
     fn tomii_run_takes_the_frames_tomii_send_sends() {
-        let dir = tempfile::tempdir().unwrap();
-        let graph = write_graph(dir.path(), r#""start_port": 0, "packet_length": 64, "frame_packets": 4"#);
-        let report = dir.path().join("report.json");
-        let mut command = run_command(&graph, &["--frames", "25", "--on-slots-busy", "wait", "--report"]);
-        command.arg(&report);
-        let (child, port) = listening(command);
+        let (_dir, graph, report, child, port) = reporting_run("25");
         send(&graph, port, 25);
         let output = child.wait_with_output();
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(output.status.success(), "{stdout}");
         assert!(stdout.contains("packets: 100 received, 100 accepted, none dropped"), "{stdout}");
-        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let report = read_report(&report);
         assert_eq!(report["frames"], 25);
         assert_eq!(report["network"]["ports"][0], port);
     }
 
     #[test]
     fn ctrl_c_ends_an_unbounded_network_run_with_a_complete_report() {
-        let dir = tempfile::tempdir().unwrap();
-        let graph = write_graph(dir.path(), r#""start_port": 0, "packet_length": 64, "frame_packets": 4"#);
-        let report = dir.path().join("report.json");
-        let mut command = run_command(&graph, &["--frames", "0", "--on-slots-busy", "wait", "--report"]);
-        command.arg(&report);
-        let (child, port) = listening(command);
+        let (_dir, graph, report, child, port) = reporting_run("0");
         send(&graph, port, 7);
         std::thread::sleep(Duration::from_millis(300));
         // SAFETY: sending a signal to our own child process.
         assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);
         let output = child.wait_with_output();
         assert_eq!(output.status.code(), Some(0));
-        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+        let report = read_report(&report);
         assert_eq!((report["frames"].as_u64(), report["interrupted"].as_bool()), (Some(7), Some(true)));
     }
 

@@ -36,6 +36,13 @@ fn config(workers: u32, slots: u32, frames: u64) -> RunConfig {
     RunConfig { workers, slots, frames, ..RunConfig::default() }
 }
 
+/// The report of a run of the test graph `file` (failed or not), validated by [`check`] as `what`.
+fn checked_report(file: &str, what: &str, config: RunConfig) -> Report {
+    let report = report(&compile(file, &graph_text(file)), config);
+    check(what, &report);
+    report
+}
+
 /// The report of one run, failed or not.
 fn report(graph: &CompiledGraph, config: RunConfig) -> Report {
     let graph = graph.clone();
@@ -60,9 +67,7 @@ fn the_report_schema_is_a_valid_draft_2020_12_schema() {
 
 #[test]
 fn a_completed_run_validates_and_carries_the_1_2_keys() {
-    let graph = compile("diamond.json", &graph_text("diamond.json"));
-    let report = report(&graph, config(2, 3, 50));
-    check("completed", &report);
+    let report = checked_report("diamond.json", "completed", config(2, 3, 50));
     assert_eq!(report.status, "completed");
     let summary = &report.summary;
     assert_eq!(summary.total_streams, 50);
@@ -96,9 +101,7 @@ fn a_completed_run_validates_and_carries_the_1_2_keys() {
 
 #[test]
 fn an_untimed_run_validates_with_nulls_where_nothing_was_measured() {
-    let graph = compile("diamond.json", &graph_text("diamond.json"));
-    let report = report(&graph, RunConfig { task_timing: false, ..config(1, 1, 10) });
-    check("untimed", &report);
+    let report = checked_report("diamond.json", "untimed", RunConfig { task_timing: false, ..config(1, 1, 10) });
     assert!(report.per_node.iter().all(|n| n.times.mean_exec_us.is_none() && n.times.p99_exec_us.is_none()));
     assert!(report.summary.scheduling_overhead_diagnostic.overhead_us.is_none());
     assert!(report.resource_utilization.worker_busy_pct.is_none());
@@ -111,18 +114,14 @@ fn an_untimed_run_validates_with_nulls_where_nothing_was_measured() {
 
 #[test]
 fn a_failed_run_validates_with_status_failed() {
-    let graph = compile("fail.json", &graph_text("fail.json"));
-    let report = report(&graph, config(2, 2, 5));
-    check("failed", &report);
+    let report = checked_report("fail.json", "failed", config(2, 2, 5));
     assert_eq!(report.status, "failed");
 }
 
 #[test]
 fn an_interrupted_run_validates() {
-    let graph = compile("diamond.json", &graph_text("diamond.json"));
     let stop = Some(Arc::new(AtomicBool::new(true)));
-    let report = report(&graph, RunConfig { stop, ..config(2, 2, 0) });
-    check("interrupted", &report);
+    let report = checked_report("diamond.json", "interrupted", RunConfig { stop, ..config(2, 2, 0) });
     assert_eq!(report.status, "interrupted");
 }
 

@@ -100,26 +100,6 @@ impl FromArg<'_> for f32 {
     }
 }
 
-impl FromArg<'_> for bool {
-    const EXPECTED: &'static str = "a bool";
-    fn from_arg(args: &Args<'_>, index: usize) -> Option<Self> {
-        match args.get(index).ok()? {
-            ValueRef::Bool(v) => Some(v),
-            _ => None,
-        }
-    }
-}
-
-impl FromArg<'_> for char {
-    const EXPECTED: &'static str = "a char";
-    fn from_arg(args: &Args<'_>, index: usize) -> Option<Self> {
-        match args.get(index).ok()? {
-            ValueRef::Char(v) => Some(v),
-            _ => None,
-        }
-    }
-}
-
 impl FromArg<'_> for [f32; 2] {
     const EXPECTED: &'static str = "a complex number ([f32; 2])";
     fn from_arg(args: &Args<'_>, index: usize) -> Option<Self> {
@@ -138,14 +118,27 @@ impl FromArg<'_> for [f64; 2] {
     }
 }
 
-impl<'a> FromArg<'a> for &'a str {
-    const EXPECTED: &'static str = "a string";
-    fn from_arg(args: &Args<'a>, index: usize) -> Option<Self> {
-        match args.get(index).ok()? {
-            ValueRef::Str(v) => Some(v),
-            _ => None,
+/// The types an argument of one kind holds as it is.
+macro_rules! as_held {
+    ($($ty:ty: $kind:ident, $expected:literal;)*) => {$(
+        impl<'a> FromArg<'a> for $ty {
+            const EXPECTED: &'static str = $expected;
+            fn from_arg(args: &Args<'a>, index: usize) -> Option<Self> {
+                match args.get(index).ok()? {
+                    ValueRef::$kind(v) => Some(v),
+                    _ => None,
+                }
+            }
         }
-    }
+    )*};
+}
+
+as_held! {
+    bool: Bool, "a bool";
+    char: Char, "a char";
+    &'a str: Str, "a string";
+    // A LIST, such as the trailing results of a variadic kernel.
+    Args<'a>: List, "a list";
 }
 
 impl FromArg<'_> for String {
@@ -177,45 +170,29 @@ impl<'a> FromArg<'a> for ValueRef<'a> {
     }
 }
 
-/// A LIST, such as the trailing results of a variadic kernel.
-impl<'a> FromArg<'a> for Args<'a> {
-    const EXPECTED: &'static str = "a list";
-    fn from_arg(args: &Args<'a>, index: usize) -> Option<Self> {
-        match args.get(index).ok()? {
-            ValueRef::List(items) => Some(items),
-            _ => None,
-        }
-    }
-}
-
 impl IntoValue for () {
     fn into_value(self) -> Value {
         Value::none()
     }
 }
 
-impl IntoValue for bool {
-    fn into_value(self) -> Value {
-        Value::bool(self)
-    }
+/// The types one constructor of `Value` takes as they are.
+macro_rules! made_by {
+    ($($ty:ty: $make:path;)*) => {$(
+        impl IntoValue for $ty {
+            fn into_value(self) -> Value {
+                $make(self)
+            }
+        }
+    )*};
 }
 
-impl IntoValue for f32 {
-    fn into_value(self) -> Value {
-        Value::f32(self)
-    }
-}
-
-impl IntoValue for f64 {
-    fn into_value(self) -> Value {
-        Value::f64(self)
-    }
-}
-
-impl IntoValue for char {
-    fn into_value(self) -> Value {
-        Value::char(self)
-    }
+made_by! {
+    bool: Value::bool;
+    f32: Value::f32;
+    f64: Value::f64;
+    char: Value::char;
+    String: Value::string;
 }
 
 impl IntoValue for [f32; 2] {
@@ -227,12 +204,6 @@ impl IntoValue for [f32; 2] {
 impl IntoValue for [f64; 2] {
     fn into_value(self) -> Value {
         Value::c64(self[0], self[1])
-    }
-}
-
-impl IntoValue for String {
-    fn into_value(self) -> Value {
-        Value::string(self)
     }
 }
 

@@ -208,10 +208,7 @@ fn print_tables(cases: &[Case<'_>], repeats: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(text: &str) -> impl Iterator<Item = String> {
-        text.split_whitespace().map(str::to_owned).collect::<Vec<_>>().into_iter()
-    }
+    use tomii_bench::arguments as args;
 
     #[test]
     fn repeats_default_and_override() {

@@ -283,10 +283,7 @@ fn worker_threads(rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(text: &str) -> impl Iterator<Item = String> {
-        text.split_whitespace().map(str::to_owned).collect::<Vec<_>>().into_iter()
-    }
+    use tomii_bench::arguments as args;
 
     #[test]
     fn defaults_are_every_shipped_scheduler_then_fifo_inline() {

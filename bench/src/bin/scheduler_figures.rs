@@ -145,10 +145,7 @@ fn print_table(cases: &[Case<'_>], options: &Options) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(text: &str) -> impl Iterator<Item = String> {
-        text.split_whitespace().map(str::to_owned).collect::<Vec<_>>().into_iter()
-    }
+    use tomii_bench::arguments as args;
 
     #[test]
     fn options_default_and_override() {

@@ -86,6 +86,17 @@ def _read_toml(path: Path, what: str) -> dict[str, Any]:
         raise _fail(path, f"not valid TOML: {error}") from None
 
 
+def _overridden(config: dict[str, Any], args: argparse.Namespace, keys: Sequence[str]) -> Path:
+    """Gives `config` the command line's `keys` that were given, takes its "out" out and returns
+    where the results go: `--out`, else the file's out, else out/ and the file's stem."""
+    for key in keys:
+        if getattr(args, key) is not None:
+            config[key] = getattr(args, key)
+    out: Path = args.out or config.pop("out") or Path("out") / args.config.stem
+    config.pop("out", None)
+    return out
+
+
 def _check_keys(path: Path, table: Mapping[str, Any], valid: set[str], where: str) -> None:
     unknown = sorted(set(table) - valid)
     if unknown:
@@ -330,11 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     trial_timeout_s = args.trial_timeout if args.trial_timeout > 0 else None
     try:
         config = load_config(args.config)
-        for key in ("frames", "repeats"):
-            if getattr(args, key) is not None:
-                config[key] = getattr(args, key)
-        out = args.out or config.pop("out") or Path("out") / args.config.stem
-        config.pop("out", None)
+        out = _overridden(config, args, ("frames", "repeats"))
         plots, executor_spec = config.pop("plots"), config.pop("executor")
         baseline = args.baseline or plots.get("baseline")
         names = scheduler_labels(config["schedulers"])

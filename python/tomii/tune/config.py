@@ -45,7 +45,7 @@ from typing import Any
 from ..errors import TomiiError
 
 # A tuning file's graphs are a sweep file's, read the same way.
-from ..experiments.config import _check_keys, _fail, _graphs, _read_toml
+from ..experiments.config import _check_keys, _fail, _graphs, _overridden, _read_toml
 from .compare import Arm, compare
 from .strategies import STRATEGIES
 
@@ -166,11 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config)
-        for key in ("budget", "frames"):
-            if getattr(args, key) is not None:
-                config[key] = getattr(args, key)
-        out = args.out or config.pop("out") or Path("out") / args.config.stem
-        config.pop("out", None)
+        out = _overridden(config, args, ("budget", "frames"))
         result = compare(out=out, plot=not args.no_plots, progress=not args.quiet, **config)
     except (TomiiError, ValueError, TypeError, OSError) as error:  # AgentError included
         print(f"error: {error}", file=sys.stderr)

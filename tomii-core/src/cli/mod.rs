@@ -15,7 +15,6 @@ pub mod options;
 pub mod replay;
 pub mod send;
 pub mod simulate;
-pub mod timing;
 
 use std::path::PathBuf;
 

@@ -83,7 +83,7 @@ pub fn replay(args: &ReplayArgs) -> Result<()> {
         write_report(path, &outcome.report).map_err(anyhow::Error::msg)?;
     }
     let graph = launch.graph();
-    let replayed = replay::decisions_of(&outcome.trace, |ticks| outcome.ns(ticks));
+    let replayed = replay::decisions_of(&outcome.task_records());
     let mode = if simulated { "in simulation" } else { "on the engine" };
     if let Some(error) = failure {
         bail!("the replay {mode} stopped ({error}){}", waiting(graph, outcome.report.scheduler.stats.as_ref()));

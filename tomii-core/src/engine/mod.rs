@@ -8,6 +8,7 @@
 //! generations, readiness, idle workers, shutdown) are described in README.md beside this file.
 
 mod advice;
+mod affinity;
 mod analysis;
 mod chrome_trace;
 mod clock;
@@ -118,6 +119,9 @@ pub struct RunConfig {
     /// Set it to stop the run: no frame starts any more, the frames in flight complete, and the
     /// run ends with its report (`report.interrupted`).
     pub stop: Option<Arc<AtomicBool>>,
+    /// Pin worker `w` to the `w mod n`-th of the `n` CPUs the process may use, for the run
+    /// (README.md, "Pinned workers").
+    pub pin_workers: bool,
     /// Every push wakes every sleeping worker, instead of one per task no awake worker will take
     /// (README.md, "Idle workers"): for a replay (`tomii replay`), whose scheduler holds each task
     /// for the one worker that ran it when it was recorded.
@@ -224,6 +228,7 @@ impl Default for RunConfig {
             scheduler_call_timeout: Duration::from_secs(10),
             kernel_timeout: None,
             on_hang: None,
+            pin_workers: false,
             wake_all_on_push: false,
         }
     }
@@ -376,7 +381,10 @@ pub fn run_keeping_partial(
 }
 
 /// The run's outcome, partial or whole, with the outputs its source collected.
-fn with_outputs(result: Result<RunOutcome, RunFailure>, outputs: Vec<FrameOutputs>) -> Result<RunOutcome, RunFailure> {
+pub(crate) fn with_outputs(
+    result: Result<RunOutcome, RunFailure>,
+    outputs: Vec<FrameOutputs>,
+) -> Result<RunOutcome, RunFailure> {
     match result {
         Ok(mut outcome) => {
             outcome.outputs = outputs;

@@ -32,15 +32,7 @@ pub fn schema() -> Json {
             },
             "inputs": {
                 "type": ["array", "null"],
-                "items": {
-                    "type": "object",
-                    "required": ["name"],
-                    "additionalProperties": false,
-                    "properties": {
-                        "name": {"type": "string", "minLength": 1},
-                        "factor": {"$ref": "#/$defs/factor"}
-                    }
-                },
+                "items": closed_object(&["name"], json!({"name": name(), "factor": {"$ref": "#/$defs/factor"}})),
                 "description": "Values each frame is given by its source (one per instance); nodes read them by name."
             },
             "nodes": {
@@ -92,24 +84,17 @@ fn defs() -> Json {
             "type": ["number", "boolean", "string"]
         },
         "typed_literal": typed_literal(),
-        "ref_arg": {
-            "description": "The value of an initialization, as one argument.",
-            "type": "object",
-            "required": ["type", "name"],
-            "additionalProperties": false,
-            "properties": {
-                "type": {"const": "$ref"},
-                "name": {"type": "string", "minLength": 1}
-            }
-        },
-        "context_arg": {
-            "description": "$index: the instance's index within its node; $workers: the run's number of \
-                workers. Both are passed as a usize.",
-            "type": "object",
-            "required": ["type"],
-            "additionalProperties": false,
-            "properties": {"type": {"enum": ["$index", "$workers"]}}
-        },
+        "ref_arg": with(
+            closed_object(&["type", "name"], json!({"type": {"const": "$ref"}, "name": name()})),
+            json!({"description": "The value of an initialization, as one argument."})
+        ),
+        "context_arg": with(
+            closed_object(&["type"], json!({"type": {"enum": ["$index", "$workers"]}})),
+            json!({
+                "description": "$index: the instance's index within its node; $workers: the run's number of \
+                    workers. Both are passed as a usize."
+            })
+        ),
         "edge_arg": edge_arg(),
         "selection": {
             "description": "Predecessor instances relative to the successor's instance i: an offset, a list \
@@ -127,173 +112,136 @@ fn defs() -> Json {
 }
 
 fn initialization() -> Json {
-    json!({
-        "description": "A named value: a literal {\"name\", \"value\"}, or computed when a run starts \
-            {\"name\", \"function\", \"args\", \"factor\"} by calling the kernel once per element.",
-        "type": "object",
-        "required": ["name"],
-        "additionalProperties": false,
-        "properties": {
-            "name": {"type": "string", "minLength": 1},
-            "value": {"$ref": "#/$defs/literal"},
-            "function": {"type": ["string", "null"], "description": "The kernel that computes the value."},
-            "func": {"type": ["string", "null"], "description": "Another spelling of function."},
-            "args": {
-                "type": ["array", "null"],
-                "items": {"$ref": "#/$defs/arg"},
-                "description": "Literals, $ref (to initializations above), $index (the element) or $workers."
-            },
-            "factor": {"$ref": "#/$defs/factor", "description": "Elements: kernel calls, one per element."}
+    let properties = json!({
+        "name": name(),
+        "value": {"$ref": "#/$defs/literal"},
+        "function": {"type": ["string", "null"], "description": "The kernel that computes the value."},
+        "func": {"type": ["string", "null"], "description": "Another spelling of function."},
+        "args": {
+            "type": ["array", "null"],
+            "items": {"$ref": "#/$defs/arg"},
+            "description": "Literals, $ref (to initializations above), $index (the element) or $workers."
         },
-        "anyOf": [{"required": ["value"]}, {"required": ["function"]}, {"required": ["func"]}]
-    })
+        "factor": {"$ref": "#/$defs/factor", "description": "Elements: kernel calls, one per element."}
+    });
+    with(
+        closed_object(&["name"], properties),
+        json!({
+            "description": "A named value: a literal {\"name\", \"value\"}, or computed when a run starts \
+                {\"name\", \"function\", \"args\", \"factor\"} by calling the kernel once per element.",
+            "anyOf": [{"required": ["value"]}, {"required": ["function"]}, {"required": ["func"]}]
+        }),
+    )
 }
 
 fn node() -> Json {
-    json!({
-        "type": "object",
-        "required": ["name", "function"],
-        "additionalProperties": false,
-        "properties": {
-            "name": {"type": "string", "minLength": 1, "description": "Unique among the nodes."},
-            "function": {"type": "string", "minLength": 1, "description": "The kernel this node runs."},
-            "factor": {"$ref": "#/$defs/factor"},
-            "args": {"type": ["array", "null"], "items": {"$ref": "#/$defs/arg"}},
-            "priority": {
-                "description": "\"high\" = 1, \"normal\" = 0, \"low\" = -1, or any i32.",
-                "anyOf": [
-                    {"enum": ["high", "normal", "low"]},
-                    {"type": "integer", "minimum": i32::MIN, "maximum": i32::MAX},
-                    {"type": "null"}
-                ]
-            },
-            "use_workers": {
-                "description": "Workers allowed to run this node: \"lo-hi\" (inclusive) or one worker \"k\" or k.",
-                "anyOf": [
-                    {"type": "string", "pattern": r"^\s*[0-9]+\s*(-\s*[0-9]+\s*)?$"},
-                    {"type": "integer", "minimum": 0, "maximum": u32::MAX - 1},
-                    {"type": "null"}
-                ]
-            },
-            "loop": {
-                "description": "Call the kernel `factor` times per instance; each call after the first gets the \
-                    previous call's result in place of loop_args. An empty object is no loop.",
-                "type": ["object", "null"],
-                "additionalProperties": false,
-                "properties": {"name": {"type": "string"}, "factor": {"$ref": "#/$defs/factor"}}
-            },
-            "loop_args": {
-                "description": "Appended to args in the loop's first call (needs a loop).",
-                "type": ["array", "null"],
-                "items": {"$ref": "#/$defs/arg"}
-            },
-            "condition": {
-                "description": "Run an instance only if function(args) <operation> value; a skipped instance \
-                    passes no value (NONE) to its successors. An empty object is no condition.",
-                "type": ["object", "null"],
-                "additionalProperties": false,
-                "properties": {
-                    "operation": {"enum": ["Eq", "Neq", "Gt", "Ge", "Lt", "Le"]},
-                    "value": true,
-                    "value_type": {"type": "string"},
-                    "function": {"type": "string", "minLength": 1},
-                    "func": {"type": "string", "minLength": 1},
-                    "args": {"type": ["array", "null"], "items": {"$ref": "#/$defs/arg"}}
-                }
-            },
-            "group_size": {
-                "type": ["integer", "null"],
-                "minimum": 1,
-                "description": "Instances run by one task, in index order (the last group may be smaller)."
+    let properties = json!({
+        "name": {"type": "string", "minLength": 1, "description": "Unique among the nodes."},
+        "function": {"type": "string", "minLength": 1, "description": "The kernel this node runs."},
+        "factor": {"$ref": "#/$defs/factor"},
+        "args": {"type": ["array", "null"], "items": {"$ref": "#/$defs/arg"}},
+        "priority": {
+            "description": "\"high\" = 1, \"normal\" = 0, \"low\" = -1, or any i32.",
+            "anyOf": [
+                {"enum": ["high", "normal", "low"]},
+                {"type": "integer", "minimum": i32::MIN, "maximum": i32::MAX},
+                {"type": "null"}
+            ]
+        },
+        "use_workers": {
+            "description": "Workers allowed to run this node: \"lo-hi\" (inclusive) or one worker \"k\" or k.",
+            "anyOf": [
+                {"type": "string", "pattern": r"^\s*[0-9]+\s*(-\s*[0-9]+\s*)?$"},
+                {"type": "integer", "minimum": 0, "maximum": u32::MAX - 1},
+                {"type": "null"}
+            ]
+        },
+        "loop": {
+            "description": "Call the kernel `factor` times per instance; each call after the first gets the \
+                previous call's result in place of loop_args. An empty object is no loop.",
+            "type": ["object", "null"],
+            "additionalProperties": false,
+            "properties": {"name": {"type": "string"}, "factor": {"$ref": "#/$defs/factor"}}
+        },
+        "loop_args": {
+            "description": "Appended to args in the loop's first call (needs a loop).",
+            "type": ["array", "null"],
+            "items": {"$ref": "#/$defs/arg"}
+        },
+        "condition": {
+            "description": "Run an instance only if function(args) <operation> value; a skipped instance \
+                passes no value (NONE) to its successors. An empty object is no condition.",
+            "type": ["object", "null"],
+            "additionalProperties": false,
+            "properties": {
+                "operation": {"enum": ["Eq", "Neq", "Gt", "Ge", "Lt", "Le"]},
+                "value": true,
+                "value_type": {"type": "string"},
+                "function": {"type": "string", "minLength": 1},
+                "func": {"type": "string", "minLength": 1},
+                "args": {"type": ["array", "null"], "items": {"$ref": "#/$defs/arg"}}
             }
+        },
+        "group_size": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "description": "Instances run by one task, in index order (the last group may be smaller)."
         }
-    })
+    });
+    closed_object(&["name", "function"], properties)
 }
 
 fn edge_arg() -> Json {
-    json!({
-        "description": "An edge from a predecessor: $res passes the selected instances' results as \
-            arguments; $dep and $barrier only order.",
-        "type": "object",
-        "required": ["type", "predecessor"],
-        "additionalProperties": false,
-        "properties": {
-            "type": {"enum": ["$res", "$dep", "$barrier"]},
-            "predecessor": {
-                "type": "object",
-                "required": ["name"],
-                "additionalProperties": false,
-                "properties": {
-                    "name": {"type": "string", "minLength": 1},
-                    "index": {"$ref": "#/$defs/selection"},
-                    "group_by": {
-                        "type": ["integer", "null"],
-                        "minimum": 1,
-                        "description": "Instance i reads the predecessor's instances i*g .. i*g+g-1 (no index then)."
-                    },
-                    "wrap": {
-                        "type": ["boolean", "null"],
-                        "description": "Offsets and ranges modulo the predecessor's factor (a ring)."
-                    }
-                }
-            }
+    let selection = json!({
+        "index": {"$ref": "#/$defs/selection"},
+        "group_by": {
+            "type": ["integer", "null"],
+            "minimum": 1,
+            "description": "Instance i reads the predecessor's instances i*g .. i*g+g-1 (no index then)."
+        },
+        "wrap": {
+            "type": ["boolean", "null"],
+            "description": "Offsets and ranges modulo the predecessor's factor (a ring)."
         }
-    })
+    });
+    edge(
+        "An edge from a predecessor: $res passes the selected instances' results as arguments; $dep and \
+            $barrier only order.",
+        selection,
+        json!({}),
+    )
 }
 
 fn network_config() -> Json {
-    let factor = json!({"$ref": "#/$defs/factor"});
-    let text = json!({"type": "string"});
+    let start_port = json!({
+        "description": "Socket i binds start_port + i; 0: ports the system chooses.",
+        "anyOf": [{"type": "integer", "minimum": 0, "maximum": 65535}, {"type": "string", "minLength": 1}]
+    });
     json!({
         "description": "Frames made of packets from UDP or TCP sockets; nodes read them from the input \
             \"$network\" (README.md, \"Network sources\"). Numbers may be the names of initializations.",
         "type": ["object", "null"],
         "additionalProperties": false,
         "required": ["start_port", "packet_length"],
-        "properties": {
-            "socket_type": {"enum": ["udp", "tcp", "UDP", "TCP"]},
-            "num_sockets": factor,
-            "packet_length": factor,
-            "frame_packets": factor,
-            "stream_packets": factor,
-            "buffer_depth": factor,
-            "address": text,
-            "start_port": {
-                "description": "Socket i binds start_port + i; 0: ports the system chooses.",
-                "anyOf": [{"type": "integer", "minimum": 0, "maximum": 65535}, {"type": "string", "minLength": 1}]
-            },
-            "extract_packet_func": text,
-            "id_function": text,
-            "index_function": {
-                "type": "object",
-                "required": ["function"],
-                "additionalProperties": false,
-                "properties": {"function": text, "args": {"type": "array", "items": {"$ref": "#/$defs/arg"}}}
-            }
-        }
+        "properties": network_properties(&json!({"$ref": "#/$defs/factor"}), start_port, json!("object"))
     })
 }
 
 /// `{"type": T, "value": V}`: the type names come from [`LiteralType::ALL`] (as the parser reads
 /// them), each with the shape of its value.
 fn typed_literal() -> Json {
-    let mut names = Vec::new();
     let mut cases = Vec::new();
     for ty in LiteralType::ALL {
-        let vec_name = format!("Vec<{}>", ty.name());
         cases.push(case(ty.name(), value_schema(ty)));
-        cases.push(case(&vec_name, json!({"type": "array", "items": value_schema(ty)})));
-        names.push(json!(ty.name()));
-        names.push(json!(vec_name));
+        cases.push(case(&format!("Vec<{}>", ty.name()), json!({"type": "array", "items": value_schema(ty)})));
     }
-    json!({
-        "description": "A typed value; Vec<T> is a list of values of the scalar type T (no nesting).",
-        "type": "object",
-        "required": ["type", "value"],
-        "additionalProperties": false,
-        "properties": {"type": {"enum": names}, "value": true},
-        "allOf": cases
-    })
+    with(
+        closed_object(&["type", "value"], json!({"type": {"enum": type_names()}, "value": true})),
+        json!({
+            "description": "A typed value; Vec<T> is a list of values of the scalar type T (no nesting).",
+            "allOf": cases
+        }),
+    )
 }
 
 /// The value shape for type `name`, applied when `"type"` is `name`.
@@ -332,4 +280,75 @@ fn int_range(min: impl Into<Json>, max: impl Into<Json>) -> Json {
 /// A decimal integer as a string, with the given sign prefix.
 fn decimal(sign: &str) -> Json {
     json!({"type": "string", "pattern": format!(r"^\s*{sign}[0-9]+\s*$")})
+}
+
+// What both dialects' schemas are made of (`v12/schema.rs` uses these too).
+
+/// An object with these `properties` and no other, the `required` ones among them.
+pub(super) fn closed_object(required: &[&str], properties: Json) -> Json {
+    json!({"type": "object", "required": required, "additionalProperties": false, "properties": properties})
+}
+
+/// `schema` with the keys of `more` (an object) added.
+pub(super) fn with(mut schema: Json, more: Json) -> Json {
+    if let (Json::Object(keys), Json::Object(more)) = (&mut schema, more) {
+        keys.extend(more);
+    }
+    schema
+}
+
+/// A name: a non-empty string.
+pub(super) fn name() -> Json {
+    json!({"type": "string", "minLength": 1})
+}
+
+/// The type names of the typed literals, in [`LiteralType::ALL`]'s order: each scalar type, then
+/// its `Vec<T>`.
+pub(super) fn type_names() -> Vec<Json> {
+    let mut names = Vec::new();
+    for ty in LiteralType::ALL {
+        names.push(json!(ty.name()));
+        names.push(json!(format!("Vec<{}>", ty.name())));
+    }
+    names
+}
+
+/// An edge argument, `{"type": "$res" | "$dep" | "$barrier", "predecessor": {"name", ...}}`: the
+/// predecessor object holds its name and the dialect's `selection` properties, plus the keys of
+/// `predecessor_more`.
+pub(super) fn edge(description: &str, selection: Json, predecessor_more: Json) -> Json {
+    let predecessor = with(closed_object(&["name"], with(json!({"name": name()}), selection)), predecessor_more);
+    with(
+        closed_object(
+            &["type", "predecessor"],
+            json!({"type": {"enum": ["$res", "$dep", "$barrier"]}, "predecessor": predecessor}),
+        ),
+        json!({"description": description}),
+    )
+}
+
+/// The properties of a `network_config` block: its counts of the shape `count`, the dialect's
+/// `start_port`, and an `index_function` whose object is of the JSON type `index_function_type`.
+pub(super) fn network_properties(count: &Json, start_port: Json, index_function_type: Json) -> Json {
+    let text = json!({"type": "string"});
+    let index_function = with(
+        closed_object(
+            &["function"],
+            json!({"function": text, "args": {"type": "array", "items": {"$ref": "#/$defs/arg"}}}),
+        ),
+        json!({"type": index_function_type}),
+    );
+    json!({
+        "socket_type": {"enum": ["udp", "tcp", "UDP", "TCP"]},
+        "num_sockets": count,
+        "packet_length": count,
+        "frame_packets": count,
+        "stream_packets": count,
+        "buffer_depth": count,
+        "address": text,
+        "start_port": start_port,
+        "extract_packet_func": text,
+        "id_function": text,
+        "index_function": index_function
+    })
 }

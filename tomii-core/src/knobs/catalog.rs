@@ -271,6 +271,21 @@ pub const CATALOG: &[Knob] = &[
         simulate_default: None,
     },
     Knob {
+        name: "pin_workers",
+        cli: "--pin-workers",
+        kind: Kind::Bool,
+        default: Preset::Bool(false),
+        domain: Domain::Bool,
+        role: Role::Perf,
+        description: "Pin worker w to the (w mod n)-th of the n CPUs the process may use, for the run",
+        search_hint: "on for measurements on an otherwise idle machine with workers <= CPUs (steadier caches and \
+            timings); off on a shared machine, where a pinned worker waits for its one CPU",
+        takes: Takes::RUN.and(Takes::SESSION),
+        flag: Flag::PLAIN,
+        apply: |s, v| s.run.pin_workers = v.flag(),
+        simulate_default: None,
+    },
+    Knob {
         name: "task_timing",
         cli: "--no-task-timing",
         kind: Kind::Bool,

@@ -10,6 +10,7 @@ mod decisions;
 mod outputs;
 mod settings;
 mod timer;
+mod timing;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use std::time::Duration;
 pub use outputs::{Outputs, Written, check_writable, write_report};
 pub use settings::{Files, RecordAt, Settings, TraceFormat, settings};
 pub use timer::StopTimer;
+pub use timing::{Record, Timing};
 
 use crate::engine::{self, HangFn, ProgressFn, Report, RunConfig, RunError, RunFailure, RunOutcome, Session};
 use crate::graph::CompiledGraph;
@@ -101,15 +103,14 @@ impl Launch {
         }
         let _timer = self.start_timer(&mut config)?;
         let graph = &*self.input.graph;
-        if graph.network.is_none() {
+        let Some(source) = NetworkSource::for_graph(graph, kernels, &config)? else {
             return engine::run_keeping_partial(graph, kernels, scheduler, &config);
-        }
-        let source = NetworkSource::bind(graph, kernels, &config)?;
+        };
         if let Some(say) = &hooks.on_listening {
             say(&source.describe());
         }
         let result = engine::run_with_keeping_partial(graph, kernels, scheduler, &config, &source);
-        with_outputs(result, source.into_outputs())
+        engine::with_outputs(result, source.into_outputs())
     }
 
     /// Opens a session: the run kept open, fed frames by the program.
@@ -159,25 +160,6 @@ impl Launch {
         let timer = StopTimer::start(stop, Arc::clone(&self.timed_out), limit)
             .map_err(|error| RunError::Config(format!("cannot start the max_runtime_s timer: {error}")))?;
         Ok(Some(timer))
-    }
-}
-
-/// The run's outcome, whole or partial, with the outputs its source collected.
-fn with_outputs(
-    result: Result<RunOutcome, RunFailure>,
-    outputs: Vec<engine::FrameOutputs>,
-) -> Result<RunOutcome, RunFailure> {
-    match result {
-        Ok(mut outcome) => {
-            outcome.outputs = outputs;
-            Ok(outcome)
-        }
-        Err(mut failure) => {
-            if let Some(partial) = &mut failure.partial {
-                partial.outputs = outputs;
-            }
-            Err(failure)
-        }
     }
 }
 

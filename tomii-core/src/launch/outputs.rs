@@ -9,12 +9,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::cli::timing::{Record, Timing};
 use crate::engine::{ChromeLayout, ChromeTraceFile, Report, RunConfig, TraceTap};
 use crate::graph::CompiledGraph;
 use crate::replay::DecisionsFile;
 
-use super::Files;
+use super::{Files, Record, Timing};
 
 /// A run's files, open.
 pub struct Outputs {

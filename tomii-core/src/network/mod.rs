@@ -42,7 +42,7 @@ impl Default for NetworkOptions {
     }
 }
 
-/// When a packet's instance may run.
+/// When a packet's instance may run (its words, `Choice::word`, are declared with the knob catalog).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dispatch {
     /// As soon as the packet arrives: a frame starts at its first packet.
@@ -60,24 +60,6 @@ pub enum WhenBusy {
     /// It waits in the window, holding its packets, and opens when a slot is free; the receivers
     /// go on reading (they wait only for a frame id beyond the window).
     Wait,
-}
-
-impl Dispatch {
-    pub fn name(self) -> &'static str {
-        match self {
-            Dispatch::Packet => "packet",
-            Dispatch::Frame => "frame",
-        }
-    }
-}
-
-impl WhenBusy {
-    pub fn name(self) -> &'static str {
-        match self {
-            WhenBusy::Drop => "drop",
-            WhenBusy::Wait => "wait",
-        }
-    }
 }
 
 /// Bytes of the packet header the runtime reads when a graph names no `id_function` or

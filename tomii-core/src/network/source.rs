@@ -30,6 +30,7 @@ use super::window::{Cause, Counts, Shape, Verdict, Window};
 use super::{Dispatch, NetworkOptions, WhenBusy, read_header};
 use crate::engine::{Capabilities, Door, FrameDone, FrameOutputs, FrameSource, NextFrame, RunConfig, RunError};
 use crate::graph::{CompiledGraph, NetworkConfig};
+use crate::knobs::Choice;
 use crate::plugin::{Kernel, KernelSet};
 
 /// The most bytes of packet buffers a network source makes.
@@ -340,8 +341,8 @@ impl NetworkSource {
             "ports": self.ports,
             "receiver_threads": options.receiver_threads.min(self.ports.len() as u32),
             "recv_buffer_bytes": self.recv_buffer,
-            "dispatch": options.dispatch.name(),
-            "on_slots_busy": options.on_slots_busy.name(),
+            "dispatch": options.dispatch.word(),
+            "on_slots_busy": options.on_slots_busy.word(),
             "frame_timeout_ms": options.frame_timeout.as_millis() as u64,
             "frame_window": options.frame_window,
             "packet_length": shared.config.packet_length,

@@ -10,6 +10,7 @@ use rand_distr::{Distribution, LogNormal};
 use rand_pcg::Pcg64Mcg;
 use serde::{Deserialize, Serialize};
 
+use crate::engine::CSV_COLUMNS;
 use crate::graph::{ArgSource, CompiledGraph, quote_name};
 
 /// One node's durations, in nanoseconds.
@@ -66,7 +67,7 @@ impl CostSpec {
     pub fn read(path: &Path) -> Result<CostSpec, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|error| format!("{}: cannot read the cost model: {error}", path.display()))?;
-        if text.starts_with("node,instance,frame,") {
+        if text.starts_with(&CSV_COLUMNS.join(",")) {
             return CostSpec::from_trace(&text).map_err(|error| format!("{}: {error}", path.display()));
         }
         serde_json::from_str(&text).map_err(|error| {
@@ -83,12 +84,7 @@ impl CostSpec {
     pub fn from_trace(text: &str) -> Result<CostSpec, String> {
         let mut nodes: BTreeMap<String, Vec<u64>> = BTreeMap::new();
         for (number, line) in text.lines().enumerate().skip(1).filter(|(_, line)| !line.is_empty()) {
-            let bad = || {
-                format!(
-                    "line {}: not a trace row (node,instance,frame,slot,worker,ready_ns,start_ns,end_ns)",
-                    number + 1
-                )
-            };
+            let bad = || format!("line {}: not a trace row ({})", number + 1, CSV_COLUMNS.join(","));
             // The node name may be quoted (and hold commas): the numbers are the last 7 fields.
             let fields: Vec<&str> = line.rsplitn(8, ',').collect();
             let [end, start, ..] = fields[..] else { return Err(bad()) };

@@ -26,58 +26,23 @@
 
 #define _POSIX_C_SOURCE 200809L
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "tomii/tomii.h"
+#include "task_ring.h"
 
 #ifndef AFTER
 #define AFTER 5
 #endif
 
 typedef struct Crash {
-    pthread_mutex_t lock;
-    TomiiTask *ring;
-    size_t cap;          /* init->max_ready */
-    size_t head;         /* index of the oldest task */
-    size_t len;          /* tasks held */
+    LockedRing queue;    /* first: the state is made by locked_ring_create */
     uint64_t handed_out; /* tasks handed out */
     int overran;         /* CRASH_OVERRUN wrote past `max` once */
 } Crash;
-
-static void write_error(TomiiErrorBuf err, const char *what) {
-    if (err.ptr != NULL && err.cap > 0) {
-        snprintf(err.ptr, err.cap, "%s", what);
-    }
-}
-
-/* The state of a correct FIFO. */
-__attribute__((unused)) static int32_t create_fifo(const TomiiSchedInit *init, void **state, TomiiErrorBuf err) {
-    if (init->struct_size < sizeof(TomiiSchedInit)) {
-        write_error(err, "the host's init block is smaller than this scheduler's");
-        return TOMII_ERR;
-    }
-    if (init->max_ready == 0 || init->max_ready > SIZE_MAX / sizeof(TomiiTask)) {
-        write_error(err, "max_ready is 0 or too large for one queue");
-        return TOMII_ERR;
-    }
-    Crash *crash = calloc(1, sizeof *crash);
-    TomiiTask *ring = malloc((size_t)init->max_ready * sizeof(TomiiTask));
-    if (crash == NULL || ring == NULL || pthread_mutex_init(&crash->lock, NULL) != 0) {
-        free(crash);
-        free(ring);
-        write_error(err, "out of memory");
-        return TOMII_ERR;
-    }
-    crash->ring = ring;
-    crash->cap = (size_t)init->max_ready;
-    *state = crash;
-    return TOMII_OK;
-}
 
 static int32_t crash_create(const TomiiSchedInit *init, void **state, TomiiErrorBuf err) {
 #if defined(NULL_CREATE)
@@ -88,22 +53,15 @@ static int32_t crash_create(const TomiiSchedInit *init, void **state, TomiiError
     (void)init, (void)state, (void)err;
     return TOMII_ERR;
 #else
-    return create_fifo(init, state, err);
+    return locked_ring_create(sizeof(Crash), 0, init, state, err); /* a correct FIFO's */
 #endif
-}
-
-static void crash_destroy(void *state) {
-    Crash *crash = state;
-    pthread_mutex_destroy(&crash->lock);
-    free(crash->ring);
-    free(crash);
 }
 
 /* Whether AFTER tasks were handed out: the misbehaviour is due. */
 __attribute__((unused)) static int due(Crash *crash) {
-    pthread_mutex_lock(&crash->lock);
+    pthread_mutex_lock(&crash->queue.lock);
     int due = crash->handed_out >= AFTER;
-    pthread_mutex_unlock(&crash->lock);
+    pthread_mutex_unlock(&crash->queue.lock);
     return due;
 }
 
@@ -121,29 +79,10 @@ static int32_t crash_push(void *state, uint32_t worker, const TomiiTask *tasks, 
         spin_forever();
     }
 #endif
-    pthread_mutex_lock(&crash->lock);
-    if (n > crash->cap - crash->len) {
-        pthread_mutex_unlock(&crash->lock);
-        return TOMII_ERR;
-    }
-    for (size_t i = 0; i < n; i++) {
-        crash->ring[(crash->head + crash->len) % crash->cap] = tasks[i];
-        crash->len++;
-    }
-    pthread_mutex_unlock(&crash->lock);
-    return TOMII_OK;
-}
-
-/* Removes the task at position `at` (0 = oldest), keeping the others in order. */
-static void remove_at(Crash *crash, size_t at) {
-    if (at == 0) {
-        crash->head = (crash->head + 1) % crash->cap;
-    } else {
-        for (size_t j = at; j + 1 < crash->len; j++) {
-            crash->ring[(crash->head + j) % crash->cap] = crash->ring[(crash->head + j + 1) % crash->cap];
-        }
-    }
-    crash->len--;
+    pthread_mutex_lock(&crash->queue.lock);
+    int32_t status = ring_push(&crash->queue.ring, tasks, n);
+    pthread_mutex_unlock(&crash->queue.lock);
+    return status;
 }
 
 /* Recurses `depth` times, each call with a frame of its own: given a huge depth, overflows the
@@ -204,17 +143,8 @@ static int32_t crash_pop(void *state, uint32_t worker, TomiiTask *out, size_t ma
     nanosleep(&pause, NULL);
 #endif
     crash_if_due(crash);
-    size_t count = 0;
-    pthread_mutex_lock(&crash->lock);
-    for (size_t at = 0; at < crash->len && count < max;) {
-        const TomiiTask *task = &crash->ring[(crash->head + at) % crash->cap];
-        if (task->worker_lo <= worker && worker < task->worker_hi) {
-            out[count++] = *task;
-            remove_at(crash, at);
-        } else {
-            at++;
-        }
-    }
+    pthread_mutex_lock(&crash->queue.lock);
+    size_t count = ring_pop(&crash->queue.ring, worker, out, max);
 #ifdef CRASH_OVERRUN
     if (crash->handed_out >= AFTER && count > 0 && !crash->overran) {
         out[max] = out[0]; /* one descriptor past the end of the buffer the host lent */
@@ -222,7 +152,7 @@ static int32_t crash_pop(void *state, uint32_t worker, TomiiTask *out, size_t ma
     }
 #endif
     crash->handed_out += count;
-    pthread_mutex_unlock(&crash->lock);
+    pthread_mutex_unlock(&crash->queue.lock);
     *n_out = count;
     return TOMII_OK;
 }
@@ -230,7 +160,7 @@ static int32_t crash_pop(void *state, uint32_t worker, TomiiTask *out, size_t ma
 static const TomiiSchedulerVtable VTABLE = {
     .header = {TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR, sizeof(TomiiSchedulerVtable), 0, "c-crash"},
     .create = crash_create,
-    .destroy = crash_destroy,
+    .destroy = locked_ring_destroy,
     .push = crash_push,
     .pop = crash_pop,
 };

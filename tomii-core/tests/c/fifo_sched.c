@@ -18,93 +18,36 @@
 
 #define _POSIX_C_SOURCE 200809L
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tomii/tomii.h"
+#include "task_ring.h"
 
 typedef struct Fifo {
-    pthread_mutex_t lock;
-    TomiiTask *ring;
-    size_t cap;  /* init->max_ready */
-    size_t head; /* index of the oldest task */
-    size_t len;  /* tasks held */
+    LockedRing queue; /* first: the state is made by locked_ring_create */
     uint64_t pushed;
     uint64_t popped;
     const char *error; /* static message of the last failed push */
 } Fifo;
 
-static void write_error(TomiiErrorBuf err, const char *what, const char *detail) {
-    if (err.ptr != NULL && err.cap > 0) {
-        snprintf(err.ptr, err.cap, "%s%s", what, detail);
-    }
-}
-
 static int32_t fifo_create(const TomiiSchedInit *init, void **state, TomiiErrorBuf err) {
-    if (init->struct_size < sizeof(TomiiSchedInit)) {
-        write_error(err, "the host's init block is smaller than this scheduler's", "");
-        return TOMII_ERR;
-    }
-    if (init->knob_count > 0) {
-        write_error(err, "bad option ", init->knobs[0].key);
-        return TOMII_ERR;
-    }
-    if (init->max_ready == 0 || init->max_ready > SIZE_MAX / sizeof(TomiiTask)) {
-        write_error(err, "max_ready is 0 or too large for one queue", "");
-        return TOMII_ERR;
-    }
-    Fifo *fifo = calloc(1, sizeof *fifo);
-    TomiiTask *ring = malloc((size_t)init->max_ready * sizeof(TomiiTask));
-    if (fifo == NULL || ring == NULL || pthread_mutex_init(&fifo->lock, NULL) != 0) {
-        free(fifo);
-        free(ring);
-        write_error(err, "out of memory", "");
-        return TOMII_ERR;
-    }
-    fifo->ring = ring;
-    fifo->cap = (size_t)init->max_ready;
-    *state = fifo;
-    return TOMII_OK;
-}
-
-static void fifo_destroy(void *state) {
-    Fifo *fifo = state;
-    pthread_mutex_destroy(&fifo->lock);
-    free(fifo->ring);
-    free(fifo);
+    return locked_ring_create(sizeof(Fifo), 1, init, state, err);
 }
 
 static int32_t fifo_push(void *state, uint32_t worker, const TomiiTask *tasks, size_t n) {
     (void)worker;
     Fifo *fifo = state;
-    pthread_mutex_lock(&fifo->lock);
-    if (n > fifo->cap - fifo->len) {
+    pthread_mutex_lock(&fifo->queue.lock);
+    if (ring_push(&fifo->queue.ring, tasks, n) != TOMII_OK) {
         fifo->error = "queue full: more tasks pushed and not popped than init->max_ready";
-        pthread_mutex_unlock(&fifo->lock);
+        pthread_mutex_unlock(&fifo->queue.lock);
         return TOMII_ERR;
     }
-    for (size_t i = 0; i < n; i++) {
-        fifo->ring[(fifo->head + fifo->len) % fifo->cap] = tasks[i];
-        fifo->len++;
-    }
     fifo->pushed += n;
-    pthread_mutex_unlock(&fifo->lock);
+    pthread_mutex_unlock(&fifo->queue.lock);
     return TOMII_OK;
-}
-
-/* Removes the task at position `at` (0 = oldest), keeping the others in order. */
-static void remove_at(Fifo *fifo, size_t at) {
-    if (at == 0) {
-        fifo->head = (fifo->head + 1) % fifo->cap;
-    } else {
-        for (size_t j = at; j + 1 < fifo->len; j++) {
-            fifo->ring[(fifo->head + j) % fifo->cap] = fifo->ring[(fifo->head + j + 1) % fifo->cap];
-        }
-    }
-    fifo->len--;
 }
 
 static int32_t fifo_pop(void *state, uint32_t worker, TomiiTask *out, size_t max, size_t *n_out) {
@@ -125,35 +68,28 @@ static int32_t fifo_pop(void *state, uint32_t worker, TomiiTask *out, size_t max
         }
     }
 #endif
-    size_t count = 0;
-    pthread_mutex_lock(&fifo->lock);
-    for (size_t at = 0; at < fifo->len && count < max;) {
-        const TomiiTask *task = &fifo->ring[(fifo->head + at) % fifo->cap];
-        if (task->worker_lo <= worker && worker < task->worker_hi) {
+    pthread_mutex_lock(&fifo->queue.lock);
+    size_t count = ring_pop(&fifo->queue.ring, worker, out, max);
 #ifdef POP_HANDLES
-            memset(&out[count], 0xA5, sizeof out[count]);
-            out[count++].handle = task->handle;
-#else
-            out[count++] = *task;
-#endif
-            remove_at(fifo, at);
-        } else {
-            at++;
-        }
+    for (size_t i = 0; i < count; i++) {
+        uint64_t handle = out[i].handle;
+        memset(&out[i], 0xA5, sizeof out[i]);
+        out[i].handle = handle;
     }
+#endif
     fifo->popped += count;
-    pthread_mutex_unlock(&fifo->lock);
+    pthread_mutex_unlock(&fifo->queue.lock);
     *n_out = count;
     return TOMII_OK;
 }
 
 static size_t fifo_stats(void *state, char *buf, size_t cap) {
     Fifo *fifo = state;
-    pthread_mutex_lock(&fifo->lock);
+    pthread_mutex_lock(&fifo->queue.lock);
     int needed = snprintf(buf, cap, "{\"pushed\":%llu,\"popped\":%llu,\"held\":%llu}",
                           (unsigned long long)fifo->pushed, (unsigned long long)fifo->popped,
-                          (unsigned long long)fifo->len);
-    pthread_mutex_unlock(&fifo->lock);
+                          (unsigned long long)fifo->queue.ring.len);
+    pthread_mutex_unlock(&fifo->queue.lock);
 #ifdef HUGE_STATS
     return (size_t)1 << 40;
 #endif
@@ -162,9 +98,9 @@ static size_t fifo_stats(void *state, char *buf, size_t cap) {
 
 static const char *fifo_last_error(void *state) {
     Fifo *fifo = state;
-    pthread_mutex_lock(&fifo->lock);
+    pthread_mutex_lock(&fifo->queue.lock);
     const char *error = fifo->error;
-    pthread_mutex_unlock(&fifo->lock);
+    pthread_mutex_unlock(&fifo->queue.lock);
     return error;
 }
 
@@ -177,7 +113,7 @@ static const char *fifo_last_error(void *state) {
 static const TomiiSchedulerVtable VTABLE = {
     .header = {TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR, sizeof(TomiiSchedulerVtable), FLAGS, "c-fifo"},
     .create = fifo_create,
-    .destroy = fifo_destroy,
+    .destroy = locked_ring_destroy,
     .push = fifo_push,
     .pop = fifo_pop,
     .stats = fifo_stats,

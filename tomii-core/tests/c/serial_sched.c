@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "tomii/tomii.h"
+#include "task_ring.h"
 
 _Static_assert(sizeof(atomic_ulong) == 8, "the test reads these counters as 64-bit atomics");
 
@@ -33,66 +33,33 @@ static void leave(void) {
     atomic_fetch_sub(&inside, 1);
 }
 
-typedef struct Ring {
-    TomiiTask *tasks;
-    size_t cap, head, len;
-} Ring;
-
-static int32_t ring_create(const TomiiSchedInit *init, void **state, TomiiErrorBuf err) {
+static int32_t serial_create(const TomiiSchedInit *init, void **state, TomiiErrorBuf err) {
     (void)err;
-    Ring *ring = calloc(1, sizeof *ring);
-    if (ring == NULL || init->max_ready == 0) {
+    TaskRing *ring = calloc(1, sizeof *ring);
+    if (ring == NULL || init->max_ready == 0 || ring_init(ring, init) != TOMII_OK) {
         free(ring);
         return TOMII_ERR;
     }
-    ring->tasks = malloc((size_t)init->max_ready * sizeof(TomiiTask));
-    if (ring->tasks == NULL) {
-        free(ring);
-        return TOMII_ERR;
-    }
-    ring->cap = (size_t)init->max_ready;
     *state = ring;
     return TOMII_OK;
 }
 
-static void ring_destroy(void *state) {
-    Ring *ring = state;
-    free(ring->tasks);
-    free(ring);
+static void serial_destroy(void *state) {
+    ring_free(state);
+    free(state);
 }
 
-static int32_t ring_push(void *state, uint32_t worker, const TomiiTask *tasks, size_t n) {
+static int32_t serial_push(void *state, uint32_t worker, const TomiiTask *tasks, size_t n) {
     (void)worker;
-    Ring *ring = state;
     enter();
-    int32_t status = TOMII_OK;
-    if (n > ring->cap - ring->len) {
-        status = TOMII_ERR;
-    } else {
-        for (size_t i = 0; i < n; i++) {
-            ring->tasks[(ring->head + ring->len++) % ring->cap] = tasks[i];
-        }
-    }
+    int32_t status = ring_push(state, tasks, n);
     leave();
     return status;
 }
 
-static int32_t ring_pop(void *state, uint32_t worker, TomiiTask *out, size_t max, size_t *n_out) {
-    Ring *ring = state;
+static int32_t serial_pop(void *state, uint32_t worker, TomiiTask *out, size_t max, size_t *n_out) {
     enter();
-    size_t count = 0;
-    /* The oldest task whose worker range holds `worker`, one at a time. */
-    for (size_t at = 0; at < ring->len && count < max; at++) {
-        TomiiTask *task = &ring->tasks[(ring->head + at) % ring->cap];
-        if (task->worker_lo <= worker && worker < task->worker_hi) {
-            out[count++] = *task;
-            for (size_t j = at; j + 1 < ring->len; j++) {
-                ring->tasks[(ring->head + j) % ring->cap] = ring->tasks[(ring->head + j + 1) % ring->cap];
-            }
-            ring->len--;
-            at--;
-        }
-    }
+    size_t count = ring_pop(state, worker, out, max);
     leave();
     *n_out = count;
     return TOMII_OK;
@@ -125,10 +92,10 @@ static void frame_done_hook(void *state, uint64_t frame, uint32_t slot, uint64_t
 static const TomiiSchedulerVtable VTABLE = {
     .header = {TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR, sizeof(TomiiSchedulerVtable), TOMII_SCHED_SERIAL,
                "c-serial"},
-    .create = ring_create,
-    .destroy = ring_destroy,
-    .push = ring_push,
-    .pop = ring_pop,
+    .create = serial_create,
+    .destroy = serial_destroy,
+    .push = serial_push,
+    .pop = serial_pop,
     .task_started = task_hook,
     .task_completed = task_done_hook,
     .frame_started = frame_hook,

@@ -11,6 +11,7 @@ use tomii_types::kernel::Value;
 use super::body::{BoundCondition, NodeRun, usize_value};
 use super::records::Records;
 use super::setup::{bind_conditions, templates};
+use crate::engine::affinity::Placement;
 use crate::engine::source::FrameSource;
 use crate::engine::{RunConfig, RunError};
 use crate::graph::{ArgSource, CompiledGraph, Literal, quote_name};
@@ -49,6 +50,8 @@ pub(super) struct Plan<'a> {
     pub(super) timing: bool,
     /// Whether the scheduler has a task hook (set once the scheduler is created).
     pub(super) task_hooks: bool,
+    /// The CPUs the workers are pinned to (`RunConfig::pin_workers`), read on the host thread.
+    pub(super) placement: Option<Placement>,
 }
 
 impl<'a> Plan<'a> {
@@ -86,6 +89,7 @@ impl<'a> Plan<'a> {
         let templates = templates(graph, config.workers);
         let records = Records::new(graph, config.workers, &runs, node_names, &keeps_result, &is_sink, templates);
         let tracing = config.trace || config.trace_file.is_some() || !config.trace_taps.is_empty();
+        let placement = config.pin_workers.then(Placement::of_this_thread).transpose().map_err(RunError::Config)?;
         Ok(Plan {
             graph,
             config,
@@ -101,6 +105,7 @@ impl<'a> Plan<'a> {
             tracing,
             timing: config.task_timing || tracing || plugin.needs_timing(),
             task_hooks: false,
+            placement,
         })
     }
 }

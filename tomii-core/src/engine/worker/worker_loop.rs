@@ -44,6 +44,14 @@ impl Engine<'_> {
     pub(super) fn worker_main(&self, worker: u32) -> WorkerResult {
         self.shared.sleep.register(worker);
         let mut local = self.local(worker);
+        // Pinned for this run only: the guard gives the pooled thread back its CPUs.
+        let _pinned = match self.plan.placement.as_ref().map(|placement| placement.pin(worker)).transpose() {
+            Ok(pinned) => pinned,
+            Err(error) => {
+                self.fail(RunError::Config(error));
+                return (local.counters, local.trace.into_chunk(), local.latency);
+            }
+        };
         // The buffer the scheduler pops into, apart from `local`: its descriptors are read in place.
         let mut popped = PopBuffer::new(self.plan.config.pop_batch as usize);
         while let Some(count) = self.next_tasks(&mut local, &mut popped) {

@@ -6,7 +6,7 @@
 
 use serde_json::{Value as Json, json};
 
-use super::super::literal::LiteralType;
+use super::super::schema::{self as shared, closed_object, name, network_properties, type_names, with};
 
 /// The JSON Schema of a Tomii 1.2 graph file.
 pub fn schema() -> Json {
@@ -47,118 +47,96 @@ pub fn schema() -> Json {
                 "properties": {"type": true, "value": true, "condition": legacy_condition()},
                 "unevaluatedProperties": false
             },
-            "ref": {
-                "description": "An initialization by name; \"$index\" is the instance's index, \"$workers\" the \
-                    worker count.",
-                "type": "object",
-                "required": ["type", "value"],
-                "additionalProperties": false,
-                "properties": {"type": {"const": "$ref"}, "value": {"type": "string", "minLength": 1}}
-            },
-            "context": {
-                "description": "Older spellings: $factor is the instance's index, $worker the worker count.",
-                "type": "object",
-                "required": ["type"],
-                "additionalProperties": false,
-                "properties": {"type": {"enum": ["$factor", "$worker"]}}
-            },
+            "ref": with(
+                closed_object(&["type", "value"], json!({"type": {"const": "$ref"}, "value": name()})),
+                json!({
+                    "description": "An initialization by name; \"$index\" is the instance's index, \"$workers\" \
+                        the worker count."
+                })
+            ),
+            "context": with(
+                closed_object(&["type"], json!({"type": {"enum": ["$factor", "$worker"]}})),
+                json!({"description": "Older spellings: $factor is the instance's index, $worker the worker count."})
+            ),
             "edge": edge()
         }
     })
 }
 
 fn initialization() -> Json {
-    json!({
-        "description": "A constant {\"name\", \"args\": [one typed value]}, or computed {\"name\", \"function\", \
-            \"args\", \"factor\"}.",
-        "type": "object",
-        "required": ["name"],
-        "additionalProperties": false,
-        "properties": {
-            "name": {"type": "string", "minLength": 1},
-            "function": {"type": ["string", "null"]},
-            "func": {"type": ["string", "null"]},
-            "args": {"type": ["array", "null"], "items": {"$ref": "#/$defs/arg"}},
-            "factor": {"$ref": "#/$defs/count"}
-        },
-        "anyOf": [
-            {"required": ["function"]},
-            {"required": ["func"]},
-            {
-                "required": ["args"],
-                "not": {"required": ["factor"]},
-                "properties": {"args": {"type": "array", "minItems": 1, "maxItems": 1, "items": {"$ref": "#/$defs/literal"}}}
-            }
-        ]
-    })
+    let properties = json!({
+        "name": name(),
+        "function": {"type": ["string", "null"]},
+        "func": {"type": ["string", "null"]},
+        "args": {"type": ["array", "null"], "items": {"$ref": "#/$defs/arg"}},
+        "factor": {"$ref": "#/$defs/count"}
+    });
+    let constant = json!({"type": "array", "minItems": 1, "maxItems": 1, "items": {"$ref": "#/$defs/literal"}});
+    with(
+        closed_object(&["name"], properties),
+        json!({
+            "description": "A constant {\"name\", \"args\": [one typed value]}, or computed {\"name\", \
+                \"function\", \"args\", \"factor\"}.",
+            "anyOf": [
+                {"required": ["function"]},
+                {"required": ["func"]},
+                {"required": ["args"], "not": {"required": ["factor"]}, "properties": {"args": constant}}
+            ]
+        }),
+    )
 }
 
 fn node() -> Json {
     let args = json!({"type": ["array", "null"], "items": {"$ref": "#/$defs/arg"}});
-    json!({
-        "type": "object",
-        "required": ["name", "function"],
-        "additionalProperties": false,
-        "properties": {
-            "name": {"type": "string", "minLength": 1},
-            "function": {"type": "string", "minLength": 1},
-            "factor": {"$ref": "#/$defs/count"},
-            "args": args,
-            "priority": {"enum": ["high", "normal", "low", null]},
-            "use_workers": {
-                "description": "\"k\" or \"a-b\" (inclusive).",
-                "anyOf": [{"type": "string", "pattern": r"^\s*[0-9]+\s*(-\s*[0-9]+\s*)?$"}, {"type": "null"}]
-            },
-            "group_size": {"$ref": "#/$defs/count"},
-            "condition": {
-                "type": ["object", "null"],
-                "required": ["operation", "value", "value_type"],
-                "additionalProperties": false,
-                "properties": {
-                    "operation": {"enum": ["Eq", "Neq", "Gt", "Lt"]},
-                    "value": value(),
-                    "value_type": type_name(),
-                    "function": {"type": "string", "minLength": 1},
-                    "func": {"type": "string", "minLength": 1},
-                    "args": args
-                }
-            },
-            "loop": {
-                "type": ["object", "null"],
-                "additionalProperties": false,
-                "properties": {"name": {"type": "string"}, "factor": {"$ref": "#/$defs/count"}}
-            },
-            "loop_args": args
-        }
-    })
+    let properties = json!({
+        "name": name(),
+        "function": name(),
+        "factor": {"$ref": "#/$defs/count"},
+        "args": args,
+        "priority": {"enum": ["high", "normal", "low", null]},
+        "use_workers": {
+            "description": "\"k\" or \"a-b\" (inclusive).",
+            "anyOf": [{"type": "string", "pattern": r"^\s*[0-9]+\s*(-\s*[0-9]+\s*)?$"}, {"type": "null"}]
+        },
+        "group_size": {"$ref": "#/$defs/count"},
+        "condition": {
+            "type": ["object", "null"],
+            "required": ["operation", "value", "value_type"],
+            "additionalProperties": false,
+            "properties": {
+                "operation": {"enum": ["Eq", "Neq", "Gt", "Lt"]},
+                "value": value(),
+                "value_type": type_name(),
+                "function": {"type": "string", "minLength": 1},
+                "func": {"type": "string", "minLength": 1},
+                "args": args
+            }
+        },
+        "loop": {
+            "type": ["object", "null"],
+            "additionalProperties": false,
+            "properties": {"name": {"type": "string"}, "factor": {"$ref": "#/$defs/count"}}
+        },
+        "loop_args": args
+    });
+    closed_object(&["name", "function"], properties)
 }
 
 fn edge() -> Json {
-    json!({
-        "description": "$res passes the selected instances' results; $dep and $barrier only order. The virtual \
-            predecessor \"$network\" reads packets.",
-        "type": "object",
-        "required": ["type", "predecessor"],
-        "additionalProperties": false,
-        "properties": {
-            "type": {"enum": ["$res", "$dep", "$barrier"]},
-            "predecessor": {
-                "type": "object",
-                "required": ["name"],
-                "additionalProperties": false,
-                "properties": {
-                    "name": {"type": "string", "minLength": 1},
-                    "indexes": {
-                        "description": "\"k\" (an offset or a name), \"a,b,c\", or \"a-b\" (a literal end \
-                            inclusive, a name end exclusive); offsets taken modulo the predecessor's factor.",
-                        "type": ["string", "null"]
-                    },
-                    "group_by": {"$ref": "#/$defs/count"}
-                },
-                "not": {"required": ["indexes", "group_by"]}
-            }
-        }
-    })
+    let selection = json!({
+        "indexes": {
+            "description": "\"k\" (an offset or a name), \"a,b,c\", or \"a-b\" (a literal end inclusive, a \
+                name end exclusive); offsets taken modulo the predecessor's factor.",
+            "type": ["string", "null"]
+        },
+        "group_by": {"$ref": "#/$defs/count"}
+    });
+    shared::edge(
+        "$res passes the selected instances' results; $dep and $barrier only order. The virtual predecessor \
+            \"$network\" reads packets.",
+        selection,
+        json!({"not": {"required": ["indexes", "group_by"]}}),
+    )
 }
 
 /// `{"type": T, "value": "..."}`: T one of the scalar types or `Vec<T>`.
@@ -176,23 +154,13 @@ fn value() -> Json {
     json!({
         "anyOf": [
             {"type": "string"},
-            {
-                "type": "object",
-                "required": ["re", "im"],
-                "additionalProperties": false,
-                "properties": {"re": part, "im": part}
-            }
+            closed_object(&["re", "im"], json!({"re": part, "im": part}))
         ]
     })
 }
 
 fn type_name() -> Json {
-    let mut names = Vec::new();
-    for ty in LiteralType::ALL {
-        names.push(json!(ty.name()));
-        names.push(json!(format!("Vec<{}>", ty.name())));
-    }
-    json!({"enum": names})
+    json!({"enum": type_names()})
 }
 
 fn legacy_condition() -> Json {
@@ -209,29 +177,11 @@ fn legacy_condition() -> Json {
 
 fn network_config() -> Json {
     let number = json!({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1}]});
-    let text = json!({"type": "string"});
     json!({
         "description": "Frames made of packets (Tomii 1.2's fields; frame_packets also spelled stream_packets). \
             Numbers may be strings or the names of initializations.",
         "type": ["object", "null"],
         "additionalProperties": false,
-        "properties": {
-            "socket_type": {"enum": ["udp", "tcp", "UDP", "TCP"]},
-            "num_sockets": number,
-            "packet_length": number,
-            "frame_packets": number,
-            "stream_packets": number,
-            "buffer_depth": number,
-            "address": text,
-            "start_port": number,
-            "extract_packet_func": text,
-            "id_function": text,
-            "index_function": {
-                "type": ["object", "null"],
-                "required": ["function"],
-                "additionalProperties": false,
-                "properties": {"function": text, "args": {"type": "array", "items": {"$ref": "#/$defs/arg"}}}
-            }
-        }
+        "properties": network_properties(&number, number.clone(), json!(["object", "null"]))
     })
 }

@@ -2,8 +2,8 @@
 //! FILE`: plain-text statistics) and the scheduler record (`--record FILE`: one CSV row per task
 //! execution). Both are made from the run's trace through trace taps (`RunConfig::trace_taps`),
 //! on the host thread, chunk by chunk as the trace streams in: the workers record exactly what
-//! they record for `--trace`, and memory stays constant however long the run. README.md, "Tomii
-//! 1.2's timing file and scheduler record", gives both layouts.
+//! they record for `--trace`, and memory stays constant however long the run. The repository's
+//! README.md, "Tomii 1.2's timing file and scheduler record", gives both layouts.
 //!
 //! Nothing here runs on a worker; a write error is kept and reported once, when the file is done.
 
