@@ -4,7 +4,7 @@
 //! `instructions` binary), and the workloads that `benches/*.rs` (criterion) and the binaries
 //! share. What each benchmark measures is in README.md.
 //!
-//! A leaf crate (ARCHITECTURE.md §2): it depends on tomii-core (and tomii-types, for the task
+//! A leaf crate (scripts/check_deps.py holds it to that): it depends on tomii-core (and tomii-types, for the task
 //! descriptor) only and must never link a scheduler or kernel plugin crate; it loads their dylibs
 //! at run time.
 

@@ -2,7 +2,7 @@
 //! the cargo target directory the running binary was built into (`target/<profile>/`, found from
 //! `current_exe`).
 //!
-//! Never link them instead: bench/ is a leaf that depends on tomii-core only (ARCHITECTURE.md §2).
+//! Never link them instead: bench/ is a leaf that depends on tomii-core only (scripts/check_deps.py).
 //! A missing or unloadable library panics with what to build: there is nothing to measure without.
 
 use std::path::{Path, PathBuf};

@@ -8,7 +8,7 @@
 //!
 //! Every whole run is made in both modes (`common::modes`, tokio's `rt_common.rs` style): a real
 //! run on the engine's threads (`<scheduler>::real::*`) and a simulated one on virtual workers
-//! (`<scheduler>::simulated::*`), which share the host core (ARCHITECTURE.md §5a). So a contract
+//! (`<scheduler>::simulated::*`), which share the host core (`src/host/`). So a contract
 //! check is written once and holds in both; `broken::*` holds a broken scheduler's violations to
 //! the same message in both.
 //!

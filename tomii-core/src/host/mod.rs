@@ -1,5 +1,5 @@
 //! The host core: the part of the host side of the scheduler ABI that does not depend on the
-//! clock, written once and run under both (ARCHITECTURE.md §5a, "One host core, two clocks"). The
+//! clock, written once and run under both (one host core, two clocks). The
 //! real engine (`engine/`) runs it over its atomic slot table and worker threads, the simulator
 //! (`sim/`) over a plain table and an event queue, so a contract check holds in both.
 //!

@@ -2,7 +2,7 @@
 //! dylibs (`scheduler`), kernel libraries (`kernels`) and their calls (`kernel_call`), both
 //! watched by `watchdog`.
 //!
-//! Every check of ARCHITECTURE.md §3–4 happens here, before any plugin code runs beyond its entry
+//! Every check of a plugin (PLUGIN_SCHEDULER_API.md) happens here, before any plugin code runs beyond its entry
 //! symbol: version, table size, NULL callbacks and, for Rust schedulers, the full `abi_stable`
 //! layout. Libraries are never unloaded: their code and static tables live for the process, and each
 //! file is checked once per process (`checked`).
