@@ -104,10 +104,6 @@ def test_the_trace_files_and_the_report(tmp_path: Path) -> None:
 
 
 def test_a_recorded_run_replays_from_the_command(tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
-
     decisions = tmp_path / "run.decisions"
     graph = GRAPHS / "diamond.json"
     result = tomii.run_graph(
@@ -122,18 +118,23 @@ def test_a_recorded_run_replays_from_the_command(tmp_path: Path) -> None:
     lines = decisions.read_text().splitlines()
     assert json.loads(lines[0])["scheduler"]["name"] == "work-stealing"
     assert len(lines) == 1 + result.report.tasks
-    env = {**os.environ, "TOMII_SCHEDULER_PATH": str(TARGET)}
     for extra in ([], ["--simulate"]):
-        done = subprocess.run(
-            # The package's `tomii` command, as its console script runs it.
-            [sys.executable, "-c", CLI, "replay", str(decisions), *extra],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        assert "every worker ran the recorded tasks in the recorded order" in done.stdout
+        assert_replays(decisions, *extra)
+
+
+def assert_replays(decisions: Path, *extra: str) -> None:
+    """`tomii replay DECISIONS` (the package's command, as its console script runs it) makes every
+    worker's recorded order again."""
+    env = {**os.environ, "TOMII_SCHEDULER_PATH": str(TARGET)}
+    done = subprocess.run(
+        [sys.executable, "-c", CLI, "replay", str(decisions), *extra],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "every worker ran the recorded tasks in the recorded order" in done.stdout
 
 
 def test_a_recorded_simulation_replays_with_its_seed_and_costs(tmp_path: Path) -> None:
@@ -155,16 +156,7 @@ def test_a_recorded_simulation_replays_with_its_seed_and_costs(tmp_path: Path) -
     assert (recorded["mode"], recorded["seed"], recorded["workers"]) == ("simulate", 11, 3)
     assert recorded["cost_model"]["default"]["lognormal"]["median_ns"] == 20_000.0
     assert len(rows) == result.report.tasks
-    env = {**os.environ, "TOMII_SCHEDULER_PATH": str(TARGET)}
-    done = subprocess.run(
-        [sys.executable, "-c", CLI, "replay", str(decisions)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "every worker ran the recorded tasks in the recorded order" in done.stdout
+    assert_replays(decisions)
 
 
 def test_a_sweep_in_simulation_spans_virtual_machines() -> None:
