@@ -101,8 +101,8 @@ def runtime_options(entry: str, values: Mapping[str, Any]) -> list[tuple[str, An
             value = [str(path) for path in value]
         elif isinstance(value, (bool, np.bool_)):
             value = bool(value)
-        elif _integer(value) is not None:
-            value = _integer(value)
+        elif (number := _integer(value)) is not None:
+            value = number
         elif isinstance(value, Path):
             value = str(value)
         options.append((name, value))

@@ -66,13 +66,11 @@ def simulate(
     (nothing is printed). Raises what `run_graph` raises; a scheduler
     that breaks its contract raises SchedulerFault with the real run's message, carrying the
     partial result."""
-    from .run import _check_output, _prepare, _run_result
+    from .run import _prepare, _run_result
 
     check_run_options(locals())
     text, source, plugin, _kernels = _prepare(graph, (), scheduler, scheduler_plugin)
     trace_path = None if isinstance(trace, bool) or trace is None else str(trace)
-    for output in (report, trace_path, record_decisions):
-        _check_output(None if output is None else str(output), graph)
     interval = None
     if arrival_interval_us is not None:
         if not arrival_interval_us >= 0:

@@ -143,9 +143,9 @@ impl Launch {
         let mut config = self.settings.run.clone();
         config.trace_file = self.settings.files.csv_trace();
         config.trace_taps.extend(self.outputs.taps());
-        config.stop = hooks.stop.or(config.stop);
-        config.progress = hooks.progress.or(config.progress);
-        config.on_hang = hooks.on_hang.or(config.on_hang);
+        config.stop = hooks.stop;
+        config.progress = hooks.progress;
+        config.on_hang = hooks.on_hang;
         config
     }
 

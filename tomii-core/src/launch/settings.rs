@@ -154,8 +154,7 @@ mod tests {
     /// A knob's catalog default as the value a front end gives for it (none when unset).
     fn default_value(preset: Preset) -> Option<Value> {
         match preset {
-            Preset::Unset => None,
-            Preset::Empty => None,
+            Preset::Unset | Preset::Empty => None,
             Preset::Int(value) => Some(Value::Int(value)),
             Preset::Bool(value) => Some(Value::Bool(value)),
             Preset::Text(text) => Some(Value::Text(text.to_owned())),

@@ -10,7 +10,6 @@ use std::time::Duration;
 /// Sets a run's stop flag once `limit` has passed (`max_runtime_s`): the run then completes the
 /// frames in flight and reports, as after Ctrl-C. Dropping it before cancels it.
 pub struct StopTimer {
-    fired: Arc<AtomicBool>,
     cancel: Option<Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -19,21 +18,13 @@ impl StopTimer {
     /// Starts the timer: after `limit`, it sets `fired` and `stop`.
     pub fn start(stop: Arc<AtomicBool>, fired: Arc<AtomicBool>, limit: Duration) -> std::io::Result<StopTimer> {
         let (cancel, cancelled) = channel::<()>();
-        let thread = {
-            let fired = Arc::clone(&fired);
-            std::thread::Builder::new().name("tomii-max-runtime".into()).spawn(move || {
-                if let Err(RecvTimeoutError::Timeout) = cancelled.recv_timeout(limit) {
-                    fired.store(true, Ordering::Relaxed);
-                    stop.store(true, Ordering::Relaxed);
-                }
-            })?
-        };
-        Ok(StopTimer { fired, cancel: Some(cancel), thread: Some(thread) })
-    }
-
-    /// A flag that tells whether the limit was reached (and the stop requested).
-    pub fn fired(&self) -> Arc<AtomicBool> {
-        Arc::clone(&self.fired)
+        let thread = std::thread::Builder::new().name("tomii-max-runtime".into()).spawn(move || {
+            if let Err(RecvTimeoutError::Timeout) = cancelled.recv_timeout(limit) {
+                fired.store(true, Ordering::Relaxed);
+                stop.store(true, Ordering::Relaxed);
+            }
+        })?;
+        Ok(StopTimer { cancel: Some(cancel), thread: Some(thread) })
     }
 }
 
@@ -52,16 +43,14 @@ mod tests {
 
     #[test]
     fn a_cancelled_timer_never_stops_the_run() {
-        let stop = Arc::new(AtomicBool::new(false));
-        let timer = StopTimer::start(Arc::clone(&stop), Arc::default(), Duration::from_secs(3600)).unwrap();
-        let fired = timer.fired();
+        let (stop, fired) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let timer = StopTimer::start(Arc::clone(&stop), Arc::clone(&fired), Duration::from_secs(3600)).unwrap();
         drop(timer);
         assert!(!stop.load(Ordering::Relaxed) && !fired.load(Ordering::Relaxed));
-        let timer = StopTimer::start(Arc::clone(&stop), Arc::default(), Duration::from_millis(1)).unwrap();
+        let timer = StopTimer::start(Arc::clone(&stop), Arc::clone(&fired), Duration::from_millis(1)).unwrap();
         while !stop.load(Ordering::Relaxed) {
             std::thread::yield_now();
         }
-        let fired = timer.fired();
         drop(timer); // joins the timer's thread: its stores are seen
         assert!(fired.load(Ordering::Relaxed));
     }
