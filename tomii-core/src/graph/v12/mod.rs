@@ -7,6 +7,7 @@
 //! dialects share (names, cycles) is left to the reader. Never panics on any JSON.
 
 mod detect;
+mod grouped;
 mod indexes;
 mod schema;
 mod values;
@@ -23,6 +24,7 @@ use super::error::{Issue, quote};
 use super::literal::Literal;
 use super::spec::NETWORK_INPUT;
 use super::typed::show;
+use grouped::NodeGroups;
 use indexes::Known;
 
 /// A 1.2 file in the current format, with one warning per node whose 1.2 meaning the current
@@ -85,6 +87,10 @@ struct Front {
     consts: HashMap<String, Literal>,
     /// Every node's factor, when known from the file alone.
     factors: HashMap<String, u32>,
+    /// Every node's `group_size` above 1, when known from the file alone.
+    group_sizes: HashMap<String, u32>,
+    /// The groups of the node being read (README.md, "Grouped edges").
+    groups: Option<NodeGroups>,
     /// The worker count of the run the file is loaded for, which a factor of `"$workers"` is.
     workers: Option<u32>,
     warnings: Vec<String>,
@@ -154,6 +160,9 @@ impl Front {
                     Some(factor) => self.factor(factor, &at, "factor")?.1,
                 };
                 factor.map(|f| self.factors.insert(name.to_owned(), f));
+                if let Some(Ok(gs)) = node.get("group_size").filter(|g| !g.is_null()).map(|g| self.group_size(g, &at)) {
+                    self.group_sizes.insert(name.to_owned(), gs as u32);
+                }
             }
         }
         if let Some(Json::Object(network)) = network {
@@ -211,6 +220,9 @@ impl Front {
         let at = format!("node {}", quote(&name));
         check_fields(node, NODE_FIELDS, &at)?;
         let factor = self.factors.get(&name).copied();
+        let groups = NodeGroups::of(node.get("args"), factor, self.group_sizes.get(&name).copied(), &self.known())
+            .map_err(|e| Issue::Invalid(format!("{at} {e}")))?;
+        self.groups = Some(groups);
         let mut out = Map::new();
         let mut notes = Vec::new();
         for (key, value) in node {
@@ -240,6 +252,7 @@ impl Front {
             };
             out.insert(key.clone(), value);
         }
+        self.groups = None;
         if !notes.is_empty() {
             self.warnings.push(format!("{at}: {}", notes.join("; ")));
         }
@@ -377,6 +390,15 @@ impl Front {
                 "{at}: a {edge} argument needs \"predecessor\": {{\"name\": NODE, \"indexes\": ...}}"
             ));
         };
+        if let Some(groups) = &self.groups {
+            let pred_group_size = pred.get("name").and_then(Json::as_str).and_then(|n| self.group_sizes.get(n)).copied();
+            let grouped = groups
+                .edge(pred, edge, pred_group_size, &self.known())
+                .map_err(|e| Issue::Invalid(format!("{at} predecessor: {e}")))?;
+            if let Some(pred) = grouped {
+                return Ok((json!({"type": edge, "predecessor": pred}), None));
+            }
+        }
         let translated = indexes::predecessor(pred, edge, factor, &self.known())
             .map_err(|e| Issue::Invalid(format!("{at} predecessor: {e}")))?;
         let note = translated.note.map(|note| format!("{} {note}", field_of(at)));
