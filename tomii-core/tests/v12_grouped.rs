@@ -158,3 +158,45 @@ fn a_grouped_barrier_with_a_grouped_dep_shares_its_groups() {
         assert_eq!(preds_from(&graph, "x", i, "other"), group, "x[{i}]");
     }
 }
+
+#[test]
+fn a_count_naming_a_computed_initialization_is_refused_naming_field_and_initialization() {
+    let graph = |node: Json, network: Json| {
+        let mut text = json!({
+            "initializations": [
+                {"name": "config", "args": [{"type": "String", "value": "cfg.json"}]},
+                {"name": "antennas", "function": "checksum", "args": [{"type": "$ref", "value": "config"}]}
+            ],
+            "nodes": [{"name": "fft", "function": "checksum", "factor": "4"}, node]
+        });
+        if !network.is_null() {
+            text["network_config"] = network;
+        }
+        match graph::parse_str("mimo.json", &text.to_string()) {
+            Ok(_) => panic!("{text} loads"),
+            Err(e) => e.to_string(),
+        }
+    };
+    let factor = graph(json!({"name": "demul", "function": "checksum", "factor": "antennas"}), Json::Null);
+    assert_mentions_in(
+        &factor,
+        &[r#"node "demul": factor names the computed initialization "antennas""#, "write its value"],
+    );
+    let edge = json!({"type": "$barrier", "predecessor": {"name": "fft", "indexes": "0-4", "group_by": "antennas"}});
+    let group = graph(json!({"name": "demul", "function": "checksum", "args": [edge]}), Json::Null);
+    assert_mentions_in(&group, &[r#"node "demul" args[0] predecessor group_by names the computed initialization"#]);
+    let edge = json!({"type": "$res", "predecessor": {"name": "fft", "indexes": "0-antennas"}});
+    let range = graph(json!({"name": "demul", "function": "checksum", "args": [edge]}), Json::Null);
+    assert_mentions_in(&range, &[r#"indexes "0-antennas" names the computed initialization "antennas""#]);
+    let network = json!({"socket_type": "udp", "num_sockets": "antennas", "packet_length": "64",
+                         "stream_packets": "4", "start_port": "0"});
+    let sockets = graph(json!({"name": "demul", "function": "checksum"}), network);
+    assert_mentions_in(&sockets, &[r#"network_config num_sockets names the computed initialization "antennas""#]);
+}
+
+fn assert_mentions_in(message: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(message.contains(part), "{message}\ndoes not say {part}");
+    }
+    assert!(message.starts_with("mimo.json: ") && !message.contains('\n'), "{message}");
+}

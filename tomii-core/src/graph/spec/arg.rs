@@ -143,8 +143,12 @@ fn groups(json: &Json, pred_at: Place<'_>) -> Result<Groups, Issue> {
         }
     };
     let size = field("size", 1, None)?;
-    let groups =
-        Groups { size, from: field("from", 0, Some(0))?, shared: field("shared", 1, Some(1))?, take: field("take", 1, Some(size))? };
+    let groups = Groups {
+        size,
+        from: field("from", 0, Some(0))?,
+        shared: field("shared", 1, Some(1))?,
+        take: field("take", 1, Some(size))?,
+    };
     if groups.take > groups.size {
         return invalid(format!(
             "{pred_at}: group_by take {} is more than the group's size {}; a group gives at most its own instances",

@@ -48,7 +48,8 @@ impl NodeGroups {
         group_size: Option<u32>,
         known: &Known<'_>,
     ) -> Result<NodeGroups, String> {
-        let mut groups = NodeGroups { factor, group_size: group_size.filter(|&g| g > 1), barrier: None, pairs: HashMap::new() };
+        let mut groups =
+            NodeGroups { factor, group_size: group_size.filter(|&g| g > 1), barrier: None, pairs: HashMap::new() };
         let mut barrier_b: Option<(u64, String)> = None;
         for (k, arg) in args.and_then(Json::as_array).into_iter().flatten().enumerate() {
             let Some(Json::Object(pred)) = arg.get("predecessor") else { continue };
@@ -84,7 +85,8 @@ impl NodeGroups {
             }
         }
         if let Some((b, at)) = barrier_b {
-            let f = factor.ok_or_else(|| format!("{at} predecessor: the node's factor must be known to split it into groups"))?;
+            let f = factor
+                .ok_or_else(|| format!("{at} predecessor: the node's factor must be known to split it into groups"))?;
             let e = u64::from(f) / b;
             if e == 0 || u64::from(f) % b != 0 {
                 return Err(format!(
@@ -142,7 +144,12 @@ impl NodeGroups {
     /// A `$res` with `group_by` (§ "Data" of the fact sheet): a single offset l reads as without
     /// it, or, in a node with a group size, `pred[(i / gs)·E′ + l]`; several offsets (other than
     /// one per instance) give every instance all of them, rotated by its index.
-    fn grouped_res(&self, grouped: &Grouped<'_>, pred_group_size: Option<u32>, known: &Known<'_>) -> Result<Json, String> {
+    fn grouped_res(
+        &self,
+        grouped: &Grouped<'_>,
+        pred_group_size: Option<u32>,
+        known: &Known<'_>,
+    ) -> Result<Json, String> {
         let name = grouped.name;
         if grouped.count == 1 {
             if let Some(gs) = self.group_size {

@@ -6,6 +6,7 @@
 //! Every 1.2 specific is checked here, so an error names the node and the 1.2 field; what both
 //! dialects share (names, cycles) is left to the reader. Never panics on any JSON.
 
+mod computed;
 mod detect;
 mod grouped;
 mod indexes;
@@ -64,6 +65,7 @@ pub(crate) fn translate(root: &Json, workers: Option<u32>) -> Result<Translation
     let inits = inits.iter().enumerate().map(|(k, init)| front.init(init, k)).collect::<Result<Vec<_>, _>>()?;
     let nodes = list(top, "nodes")?;
     let post_nodes = list(top, "post_nodes")?;
+    front.check_computed_counts(nodes, post_nodes, top.get("network_config"))?;
     front.read_factors(nodes, post_nodes, top.get("network_config"))?;
     if !inits.is_empty() {
         out.insert("initializations".to_owned(), Json::Array(inits));
@@ -87,6 +89,8 @@ struct Front {
     consts: HashMap<String, Literal>,
     /// Every node's factor, when known from the file alone.
     factors: HashMap<String, u32>,
+    /// The computed initializations' names (no count may name one).
+    computed: std::collections::HashSet<String>,
     /// Every node's `group_size` above 1, when known from the file alone.
     group_sizes: HashMap<String, u32>,
     /// The groups of the node being read (README.md, "Grouped edges").
@@ -135,6 +139,7 @@ impl Front {
         let Some(function) = function.as_str().filter(|f| !f.is_empty()) else {
             return invalid(format!("{at}: \"function\" must be the name of a kernel, got {}", show(function)));
         };
+        self.computed.insert(name.clone());
         let mut out = Map::new();
         out.insert("name".to_owned(), json!(name));
         out.insert("function".to_owned(), json!(function));
@@ -144,6 +149,22 @@ impl Front {
             out.insert("factor".to_owned(), self.factor(factor, &at, "factor")?.0);
         }
         Ok(Json::Object(out))
+    }
+
+    /// Refuses a count that names a computed initialization (`computed.rs`).
+    fn check_computed_counts(&self, nodes: &[Json], post: &[Json], network: Option<&Json>) -> Result<(), Issue> {
+        if self.computed.is_empty() {
+            return Ok(());
+        }
+        for node in nodes.iter().chain(post) {
+            let Json::Object(node) = node else { continue };
+            let at = format!("node {}", quote(node.get("name").and_then(Json::as_str).unwrap_or_default()));
+            computed::in_node(node, &at, &self.computed).map_err(Issue::Invalid)?;
+        }
+        if let Some(Json::Object(network)) = network {
+            computed::in_network(network, NETWORK_NUMBERS, &self.computed).map_err(Issue::Invalid)?;
+        }
+        Ok(())
     }
 
     /// Every node's (and post-node's, and `$network`'s) factor, before any edge is read: a node
@@ -391,7 +412,8 @@ impl Front {
             ));
         };
         if let Some(groups) = &self.groups {
-            let pred_group_size = pred.get("name").and_then(Json::as_str).and_then(|n| self.group_sizes.get(n)).copied();
+            let pred_group_size =
+                pred.get("name").and_then(Json::as_str).and_then(|n| self.group_sizes.get(n)).copied();
             let grouped = groups
                 .edge(pred, edge, pred_group_size, &self.known())
                 .map_err(|e| Issue::Invalid(format!("{at} predecessor: {e}")))?;
