@@ -200,3 +200,29 @@ fn assert_mentions_in(message: &str, parts: &[&str]) {
     }
     assert!(message.starts_with("mimo.json: ") && !message.contains('\n'), "{message}");
 }
+
+#[test]
+fn tomii_run_prints_one_warning_line_per_kind_and_every_line_with_verbose() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("wavefront.json");
+    let mut nodes = vec![json!({"name": "diag_0", "function": "checksum", "args": [{"type": "u64", "value": "1"}]})];
+    for k in 1..40 {
+        let pred = json!({"name": format!("diag_{}", k - 1), "indexes": "0-0"});
+        nodes.push(json!({"name": format!("diag_{k}"), "function": "checksum", "args": [{"type": "$res", "predecessor": pred}]}));
+    }
+    std::fs::write(&path, json!({"nodes": nodes}).to_string()).expect("the graph is written");
+    let warnings = |verbose: bool| {
+        let mut command = common::cli::tomii();
+        command.arg("run").arg(&path).arg("--dylib").arg(synthetic_lib()).args(["--frames", "1"]);
+        if verbose {
+            command.arg("--verbose");
+        }
+        let done = common::cli::finish(command);
+        assert!(done.status.success(), "{}", done.stderr);
+        done.stderr.lines().filter(|l| l.starts_with("warning: ")).map(str::to_owned).collect::<Vec<_>>()
+    };
+    let summary = warnings(false);
+    assert_eq!(summary.len(), 1, "{summary:#?}");
+    assert!(summary[0].contains(": 39 nodes: ") && summary[0].ends_with("--verbose lists each"), "{}", summary[0]);
+    assert_eq!(warnings(true).len(), 39);
+}
