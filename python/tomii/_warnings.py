@@ -19,11 +19,15 @@ def user_stacklevel() -> int:
 
 
 class GraphWarning(UserWarning):
-    """What a graph file's Tomii 1.2 meaning needed said: one line per node whose meaning the
-    current format writes differently (tomii-core/src/graph/README.md, "Warnings")."""
+    """What a graph file's Tomii 1.2 meaning needed said: one warning per kind, with the count of
+    nodes and an example node, or one per node with `verbose=True`
+    (tomii-core/src/graph/README.md, "Warnings")."""
 
 
-def warn_graph(lines: list[str]) -> None:
-    """Raises each of a graph's warnings as a GraphWarning, pointing at the user's line."""
-    for line in lines:
+def warn_graph(lines: list[str], verbose: bool = False) -> None:
+    """Raises a graph's warnings as GraphWarnings, pointing at the user's line: one per kind
+    (as `tomii run` prints them), or every line when `verbose`."""
+    from ._tomii import summarise_warnings
+
+    for line in lines if verbose else summarise_warnings(lines):
         warnings.warn(line, GraphWarning, stacklevel=user_stacklevel())

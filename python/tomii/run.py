@@ -280,6 +280,7 @@ def run_graph(
     frame_timeout_ms: int = 1000,
     frame_window: int = 64,
     quiet: bool = False,
+    verbose: bool = False,
     **legacy: Any,
 ) -> RunResult:
     """Runs `graph` (JSON text, a dict or a file path) in this process; the GIL is released while
@@ -292,7 +293,8 @@ def run_graph(
     with `trace_format="chrome"`, as the trace-event JSON Perfetto opens (see
     `RunResult.save_trace`). `record_decisions` is a file that records every scheduling decision
     (which task each worker ran, in order) with the graph, knobs and scheduler, for `tomii replay
-    FILE`.
+    FILE`. A graph's warnings are raised as one `GraphWarning` per kind (with a count and an
+    example node); `verbose=True` raises one per line, as `report["graph_warnings"]` keeps them.
     `report` is a path the report JSON is written to; `timing` and `record` paths get Tomii 1.2's
     timing file and scheduler record (`record=True`: where 1.2 put it). `warmup_frames` leaves the
     first frames out of every figure; `max_runtime_s` stops the run after that many seconds (the
@@ -359,10 +361,10 @@ def run_graph(
         if partial is not None:
             error.result = _run_result(partial[:4])  # type: ignore[attr-defined]
             del error.partial  # type: ignore[attr-defined]
-            warn_graph(error.result.report.get("graph_warnings", []))  # type: ignore[attr-defined]
+            warn_graph(error.result.report.get("graph_warnings", []), verbose)  # type: ignore[attr-defined]
         raise
     result = _run_result(returned[:4])
-    warn_graph(result.report.get("graph_warnings", []))
+    warn_graph(result.report.get("graph_warnings", []), verbose)
     signal = returned[4]
     if signal is not None:
         # Ctrl-C (or another signal's handler) raised during the run: the run stopped, completing

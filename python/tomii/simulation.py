@@ -53,6 +53,7 @@ def simulate(
     report: str | Path | None = None,
     record_decisions: str | Path | None = None,
     quiet: bool = False,
+    verbose: bool = False,
 ) -> RunResult:
     """Simulates `graph` (JSON text, a dict or a file path) on `workers` virtual workers with the
     scheduler `scheduler` (a name or a path; `scheduler_plugin`, a path, replaces it).
@@ -62,8 +63,8 @@ def simulate(
     frame k at k × that (a packet source); without it a frame starts whenever a slot is free.
     `overhead_pop_ns` and `overhead_task_ns` add the host's cost of a pop and of a task. `trace`,
     `trace_format`, `report` and `record_decisions` are `run_graph`'s (a decisions file records
-    the seed, cost model and arrivals too, for `tomii replay`); `quiet` is accepted as the CLI's
-    (nothing is printed). Raises what `run_graph` raises; a scheduler
+    the seed, cost model and arrivals too, for `tomii replay`); `quiet` and `verbose` are accepted as
+    the CLI's (nothing is printed). Raises what `run_graph` raises; a scheduler
     that breaks its contract raises SchedulerFault with the real run's message, carrying the
     partial result."""
     from .run import _prepare, _run_result

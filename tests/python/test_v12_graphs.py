@@ -128,3 +128,36 @@ def test_the_knob_space_of_a_1_2_file_is_its_conversions() -> None:
     assert knobs == tomii.knob_space(tomii.Graph.from_json(path).to_dict())["knobs"]
     # Its group_by and factors are names of initializations, which only the conversion resolves.
     assert any(k["name"].endswith(".group_size") for k in knobs)
+
+
+def _wavefront(width: int) -> dict[str, Any]:
+    """A 1.2 chain whose every node after the first reads its predecessor with the literal range
+    "0-0" (1.2: offset 0 inclusive), so each needs the same warning."""
+    nodes: list[dict[str, Any]] = [
+        {"name": "diag_0", "function": "checksum", "args": [{"type": "u64", "value": "1"}]}
+    ]
+    for k in range(1, width):
+        pred = {"name": f"diag_{k - 1}", "indexes": "0-0"}
+        nodes.append(
+            {
+                "name": f"diag_{k}",
+                "function": "checksum",
+                "args": [{"type": "$res", "predecessor": pred}],
+            }
+        )
+    return {"nodes": nodes}
+
+
+def test_warnings_are_one_per_kind_and_every_line_with_verbose() -> None:
+    graph = _wavefront(64)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        result = tomii.run_graph(graph, dylibs=[SYNTHETIC], frames=1, workers=1)
+    summary = graph_warnings(record)
+    assert len(result.report["graph_warnings"]) == 63
+    assert len(summary) == 1, summary
+    assert "63 nodes: " in summary[0] and '(e.g. node "diag_1"); --verbose lists each' in summary[0]
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        tomii.run_graph(graph, dylibs=[SYNTHETIC], frames=1, workers=1, verbose=True)
+    assert graph_warnings(record) == result.report["graph_warnings"]

@@ -154,7 +154,6 @@ fn the_tomii_1_2_schema_is_valid_and_refuses_the_current_formats_own_forms() {
         node(json!({"type": "$ref", "name": "n"})),
         node(json!({"type": "$index"})),
         node(json!({"type": "$res", "predecessor": {"name": "b", "index": "0-3"}})),
-        node(json!({"type": "$res", "predecessor": {"name": "b", "indexes": "0", "group_by": 2}})),
         json!({"initializations": [{"name": "n", "value": 4}], "nodes": [{"name": "a", "function": "f"}]}),
         json!({"name": "g", "nodes": [{"name": "a", "function": "f"}]}),
     ];

@@ -312,6 +312,13 @@ fn convert_json(graph_json: &str, source: &str, workers: Option<u32>) -> PyResul
     Ok((converted.dialect.name(), converted.text, converted.warnings))
 }
 
+/// A graph's warnings as `tomii run` prints them: one line per kind, with a count and an example
+/// node (graph/README.md, "Warnings").
+#[pyfunction]
+fn summarise_warnings(lines: Vec<String>) -> Vec<String> {
+    graph::summarise_warnings(&lines)
+}
+
 /// The fields of a trace record, in their order in its bytes: `(name, NumPy type, unit)`, the
 /// unit None for a count or an index. Python's `TRACE_DTYPE` is made of them.
 #[pyfunction]
@@ -393,6 +400,7 @@ fn schema_json(dialect: &str) -> PyResult<String> {
 fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(knobs_json, m)?)?;
+    m.add_function(wrap_pyfunction!(summarise_warnings, m)?)?;
     m.add_function(wrap_pyfunction!(knobs_table, m)?)?;
     m.add_function(wrap_pyfunction!(knobs_taken, m)?)?;
     m.add_function(wrap_pyfunction!(schema_json, m)?)?;

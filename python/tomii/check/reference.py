@@ -252,15 +252,21 @@ def _as_count(value: Value) -> int | None:
 class Selection:
     """Which predecessor instances instance i selects (README, "Selections")."""
 
-    kind: str  # offsets | range | all | wrap-offsets | wrap-range | group
+    kind: str  # offsets | range | all | wrap-offsets | wrap-range | group | groups
     offsets: tuple[int, ...] = ()
     group: int = 1
+    #: `groups`: the group_by object's (size, from, shared, take).
+    groups: tuple[int, int, int, int] = (1, 0, 1, 1)
 
     def select(self, i: int, pred_factor: int) -> list[int]:
         if self.kind == "all":
             return list(range(pred_factor))
         if self.kind == "group":
             return list(range(i * self.group, i * self.group + self.group))
+        if self.kind == "groups":
+            size, first, shared, take = self.groups
+            start = first + (i // shared) * size
+            return list(range(start, start + take))
         picked = [i + k for k in self.offsets]
         return [j % pred_factor for j in picked] if self.kind.startswith("wrap") else picked
 
@@ -431,7 +437,11 @@ class _Parser:
     def _selection(self, kind: str, pred: Mapping[str, Any]) -> Selection:
         index, group_by, wrap = pred.get("index"), pred.get("group_by"), pred.get("wrap") or False
         if group_by is not None:
-            if index is not None or wrap or not _is_int(group_by) or group_by < 1:
+            if index is not None or wrap:
+                raise ModelError(f"bad group_by {group_by!r}")
+            if isinstance(group_by, Mapping):
+                return Selection("groups", groups=_groups(group_by))
+            if not _is_int(group_by) or group_by < 1:
                 raise ModelError(f"bad group_by {group_by!r}")
             return Selection("group", group=group_by)
         if index is None:
@@ -511,6 +521,19 @@ def _worker_range(spec: Any) -> tuple[int, int] | None:
     if not (re.fullmatch(number, lo) and re.fullmatch(number, hi)) or int(lo) > int(hi):
         raise ModelError(f"use_workers {spec!r} is not a worker range")
     return int(lo), int(hi) + 1
+
+
+def _groups(spec: Mapping[str, Any]) -> tuple[int, int, int, int]:
+    """The group_by object `{"size", "from", "shared", "take"}` (README, "Selections")."""
+    if set(spec) - {"size", "from", "shared", "take"} or not _is_int(spec.get("size")):
+        raise ModelError(f"bad group_by {dict(spec)!r}")
+    size = int(spec["size"])
+    first, shared, take = (spec.get(k, d) for k, d in (("from", 0), ("shared", 1), ("take", size)))
+    if not all(map(_is_int, (first, shared, take))) or size < 1 or first < 0 or shared < 1:
+        raise ModelError(f"bad group_by {dict(spec)!r}")
+    if not 1 <= take <= size:
+        raise ModelError(f"bad group_by {dict(spec)!r}")
+    return size, int(first), int(shared), int(take)
 
 
 def _check_selection(selection: Selection, factor: int, pred_factor: int, where: str) -> None:

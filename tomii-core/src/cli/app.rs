@@ -143,7 +143,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     }
     let settings = launch::settings(Entry::Run, given).map_err(anyhow::Error::msg)?;
     let input = launch::graph_from_file(graph_path, settings.run.workers)?;
-    super::convert::warn(&input.graph.warnings);
+    super::convert::warn(&input.graph.warnings, settings.verbose);
     let kernels = load_kernels(&settings, &input, provider)?;
     if !settings.quiet {
         for warning in args.legacy.warnings() {

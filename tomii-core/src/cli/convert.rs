@@ -23,13 +23,16 @@ pub struct ConvertArgs {
     /// The worker count a Tomii 1.2 factor of "$workers" becomes.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub workers: Option<u32>,
+    /// Print every warning, one line per node, instead of one line per kind with a count.
+    #[arg(long)]
+    pub verbose: bool,
 }
 
 /// Loads and compiles the graph file at `path` for a run on `workers` workers, printing its
 /// warnings as `warning: ...` lines.
 pub fn load(path: &Path, workers: u32) -> Result<CompiledGraph> {
     let graph = graph::load_file_for_run(path, workers)?;
-    warn(&graph.warnings);
+    warn(&graph.warnings, false);
     Ok(graph)
 }
 
@@ -43,7 +46,7 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
     }
     let source = args.graph.display().to_string();
     let converted = graph::convert_str(&source, &graph::read_file(&args.graph)?, args.workers)?;
-    warn(&converted.warnings);
+    warn(&converted.warnings, args.verbose);
     if converted.dialect == Dialect::Tomii {
         eprintln!("note: {source} is in the current format already; it is written unchanged");
     }
@@ -54,8 +57,17 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
         .with_context(|| format!("{}: cannot write the converted graph", output.display()))
 }
 
-pub(super) fn warn(warnings: &[String]) {
-    for warning in warnings {
+/// Prints a graph's warnings: one line per kind with a count, or every line when `verbose`.
+pub(super) fn warn(warnings: &[String], verbose: bool) {
+    let summary;
+    let lines = match verbose {
+        true => warnings,
+        false => {
+            summary = graph::summarise_warnings(warnings);
+            &summary
+        }
+    };
+    for warning in lines {
         eprintln!("warning: {warning}");
     }
 }

@@ -103,7 +103,7 @@ impl Args for SimulateArgs {
 pub fn simulate(args: &SimulateArgs) -> Result<()> {
     let settings = launch::settings(Entry::Simulate, args.options.clone()).map_err(anyhow::Error::msg)?;
     let input = launch::graph_from_file(&args.graph, settings.run.workers)?;
-    super::convert::warn(&input.graph.warnings);
+    super::convert::warn(&input.graph.warnings, settings.verbose);
     let scheduler = settings.scheduler()?;
     let sim = args.own.config()?;
     let launch = Launch::new(input, settings)?;

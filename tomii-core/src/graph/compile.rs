@@ -179,14 +179,17 @@ fn check_group(
     pred: &CompiledNode,
 ) -> Result<(), Issue> {
     match edge.sel {
-        Selection::Group(g) if !pred.factor.is_multiple_of(g) => Err(Issue::Invalid(format!(
-            "node {} {group} {k} ({} from {}): group_by {g} does not divide {}'s factor {}; choose a divisor",
-            quote(&node.name),
-            edge.kind.name(),
-            quote(&pred.name),
-            quote(&pred.name),
-            pred.factor
-        ))),
+        Selection::Group(groups) if groups.is_plain() && !pred.factor.is_multiple_of(groups.size) => {
+            let g = groups.size;
+            Err(Issue::Invalid(format!(
+                "node {} {group} {k} ({} from {}): group_by {g} does not divide {}'s factor {}; choose a divisor",
+                quote(&node.name),
+                edge.kind.name(),
+                quote(&pred.name),
+                quote(&pred.name),
+                pred.factor
+            )))
+        }
         _ => Ok(()),
     }
 }

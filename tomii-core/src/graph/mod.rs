@@ -23,6 +23,7 @@ mod strict;
 mod typed;
 mod typed_spec;
 mod v12;
+mod warnings;
 mod write;
 
 #[cfg(test)]
@@ -39,6 +40,7 @@ pub use literal::{Literal, LiteralType};
 pub use schema::schema;
 pub use spec::NETWORK_INPUT;
 pub use v12::Dialect;
+pub use warnings::summarise as summarise_warnings;
 
 /// The largest graph file read: a bigger one is refused before it is read.
 pub const MAX_FILE_BYTES: u64 = 256 << 20;

@@ -471,13 +471,13 @@ impl Scope<'_> {
                 quote(&edge.pred)
             ))
         })?;
-        let sel = match &edge.index {
-            _ if edge.group_by.is_some() => Selection::Group(edge.group_by.unwrap_or(1)),
-            IndexSpec::Default if edge.kind == EdgeKind::Barrier => Selection::All,
-            IndexSpec::Default => Selection::offset(0),
-            IndexSpec::Offset(k) => Selection::offset(*k),
-            IndexSpec::Offsets(offsets) => Selection::Offsets(offsets.clone()),
-            IndexSpec::Text(text) => select::parse_text(text, |name| self.lookup(name))
+        let sel = match (&edge.index, edge.group_by) {
+            (_, Some(groups)) => Selection::Group(groups),
+            (IndexSpec::Default, None) if edge.kind == EdgeKind::Barrier => Selection::All,
+            (IndexSpec::Default, None) => Selection::offset(0),
+            (IndexSpec::Offset(k), None) => Selection::offset(*k),
+            (IndexSpec::Offsets(offsets), None) => Selection::Offsets(offsets.clone()),
+            (IndexSpec::Text(text), None) => select::parse_text(text, |name| self.lookup(name))
                 .map_err(|e| Issue::Invalid(format!("{at}: index {}: {e}", quote(text))))?,
         };
         let sel = match (edge.wrap, sel) {

@@ -195,9 +195,23 @@ fn edge_arg() -> Json {
     let selection = json!({
         "index": {"$ref": "#/$defs/selection"},
         "group_by": {
-            "type": ["integer", "null"],
-            "minimum": 1,
-            "description": "Instance i reads the predecessor's instances i*g .. i*g+g-1 (no index then)."
+            "description": "Instance i reads the predecessor's instances i*g .. i*g+g-1 (no index then); or groups \
+                of size instances from `from`, group i/shared read by instance i, its first `take` instances.",
+            "oneOf": [
+                {"type": "integer", "minimum": 1},
+                {"type": "null"},
+                {
+                    "type": "object",
+                    "required": ["size"],
+                    "additionalProperties": false,
+                    "properties": {
+                        "size": {"type": "integer", "minimum": 1},
+                        "from": {"type": "integer", "minimum": 0},
+                        "shared": {"type": "integer", "minimum": 1},
+                        "take": {"type": "integer", "minimum": 1}
+                    }
+                }
+            ]
         },
         "wrap": {
             "type": ["boolean", "null"],

@@ -6,6 +6,7 @@
 //! allocates in proportion to a range's length.
 
 use super::literal::Literal;
+use super::spec::Groups;
 
 /// A selection of predecessor instances.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,8 +21,9 @@ pub(crate) enum Selection {
     WrappedOffsets(Vec<i64>),
     /// `wrap`: like `Range`, modulo the predecessor's factor.
     WrappedRange(i64, i64),
-    /// `group_by` g: instance i selects the g instances i·g, …, i·g + g − 1.
-    Group(u32),
+    /// `group_by`: instance i selects the first `take` instances of group i / `shared`
+    /// (the integer form g: the g instances i·g, …, i·g + g − 1).
+    Group(Groups),
 }
 
 impl Selection {
@@ -40,7 +42,7 @@ impl Selection {
             Selection::Offsets(offsets) | Selection::WrappedOffsets(offsets) => offsets.len() as u64,
             Selection::Range(a, b) | Selection::WrappedRange(a, b) => b.abs_diff(*a),
             Selection::All => pred_factor.into(),
-            Selection::Group(g) => (*g).into(),
+            Selection::Group(g) => g.take.into(),
         }
     }
 
@@ -51,12 +53,7 @@ impl Selection {
         let outside = |k: i64| k < 0 || k >= p;
         let (at_zero, largest) = match self {
             Selection::All | Selection::WrappedOffsets(_) | Selection::WrappedRange(..) => return None,
-            Selection::Group(g) => {
-                // Instance i reads from i·g; the first one past the predecessor's end fails.
-                let first_bad = pred_factor / g;
-                let g = i64::from(*g);
-                return (first_bad < factor).then(|| (first_bad, i64::from(first_bad) * (g - 1)));
-            }
+            Selection::Group(g) => return g.first_out_of_range(factor, pred_factor),
             Selection::Offsets(offsets) => {
                 (offsets.iter().copied().find(|&k| outside(k)), offsets.iter().copied().max().unwrap_or(0))
             }
@@ -81,8 +78,28 @@ impl Selection {
             Selection::All => (0..pred_factor).for_each(visit),
             Selection::WrappedOffsets(offsets) => offsets.iter().for_each(|&k| visit(ring(k))),
             Selection::WrappedRange(a, b) => (*a..*b).for_each(|k| visit(ring(k))),
-            Selection::Group(g) => (i.saturating_mul(*g)..i.saturating_mul(*g).saturating_add(*g)).for_each(visit),
+            Selection::Group(g) => {
+                let start = u32::try_from(g.start(i)).unwrap_or(u32::MAX);
+                (start..start.saturating_add(g.take)).for_each(visit);
+            }
         }
+    }
+}
+
+impl Groups {
+    /// As [`Selection::first_out_of_range`]: group q ends at from + q·size + take − 1, so the
+    /// first failing group is the first whose end reaches the predecessor's factor.
+    fn first_out_of_range(&self, factor: u32, pred_factor: u32) -> Option<(u32, i64)> {
+        let (size, shared) = (u64::from(self.size), u64::from(self.shared));
+        let reach = u64::from(self.from) + u64::from(self.take);
+        let first_bad_group = match u64::from(pred_factor).checked_sub(reach) {
+            None => 0,
+            Some(room) => room / size + 1,
+        };
+        let first_bad = first_bad_group.checked_mul(shared).filter(|&i| i < u64::from(factor))?;
+        let i = u32::try_from(first_bad).ok()?;
+        let last = self.start(i) + u64::from(self.take) - 1;
+        Some((i, i64::try_from(last).unwrap_or(i64::MAX) - i64::from(i)))
     }
 }
 

@@ -23,6 +23,8 @@ pub struct Settings {
     pub max_runtime_s: u64,
     /// Print nothing but errors.
     pub quiet: bool,
+    /// Print every graph warning, not one line per kind (graph/README.md, "Warnings").
+    pub verbose: bool,
 }
 
 impl Default for Settings {
@@ -35,6 +37,7 @@ impl Default for Settings {
             files: Files::default(),
             max_runtime_s: 0,
             quiet: false,
+            verbose: false,
         }
     }
 }

@@ -7,7 +7,7 @@ use std::ops::Range;
 use serde_json::Value as Json;
 
 use super::fields::{check_fields, dollar_type, literal, name_field, name_ref};
-use super::{ArgSpec, EdgeKind, EdgeSpec, IndexSpec};
+use super::{ArgSpec, EdgeKind, EdgeSpec, Groups, IndexSpec};
 use crate::graph::error::{ArgGroup, Issue, Place, invalid, quote};
 use crate::graph::typed::show;
 
@@ -100,10 +100,7 @@ pub(crate) fn edge<'a>(
     let index = index(index_json, at)?;
     let group_by = match group_by {
         None | Some(Json::Null) => None,
-        Some(Json::Number(n)) if n.as_u64().is_some_and(|g| g >= 1 && g <= u64::from(u32::MAX)) => {
-            n.as_u64().map(|g| g as u32)
-        }
-        Some(other) => return invalid(format!("{pred_at}: group_by {} is not a positive integer", show(other))),
+        Some(json) => Some(groups(json, pred_at)?),
     };
     let wrap = match wrap {
         None | Some(Json::Null) => false,
@@ -116,6 +113,49 @@ pub(crate) fn edge<'a>(
         ));
     }
     Ok(EdgeSpec { kind, pred: pred_name, index, group_by, wrap })
+}
+
+/// Fields of a `group_by` object.
+const GROUP_FIELDS: &[&str] = &["size", "from", "shared", "take"];
+
+/// `group_by`: a positive integer g, or `{"size": g, "from": a, "shared": e, "take": t}`.
+fn groups(json: &Json, pred_at: Place<'_>) -> Result<Groups, Issue> {
+    let count = |json: &Json, least: u64| json.as_u64().filter(|&v| v >= least && v <= u64::from(u32::MAX));
+    if let Some(g) = count(json, 1) {
+        return Ok(Groups::plain(g as u32));
+    }
+    let Json::Object(object) = json else {
+        return invalid(format!(
+            r#"{pred_at}: group_by {} is not a positive integer or {{"size": G, "from": A, "shared": E, "take": T}}"#,
+            show(json)
+        ));
+    };
+    check_fields(object, GROUP_FIELDS, &[], pred_at)?;
+    let field = |name: &str, least: u64, default: Option<u32>| -> Result<u32, Issue> {
+        match object.get(name) {
+            None | Some(Json::Null) => default.ok_or_else(|| {
+                Issue::Invalid(format!("{pred_at}: group_by needs \"size\": the instances of one group"))
+            }),
+            Some(value) => count(value, least).map(|v| v as u32).ok_or_else(|| {
+                let what = if least == 0 { "a non-negative" } else { "a positive" };
+                Issue::Invalid(format!("{pred_at}: group_by {name} {} is not {what} integer", show(value)))
+            }),
+        }
+    };
+    let size = field("size", 1, None)?;
+    let groups = Groups {
+        size,
+        from: field("from", 0, Some(0))?,
+        shared: field("shared", 1, Some(1))?,
+        take: field("take", 1, Some(size))?,
+    };
+    if groups.take > groups.size {
+        return invalid(format!(
+            "{pred_at}: group_by take {} is more than the group's size {}; a group gives at most its own instances",
+            groups.take, groups.size
+        ));
+    }
+    Ok(groups)
 }
 
 fn index(json: Option<&Json>, at: Place<'_>) -> Result<IndexSpec, Issue> {

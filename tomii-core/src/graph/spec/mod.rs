@@ -188,10 +188,38 @@ pub(crate) struct EdgeSpec<'a> {
     pub kind: EdgeKind,
     pub pred: Cow<'a, str>,
     pub index: IndexSpec,
-    /// `group_by` g: instance i reads the predecessor's instances i·g … i·g + g − 1.
-    pub group_by: Option<u32>,
+    /// `group_by`: instance i reads a group of the predecessor's instances ([`Groups`]).
+    pub group_by: Option<Groups>,
     /// `wrap`: offsets and ranges are taken modulo the predecessor's factor.
     pub wrap: bool,
+}
+
+/// `group_by`: the predecessor's instances from `from` on, in groups of `size` consecutive ones;
+/// successor instance i reads group i / `shared`, its first `take` instances. The integer form g
+/// is `{size: g, from: 0, shared: 1, take: g}` (README.md, "Selections").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Groups {
+    pub size: u32,
+    pub from: u32,
+    pub shared: u32,
+    pub take: u32,
+}
+
+impl Groups {
+    /// The integer form: instance i reads i·g … i·g + g − 1.
+    pub(crate) fn plain(g: u32) -> Groups {
+        Groups { size: g, from: 0, shared: 1, take: g }
+    }
+
+    /// Whether this is the integer form.
+    pub(crate) fn is_plain(&self) -> bool {
+        *self == Groups::plain(self.size)
+    }
+
+    /// The first predecessor instance that successor instance `i` reads.
+    pub(crate) fn start(&self, i: u32) -> u64 {
+        u64::from(self.from) + u64::from(i / self.shared) * u64::from(self.size)
+    }
 }
 
 /// The `index` of a predecessor, as written.

@@ -34,8 +34,9 @@ fn selections_name_the_indexes_field() {
     assert_mentions(&arg(edge("0-zz")), &[r#"node "x" args[0] predecessor"#, "indexes", r#""zz""#]);
     assert_mentions(&arg(edge("1,a")), &[r#"node "x" args[0] predecessor"#, r#"indexes "1,a""#]);
     assert_mentions(&arg(edge("3-1")), &[r#"indexes "3-1" selects nothing"#]);
-    let both = json!({"type": "$res", "predecessor": {"name": "up", "indexes": "0", "group_by": "n"}});
-    assert_mentions(&arg(both), &[r#"node "x" args[0] predecessor"#, r#""indexes" or "group_by""#]);
+    // wait(group_by=n) as 1.2's builder wrote it: fewer instances than a group.
+    let both = json!({"type": "$barrier", "predecessor": {"name": "up", "indexes": "0", "group_by": "n"}});
+    assert_mentions(&arg(both), &[r#"node "x" args[0] predecessor"#, "fewer than one group"]);
     let unknown = json!({"type": "$res", "predecessor": {"name": "up", "indexes": "0", "index": 0}});
     // "index" is the current format's: the file mixes the two.
     assert_mentions(&arg(unknown), &["mixes two graph formats", r#"node "x" argument 0"#]);

@@ -27,7 +27,7 @@ pub(crate) struct Translated {
 }
 
 /// What `indexes` says, before the factors are applied.
-enum Indexes {
+pub(super) enum Indexes {
     /// Absent: offset 0 (a `$barrier`: every instance).
     Default,
     /// `"all"`.
@@ -130,7 +130,7 @@ fn note(
 }
 
 /// A 1.2 `indexes` string.
-fn indexes(json: Option<&Json>, known: &Known<'_>) -> Result<Indexes, String> {
+pub(super) fn indexes(json: Option<&Json>, known: &Known<'_>) -> Result<Indexes, String> {
     let text = match json {
         None | Some(Json::Null) => return Ok(Indexes::Default),
         Some(Json::String(text)) if text.trim().is_empty() => return Ok(Indexes::Default),
@@ -210,7 +210,7 @@ fn bound(name: &str, known: &Known<'_>) -> Result<i64, String> {
 }
 
 /// `group_by`: a positive integer, a string holding one, or an integer initialization's name.
-fn group_by_value(json: &Json, known: &Known<'_>) -> Result<u64, String> {
+pub(super) fn group_by_value(json: &Json, known: &Known<'_>) -> Result<u64, String> {
     let value = match json {
         Json::Number(n) => n.as_u64(),
         Json::String(text) => match text.trim().parse::<u64>() {

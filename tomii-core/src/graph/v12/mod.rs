@@ -6,7 +6,9 @@
 //! Every 1.2 specific is checked here, so an error names the node and the 1.2 field; what both
 //! dialects share (names, cycles) is left to the reader. Never panics on any JSON.
 
+mod computed;
 mod detect;
+mod grouped;
 mod indexes;
 mod schema;
 mod values;
@@ -23,6 +25,7 @@ use super::error::{Issue, quote};
 use super::literal::Literal;
 use super::spec::NETWORK_INPUT;
 use super::typed::show;
+use grouped::NodeGroups;
 use indexes::Known;
 
 /// A 1.2 file in the current format, with one warning per node whose 1.2 meaning the current
@@ -62,6 +65,7 @@ pub(crate) fn translate(root: &Json, workers: Option<u32>) -> Result<Translation
     let inits = inits.iter().enumerate().map(|(k, init)| front.init(init, k)).collect::<Result<Vec<_>, _>>()?;
     let nodes = list(top, "nodes")?;
     let post_nodes = list(top, "post_nodes")?;
+    front.check_computed_counts(nodes, post_nodes, top.get("network_config"))?;
     front.read_factors(nodes, post_nodes, top.get("network_config"))?;
     if !inits.is_empty() {
         out.insert("initializations".to_owned(), Json::Array(inits));
@@ -85,6 +89,12 @@ struct Front {
     consts: HashMap<String, Literal>,
     /// Every node's factor, when known from the file alone.
     factors: HashMap<String, u32>,
+    /// The computed initializations' names (no count may name one).
+    computed: std::collections::HashSet<String>,
+    /// Every node's `group_size` above 1, when known from the file alone.
+    group_sizes: HashMap<String, u32>,
+    /// The groups of the node being read (README.md, "Grouped edges").
+    groups: Option<NodeGroups>,
     /// The worker count of the run the file is loaded for, which a factor of `"$workers"` is.
     workers: Option<u32>,
     warnings: Vec<String>,
@@ -129,6 +139,7 @@ impl Front {
         let Some(function) = function.as_str().filter(|f| !f.is_empty()) else {
             return invalid(format!("{at}: \"function\" must be the name of a kernel, got {}", show(function)));
         };
+        self.computed.insert(name.clone());
         let mut out = Map::new();
         out.insert("name".to_owned(), json!(name));
         out.insert("function".to_owned(), json!(function));
@@ -138,6 +149,22 @@ impl Front {
             out.insert("factor".to_owned(), self.factor(factor, &at, "factor")?.0);
         }
         Ok(Json::Object(out))
+    }
+
+    /// Refuses a count that names a computed initialization (`computed.rs`).
+    fn check_computed_counts(&self, nodes: &[Json], post: &[Json], network: Option<&Json>) -> Result<(), Issue> {
+        if self.computed.is_empty() {
+            return Ok(());
+        }
+        for node in nodes.iter().chain(post) {
+            let Json::Object(node) = node else { continue };
+            let at = format!("node {}", quote(node.get("name").and_then(Json::as_str).unwrap_or_default()));
+            computed::in_node(node, &at, &self.computed).map_err(Issue::Invalid)?;
+        }
+        if let Some(Json::Object(network)) = network {
+            computed::in_network(network, NETWORK_NUMBERS, &self.computed).map_err(Issue::Invalid)?;
+        }
+        Ok(())
     }
 
     /// Every node's (and post-node's, and `$network`'s) factor, before any edge is read: a node
@@ -154,6 +181,9 @@ impl Front {
                     Some(factor) => self.factor(factor, &at, "factor")?.1,
                 };
                 factor.map(|f| self.factors.insert(name.to_owned(), f));
+                if let Some(Ok(gs)) = node.get("group_size").filter(|g| !g.is_null()).map(|g| self.group_size(g, &at)) {
+                    self.group_sizes.insert(name.to_owned(), gs as u32);
+                }
             }
         }
         if let Some(Json::Object(network)) = network {
@@ -211,6 +241,9 @@ impl Front {
         let at = format!("node {}", quote(&name));
         check_fields(node, NODE_FIELDS, &at)?;
         let factor = self.factors.get(&name).copied();
+        let groups = NodeGroups::of(node.get("args"), factor, self.group_sizes.get(&name).copied(), &self.known())
+            .map_err(|e| Issue::Invalid(format!("{at} {e}")))?;
+        self.groups = Some(groups);
         let mut out = Map::new();
         let mut notes = Vec::new();
         for (key, value) in node {
@@ -240,6 +273,7 @@ impl Front {
             };
             out.insert(key.clone(), value);
         }
+        self.groups = None;
         if !notes.is_empty() {
             self.warnings.push(format!("{at}: {}", notes.join("; ")));
         }
@@ -377,6 +411,16 @@ impl Front {
                 "{at}: a {edge} argument needs \"predecessor\": {{\"name\": NODE, \"indexes\": ...}}"
             ));
         };
+        if let Some(groups) = &self.groups {
+            let pred_group_size =
+                pred.get("name").and_then(Json::as_str).and_then(|n| self.group_sizes.get(n)).copied();
+            let grouped = groups
+                .edge(pred, edge, pred_group_size, &self.known())
+                .map_err(|e| Issue::Invalid(format!("{at} predecessor: {e}")))?;
+            if let Some(pred) = grouped {
+                return Ok((json!({"type": edge, "predecessor": pred}), None));
+            }
+        }
         let translated = indexes::predecessor(pred, edge, factor, &self.known())
             .map_err(|e| Issue::Invalid(format!("{at} predecessor: {e}")))?;
         let note = translated.note.map(|note| format!("{} {note}", field_of(at)));

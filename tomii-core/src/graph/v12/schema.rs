@@ -129,13 +129,17 @@ fn edge() -> Json {
                 name end exclusive); offsets taken modulo the predecessor's factor.",
             "type": ["string", "null"]
         },
-        "group_by": {"$ref": "#/$defs/count"}
+        "group_by": {
+            "description": "With indexes: the selected instances split into groups of this many, shared evenly by \
+                the node's instances.",
+            "$ref": "#/$defs/count"
+        }
     });
     shared::edge(
         "$res passes the selected instances' results; $dep and $barrier only order. The virtual predecessor \
             \"$network\" reads packets.",
         selection,
-        json!({"not": {"required": ["indexes", "group_by"]}}),
+        json!({}),
     )
 }
 
