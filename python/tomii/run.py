@@ -422,10 +422,10 @@ def run_graph(
     frames in flight complete; the report says interrupted). Python kernels come from
     `python_kernels`
     and from the graph's function names of the form "module.function" registered by
-    `@tomii.export` (their module is imported if needed). Tomii 1.2 option names are accepted
-    (`max_frames`, `max_streams`, `exclude_streams`, `max_runtime`, `fifo`, `custom`, `dylib`;
-    `system_threads`, `coalesce_barriers`, `batching_size`, `core_offset`, `use_rdtsc` and
-    `output` with a warning that they have no effect); any other name raises
+    `@tomii.export` (their module is imported if needed). Tomii 1.2's run keywords are accepted
+    with the meaning its command line gives them (python/README.md, "Running": `max_streams`,
+    `exclude_streams`, `max_runtime`, `fifo`, `custom`, `dylib`, `inits`, `slot_priority`,
+    `output`, `env`; those without effect here with one warning each); any other name raises
     ConfigError listing the valid ones. Failures raise a `TomiiError` subclass: GraphError,
     PluginError, KernelError (from a Python kernel's own exception), SchedulerFault, ConfigError,
     HangError (a scheduler call or kernel that did not return within its limit: its thread stays
