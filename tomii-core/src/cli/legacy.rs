@@ -48,6 +48,9 @@ impl Takes {
     }
 }
 
+/// Refuses a value as Tomii 1.2 refused it, with its message.
+pub type Check = fn(&str) -> Result<(), String>;
+
 /// A Tomii 1.2 flag that means nothing in this runtime.
 #[derive(Clone, Copy, Debug)]
 pub struct Unused {
@@ -57,7 +60,7 @@ pub struct Unused {
     /// Why it has no effect, and what this runtime does instead.
     pub why: &'static str,
     /// A value Tomii 1.2 refused is refused here too, with its message.
-    pub check: Option<fn(&str) -> Result<(), String>>,
+    pub check: Option<Check>,
 }
 
 const fn unused(flag: &'static str, takes: Takes, why: &'static str) -> Unused {
