@@ -51,7 +51,8 @@ def check_run_options(values: Mapping[str, Any]) -> None:
     knobs = _checked_knobs()
     for name, value in values.items():
         knob = knobs.get(name)
-        if knob is not None:
+        # None is a knob left unset, where its default is unset too (record_stream).
+        if knob is not None and not (value is None and knob["default"] is None):
             _check(knob, value)
 
 

@@ -647,7 +647,8 @@ class Graph:
         python_interpreter: str | None = None,
         **run_knobs: Any,
     ) -> RunResult:
-        """`build()`, then `run(**run_knobs)`."""
+        """`build()`, then `run(env=env, **run_knobs)`: `env` holds for the run too (a kernel or
+        an initialization may read it), as in Tomii 1.2."""
         self.build(
             func_path=func_path,
             wrap_path=wrap_path,
@@ -659,7 +660,7 @@ class Graph:
             python_plugin=python_plugin,
             python_interpreter=python_interpreter,
         )
-        return self.run(**run_knobs)
+        return self.run(env=env, **run_knobs)
 
     def run(
         self,

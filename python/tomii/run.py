@@ -5,19 +5,33 @@ a trace of dtype `TRACE_DTYPE`) and `validate`, which loads a graph as a run wou
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import functools
 import json
+import os
+import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
-from ._options import catalog_knobs, check_run_options, runtime_options
-from ._tomii import convert_json, run_json, trace_fields, write_chrome_trace, write_trace_csv
+from ._options import PYTHON_NAMES, catalog_knobs, check_run_options, runtime_options
+from ._tomii import (
+    convert_json,
+    inits_listing,
+    run_json,
+    tomii_1_2_spellings,
+    tomii_1_2_without_effect,
+    trace_fields,
+    write_chrome_trace,
+    write_trace_csv,
+)
 from ._warnings import user_stacklevel, warn_graph
 from .errors import ConfigError, GraphError, TomiiError
 from .export import ExportedKernel, find_exported
-from .graph import Graph
+from .graph import Graph, _environment
 from .plugins import find_scheduler
 
 if TYPE_CHECKING:
@@ -208,28 +222,17 @@ def _graph_text(graph: GraphSource) -> tuple[str, str]:
     return graph, "graph"
 
 
-#: Run options of Tomii 1.2 that name a knob of the catalog differently (the CLI's hidden aliases,
-#: `tomii_core::cli::legacy::SPELLINGS`).
-_RENAMED = {
-    "max_frames": "frames",
-    "max_streams": "frames",
-    "exclude_streams": "warmup_frames",
-    "max_runtime": "max_runtime_s",
-    "dylib": "dylibs",
-    "sched_opt": "sched_opts",
-}
-#: Run options of Tomii 1.2 that this runtime has no use for, and why: accepted with a warning,
-#: so that a script written for it runs unchanged (the same flags warn on the CLI).
-_WITHOUT_EFFECT = {
-    "system_threads": "workers propagate dependencies themselves; there are no system threads",
-    "coalesce_barriers": "barriers are counted per instance, with nothing to coalesce",
-    "batching_size": "completions are not batched on their way to a system thread; "
-    "see pop_batch for the scheduler's side",
-    "core_offset": "workers are not pinned to cores",
-    "use_rdtsc": "kernels are always timed with the cycle counter where it is invariant",
-    "output": "run_graph prints nothing (the CLI's --output takes its printed lines); "
-    "the figures are in the result and in report=FILE",
-}
+@functools.cache
+def _tomii_1_2() -> dict[str, Any]:
+    """Tomii 1.2's spellings of the run options, from the runtime's tables (the CLI's): `renamed`
+    (keyword → knob, the catalog's aliases), `own` and `without_effect` (keyword → takes, why)."""
+    return dict(json.loads(tomii_1_2_spellings()))
+
+
+#: Tomii 1.2 keywords Python's run takes besides the CLI's flags: what its runner consumed.
+_RUNNER_KEYWORDS = ("env", "binary", "release", "dylib")
+#: Why `binary` and `release` mean nothing here.
+_IN_PROCESS = "the runtime runs in this process, so no binary is chosen or started"
 
 
 def _legacy_scheduler(name: str, value: Any) -> str | None:
@@ -243,6 +246,125 @@ def _legacy_scheduler(name: str, value: Any) -> str | None:
     if value is False or value is None:
         return None
     raise ConfigError(f"custom={value!r}: give True (the priority scheduler) or a scheduler's name")
+
+
+@dataclass
+class _Legacy:
+    """What Tomii 1.2's keywords of a run ask for beyond the catalog's knobs."""
+
+    options: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] | None = None
+    output: str | Path | None = None
+    inits: bool = False
+    slot_priority: bool = False
+
+
+def _read_legacy(given: dict[str, Any]) -> _Legacy:
+    """Tomii 1.2's keywords of `given`: renamed knobs, the schedulers `fifo`/`custom` name (fifo
+    wins, as in 1.2), the options with a meaning of their own, and one warning for each option
+    without effect; any other name raises ConfigError listing the valid ones."""
+    spellings = _tomii_1_2()
+    plural = {single: many for single, many in PYTHON_NAMES.items()}
+    legacy = _Legacy()
+    schedulers = {}
+    for name, value in given.items():
+        if name in ("fifo", "custom"):
+            named = _legacy_scheduler(name, value)
+            if named is not None:
+                schedulers[name] = named
+        elif name in spellings["renamed"]:
+            legacy.options[spellings["renamed"][name]] = value
+        elif name in plural:
+            legacy.options[plural[name]] = value
+        elif name == "env":
+            legacy.env = None if value is None else {str(k): str(v) for k, v in dict(value).items()}
+        elif name == "output":
+            legacy.output = value
+        elif name in ("inits", "slot_priority"):
+            setattr(legacy, name, bool(value))
+        elif name in ("binary", "release"):
+            _warn(f"run option {name!r} has no effect here: {_IN_PROCESS}")
+        elif name in spellings["without_effect"]:
+            takes = spellings["without_effect"][name]["takes"]
+            if value is None or value is False:
+                continue
+            text = None if takes == "flag" else str(value)
+            warning = tomii_1_2_without_effect(name, text)
+            if warning is not None:
+                _warn(f"run option {name!r}: {warning}")
+        else:
+            valid = sorted(
+                _knob_names()
+                | set(spellings["renamed"])
+                | set(spellings["own"]) - {"json"}
+                | set(spellings["without_effect"])
+                | set(_RUNNER_KEYWORDS)
+            )
+            raise ConfigError(f"unknown run option {name!r}; valid options: {', '.join(valid)}")
+    if len(schedulers) == 2:
+        _warn(
+            f"fifo=True and custom={given['custom']!r} (Tomii 1.2) both name a scheduler: "
+            "fifo wins, as it did in Tomii 1.2"
+        )
+    if schedulers:
+        legacy.options["scheduler"] = schedulers.get("fifo", schedulers.get("custom"))
+    return legacy
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, stacklevel=user_stacklevel())
+
+
+@contextlib.contextmanager
+def _stdout_to(output: str | Path | None, graph: GraphSource) -> Iterator[None]:
+    """Tomii 1.2's `output=FILE`: the run's standard output (file descriptor 1: the kernels'
+    prints, the `inits` listing) goes to FILE, created or truncated, for the duration of the
+    run; `"stdout"` or None leaves it where it is."""
+    if output is None or str(output) == "stdout":
+        yield
+        return
+    target = Path(output)
+    shown = str(target).encode("unicode_escape").decode("ascii")
+    if target.is_dir():
+        raise ConfigError(
+            f"output={shown}: is a directory; give a file for the run's printed lines"
+        )
+    graph_file: Path | None = None
+    if isinstance(graph, Path) or (isinstance(graph, str) and not graph.lstrip().startswith("{")):
+        graph_file = Path(graph)
+    if graph_file is not None and target.exists() and target.resolve() == graph_file.resolve():
+        raise ConfigError(f"output={shown}: is the graph file; give another file")
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    except OSError as error:
+        raise ConfigError(f"output={shown}: cannot write here: {error.strerror}") from None
+    _flush_stdout()
+    saved = os.dup(1)
+    try:
+        os.dup2(fd, 1)
+        yield
+    finally:
+        _flush_stdout()
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(fd)
+
+
+def _flush_stdout() -> None:
+    """Flushes Python's and the C library's buffers of standard output (a C kernel's printf)."""
+    sys.stdout.flush()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).fflush(None)
+
+
+def _is_network(text: str, spec: Any) -> bool:
+    """Whether the graph has a network source (its JSON has a `network_config`)."""
+    if spec is None:
+        try:
+            spec = json.loads(text)
+        except json.JSONDecodeError:
+            return False
+    return isinstance(spec, dict) and spec.get("network_config") is not None
 
 
 def run_graph(
@@ -267,6 +389,7 @@ def run_graph(
     report: str | Path | None = None,
     timing: str | Path | None = None,
     record: bool | str | Path | None = None,
+    record_stream: int | None = None,
     collect_outputs: bool = True,
     stall_timeout_ms: int = 2000,
     scheduler_call_timeout_ms: int = 10_000,
@@ -301,10 +424,10 @@ def run_graph(
     frames in flight complete; the report says interrupted). Python kernels come from
     `python_kernels`
     and from the graph's function names of the form "module.function" registered by
-    `@tomii.export` (their module is imported if needed). Tomii 1.2 option names are accepted
-    (`max_frames`, `max_streams`, `exclude_streams`, `max_runtime`, `fifo`, `custom`, `dylib`;
-    `system_threads`, `coalesce_barriers`, `batching_size`, `core_offset`, `use_rdtsc` and
-    `output` with a warning that they have no effect); any other name raises
+    `@tomii.export` (their module is imported if needed). Tomii 1.2's run keywords are accepted
+    with the meaning its command line gives them (python/README.md, "Running": `max_streams`,
+    `exclude_streams`, `max_runtime`, `fifo`, `custom`, `dylib`, `inits`, `slot_priority`,
+    `output`, `env`; those without effect here with one warning each); any other name raises
     ConfigError listing the valid ones. Failures raise a `TomiiError` subclass: GraphError,
     PluginError, KernelError (from a Python kernel's own exception), SchedulerFault, ConfigError,
     HangError (a scheduler call or kernel that did not return within its limit: its thread stays
@@ -315,24 +438,8 @@ def run_graph(
     the `result`; a second Ctrl-C stops waiting for a run that does not end.
     """
     check_run_options(locals())
-    options: dict[str, Any] = {}
-    for name, value in legacy.items():
-        if name in ("fifo", "custom"):
-            named = _legacy_scheduler(name, value)
-            if named is not None:
-                options["scheduler"] = named
-        elif name in _WITHOUT_EFFECT:
-            warnings.warn(
-                f"run option {name!r} has no effect in this runtime: {_WITHOUT_EFFECT[name]}",
-                stacklevel=user_stacklevel(),
-            )
-        elif name in _RENAMED:
-            options[_RENAMED[name]] = value
-        else:
-            valid = sorted(
-                _knob_names() | set(_RENAMED) | set(_WITHOUT_EFFECT) | {"fifo", "custom"}
-            )
-            raise ConfigError(f"unknown run option {name!r}; valid options: {', '.join(valid)}")
+    given_legacy = _read_legacy(legacy)
+    options = given_legacy.options
     check_run_options(options)
     frames = options.get("frames", frames)
     warmup_frames = options.get("warmup_frames", warmup_frames)
@@ -344,25 +451,38 @@ def run_graph(
         extra = options["dylibs"]
         dylibs = [*dylibs, *([extra] if isinstance(extra, (str, Path)) else extra)]
     text, source, plugin, kernels = _prepare(graph, python_kernels, scheduler, scheduler_plugin)
+    if given_legacy.slot_priority:
+        if _is_network(text, graph if isinstance(graph, dict) else None):
+            on_slots_busy = "wait"
+        else:
+            _warn(f"run option 'slot_priority' {_tomii_1_2()['slot_priority_without_network']}")
     # The runtime checks every output path before the run (a FIFO, a directory, the graph file).
     trace_path = None if isinstance(trace, bool) or trace is None else str(trace)
     given = {**locals(), "scheduler": None, "scheduler_plugin": plugin, "trace": trace_path}
-    try:
-        returned = run_json(
-            text,
-            source=source,
-            options=runtime_options("run", given),
-            python_kernels=kernels,
-            collect_outputs=collect_outputs,
-            keep_trace=trace is True,
-        )
-    except TomiiError as error:
-        partial = getattr(error, "partial", None)
-        if partial is not None:
-            error.result = _run_result(partial[:4])  # type: ignore[attr-defined]
-            del error.partial  # type: ignore[attr-defined]
-            warn_graph(error.result.report.get("graph_warnings", []), verbose)  # type: ignore[attr-defined]
-        raise
+    with _environment(given_legacy.env), _stdout_to(given_legacy.output, graph):
+        if given_legacy.inits:
+            listing = inits_listing(text, source, int(workers))
+            if given_legacy.output is None or str(given_legacy.output) == "stdout":
+                sys.stdout.write(listing)
+                sys.stdout.flush()
+            else:
+                os.write(1, listing.encode("utf-8"))
+        try:
+            returned = run_json(
+                text,
+                source=source,
+                options=runtime_options("run", given),
+                python_kernels=kernels,
+                collect_outputs=collect_outputs,
+                keep_trace=trace is True,
+            )
+        except TomiiError as error:
+            partial = getattr(error, "partial", None)
+            if partial is not None:
+                error.result = _run_result(partial[:4])  # type: ignore[attr-defined]
+                del error.partial  # type: ignore[attr-defined]
+                warn_graph(error.result.report.get("graph_warnings", []), verbose)  # type: ignore[attr-defined]
+            raise
     result = _run_result(returned[:4])
     warn_graph(result.report.get("graph_warnings", []), verbose)
     signal = returned[4]

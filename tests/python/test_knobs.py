@@ -76,7 +76,11 @@ def test_a_bad_option_value_is_refused_naming_the_option_and_its_domain(caller: 
         kind = knob["domain"]["kind"]
         if knob["name"] not in parameters or kind not in ("int", "bool", "choice"):
             continue
-        for value in _bad_values(knob["domain"]):
+        # None is the value of a knob unset by default (record_stream), not a bad one.
+        bad = [
+            v for v in _bad_values(knob["domain"]) if v is not None or knob["default"] is not None
+        ]
+        for value in bad:
             with pytest.raises(tomii.ConfigError, match=rf"^{knob['name']} is .*: it must be"):
                 function(graph, **needed, **{knob["name"]: value})
             checked += 1

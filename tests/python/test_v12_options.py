@@ -5,6 +5,7 @@ every figure, `max_runtime`, and the timing file and scheduler record made from 
 from __future__ import annotations
 
 import csv
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -46,22 +47,137 @@ def test_renamed_options_and_schedulers() -> None:
         tomii.run_graph(DIAMOND, dylibs=[SYNTHETIC], custom=3)
 
 
-@pytest.mark.parametrize(
-    ("option", "value"),
-    [
-        ("system_threads", 2),
-        ("coalesce_barriers", True),
-        ("batching_size", 8),
-        ("core_offset", 1),
-        ("use_rdtsc", True),
-        ("output", "out.txt"),
-    ],
-)
+#: Every Tomii 1.2 run keyword without effect here, with a value 1.2's scripts pass.
+WITHOUT_EFFECT: list[tuple[str, Any]] = [
+    ("system_threads", 2),
+    ("coalesce_barriers", True),
+    ("batching_size", 8),
+    ("batching_limit", 10),
+    ("core_offset", 1),
+    ("use_rdtsc", True),
+    ("debug", True),
+    ("no_fanout_bulk", True),
+    ("batch_queue_capacity", 65536),
+    ("spin_iterations", 32),
+    ("sched_flush_threshold", 32),
+    ("recv_pool_size", 1024),
+    ("spin_wait_spin_iters", 64),
+    ("spin_wait_yield_iters", 256),
+    ("spin_wait_park_ns", 100),
+    ("resolution_strategy", "multi-slot-batch"),
+    ("binary", "/opt/tomii-1.2/target/release/main"),
+    ("release", False),
+]
+
+
+@pytest.mark.parametrize(("option", "value"), WITHOUT_EFFECT)
 def test_options_without_effect_warn_once(option: str, value: Any) -> None:
-    with pytest.warns(UserWarning, match=f"'{option}' has no effect") as caught:
+    with pytest.warns(UserWarning, match=f"'{option}'.*no effect") as caught:
         report = tomii.run_graph(DIAMOND, dylibs=[SYNTHETIC], frames=2, **{option: value}).report
     assert len(caught) == 1
     assert report.frames == 2
+
+
+def test_flags_left_off_say_nothing(recwarn: pytest.WarningsRecorder) -> None:
+    """1.2's scripts pass every keyword, most of them False or None: those warn of nothing."""
+    report = tomii.run_graph(
+        DIAMOND,
+        dylibs=[SYNTHETIC],
+        frames=2,
+        debug=False,
+        inits=False,
+        slot_priority=False,
+        use_rdtsc=False,
+        batching_limit=None,
+        record_stream=None,
+    ).report
+    assert report.frames == 2
+    assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
+
+
+def test_values_1_2_refused_are_refused() -> None:
+    with pytest.raises(tomii.ConfigError, match="batch_queue_capacity must be > 0"):
+        tomii.run_graph(DIAMOND, dylibs=[SYNTHETIC], batch_queue_capacity=0)
+    with pytest.raises(tomii.ConfigError, match="Unknown resolution strategy 'greedy'"):
+        tomii.run_graph(DIAMOND, dylibs=[SYNTHETIC], resolution_strategy="greedy")
+    with pytest.raises(tomii.ConfigError, match="unknown run option 'max_frame'"):
+        tomii.run_graph(DIAMOND, dylibs=[SYNTHETIC], max_frame=2)
+
+
+def test_fifo_wins_over_custom_with_one_warning() -> None:
+    with pytest.warns(UserWarning, match="fifo wins") as caught:
+        report = tomii.run_graph(DIAMOND, dylibs=[SYNTHETIC], custom=True, fifo=True).report
+    assert len(caught) == 1 and report.scheduler == "fifo"
+
+
+def test_record_stream_keeps_one_frame(tmp_path: Path) -> None:
+    record = tmp_path / "r.csv"
+    tomii.run_graph(DIAMOND, dylibs=[SYNTHETIC], slots=2, frames=4, record=record, record_stream=2)
+    with record.open(newline="", encoding="utf-8") as file:
+        _header, *rows = list(csv.reader(file))
+    assert rows and {row[1] for row in rows} == {"2"}
+
+
+def test_inits_prints_the_compiled_graph(capfd: pytest.CaptureFixture[str]) -> None:
+    tomii.run_graph(DIAMOND, dylibs=[SYNTHETIC], workers=2, inits=True)
+    printed = capfd.readouterr().out
+    assert printed.startswith("\nGraph:\n  0: ")
+    assert "Initial Nodes: [0]" in printed and "  1: [Usize(2)] $workers" in printed
+
+
+@tomii.export
+def print_fd(value: int) -> int:
+    os.write(1, f"kernel says {value}\n".encode())
+    return value
+
+
+def test_output_takes_the_runs_stdout(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """1.2 sent the process's stdout (the kernels' prints, the inits listing) to `output`: here,
+    file descriptor 1 for the duration of the run."""
+    graph = tomii.Graph()
+    graph.py_node("say", fn=print_fd, args=[7])
+    out = tmp_path / "out.txt"
+    out.write_text("old\n", encoding="utf-8")
+    graph.run(frames=2, output=str(out), inits=True)
+    written = out.read_text(encoding="utf-8")
+    assert "Initialized Objects:" in written and written.count("kernel says 7") == 2
+    assert "old" not in written
+    assert "kernel says" not in capfd.readouterr().out
+    graph.run(frames=1, output="stdout")
+    assert "kernel says 7" in capfd.readouterr().out
+    with pytest.raises(tomii.ConfigError, match="is a directory"):
+        graph.run(output=str(tmp_path))
+
+
+@tomii.export
+def read_env(name: str) -> str:
+    return os.environ.get(name, "<unset>")
+
+
+def test_env_holds_for_the_run_and_its_initializations() -> None:
+    graph = tomii.Graph()
+    where = graph.var("where", func=f"{__name__}.read_env", args=[tomii.String("SCRIPT_DIR")])
+    graph.py_node("use", fn=read_env, args=[tomii.String("SCRIPT_DIR")])
+    graph.py_node("init", fn=_echo, args=[where])
+    os.environ.pop("SCRIPT_DIR", None)
+    result = graph.run(env={"SCRIPT_DIR": "/data/run"})
+    assert result.output("use") == "/data/run" and result.output("init") == "/data/run"
+    assert "SCRIPT_DIR" not in os.environ
+    result = tomii.run_graph(
+        graph.to_dict(), python_kernels=graph.python_kernels(), env={"SCRIPT_DIR": "/x"}
+    )
+    assert result.output("use") == "/x" and "SCRIPT_DIR" not in os.environ
+
+
+@tomii.export
+def _echo(value: str) -> str:
+    return value
+
+
+def test_slot_priority_without_a_network_source_warns() -> None:
+    with pytest.warns(UserWarning, match="slot_priority.*without a network source") as caught:
+        report = tomii.run_graph(DIAMOND, dylibs=[SYNTHETIC], frames=3, slot_priority=True).report
+    assert len(caught) == 1 and report.frames == 3
 
 
 def test_warm_up_frames_are_left_out_of_every_figure() -> None:

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use clap::ArgAction;
 use common::cli::{finish, tomii};
 use common::{fifo_lib, graph_path, synthetic_lib};
-use tomii_core::cli::legacy::SPELLINGS;
+use tomii_core::cli::legacy::{OWN, WITHOUT_EFFECT};
 use tomii_core::engine::RunConfig;
 use tomii_core::knobs::{self, CATALOG, Choice, Domain, Kind, Knob, Preset};
 use tomii_core::network::NetworkOptions;
@@ -26,6 +26,12 @@ fn run_command() -> clap::Command {
     let mut command = tomii_core::cli::command();
     command.build();
     command.find_subcommand("run").expect("tomii has a run subcommand").clone()
+}
+
+/// Every Tomii 1.2 flag that is not a knob's alias: the flags of `cli::legacy::OWN` and
+/// `cli::legacy::WITHOUT_EFFECT`.
+fn tomii_1_2_flags() -> Vec<&'static str> {
+    OWN.iter().map(|(flag, _)| *flag).chain(WITHOUT_EFFECT.iter().map(|unused| unused.flag)).collect()
 }
 
 /// The knob whose flag is `--long`.
@@ -95,8 +101,10 @@ fn cli_and_catalog_agree() {
         }
         if arg.is_hide_set() {
             // A Tomii 1.2 spelling, listed with what it is here.
-            if !SPELLINGS.iter().any(|(flag, _)| flag.strip_prefix("--") == Some(long)) {
-                problems.push(format!("--{long} is hidden but not in cli::legacy::SPELLINGS; list it there"));
+            if !tomii_1_2_flags().iter().any(|flag| flag.strip_prefix("--") == Some(long)) {
+                problems.push(format!(
+                    "--{long} is hidden but in neither cli::legacy::OWN nor WITHOUT_EFFECT; list it there"
+                ));
             }
             continue;
         }
@@ -113,20 +121,23 @@ fn cli_and_catalog_agree() {
     assert!(problems.is_empty(), "the CLI and the knob catalog disagree:\n{}", problems.join("\n"));
 }
 
-/// Every Tomii 1.2 spelling is a flag of `tomii run` (hidden, or a hidden alias) or the graph's
-/// `--json`; none is a knob's own flag.
+/// Every Tomii 1.2 flag of the legacy tables is a flag of `tomii run` (hidden, or a hidden alias)
+/// or the graph's `--json`; none is a knob's own flag or one of its aliases (those are the
+/// catalog's, listed once there).
 #[test]
 fn every_tomii_1_2_spelling_is_a_hidden_flag_or_alias() {
     let run = run_command();
-    for (flag, _) in SPELLINGS {
+    for flag in tomii_1_2_flags() {
         let long = flag.strip_prefix("--").expect("a long flag");
         let arg = run.get_arguments().find(|arg| {
             arg.get_long() == Some(long) || arg.get_all_aliases().into_iter().flatten().any(|alias| alias == long)
         });
-        let arg = arg.unwrap_or_else(|| panic!("{flag} is in SPELLINGS but `tomii run` does not take it"));
+        let arg = arg.unwrap_or_else(|| panic!("{flag} is a Tomii 1.2 flag but `tomii run` does not take it"));
         let hidden = arg.is_hide_set() || arg.get_long() != Some(long) || long == "json";
         assert!(hidden, "{flag} is a knob's own flag, not a Tomii 1.2 spelling");
-        assert!(knob_for(long).is_none(), "{flag} is in both the catalog and SPELLINGS");
+        assert!(knob_for(long).is_none(), "{flag} is in both the catalog and the legacy tables");
+        let aliased = CATALOG.iter().any(|knob| knob.flag.aliases.contains(&long));
+        assert!(!aliased, "{flag} is both a knob's alias and in the legacy tables");
     }
 }
 
@@ -147,6 +158,8 @@ fn defaults_lie_in_their_domains() {
     for knob in CATALOG {
         let fits = match (knob.kind, knob.default, knob.domain) {
             (Kind::Int, Preset::Int(value), Domain::Int { min, max, .. }) => (min..=max).contains(&value),
+            // A filter that is off until given (record_stream).
+            (Kind::Int, Preset::Unset, Domain::Int { .. }) => true,
             (Kind::Bool, Preset::Bool(_), Domain::Bool) => true,
             (Kind::String, Preset::Text(value), Domain::Choice(values)) => values.contains(&value),
             (Kind::String, Preset::Text(_), Domain::Scheduler) => true,

@@ -59,10 +59,22 @@ fn frame_counts_and_schedulers_keep_their_1_2_spellings() {
 #[test]
 fn two_schedulers_at_once_is_one_error_line() {
     let dir = tempfile::tempdir().unwrap();
-    for flags in
-        [&["--fifo", "--custom"][..], &["--fifo", "--scheduler", "priority"], &["--custom", "--scheduler", "fifo"]]
-    {
+    for flags in [&["--fifo", "--scheduler", "priority"][..], &["--custom", "--scheduler", "fifo"]] {
         assert_error(&run_in(dir.path(), "diamond.json", flags), &["cannot be used with"]);
+    }
+}
+
+/// Tomii 1.2 ran `--fifo --custom` on its fifo scheduler; so does this runtime, saying so once.
+#[test]
+fn fifo_wins_over_custom_as_in_1_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for flags in [&["--fifo", "--custom"][..], &["--custom", "--fifo"], &["--custom", "work-stealing", "--fifo"]] {
+        let run =
+            ok(run_in(dir.path(), "diamond.json", &[flags, &["--frames", "2", "--report", "r.json"][..]].concat()));
+        assert_eq!(report(dir.path())["scheduler"]["name"], "fifo", "{flags:?}");
+        let warnings: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("warning: ")).collect();
+        assert_eq!(warnings.len(), 1, "{flags:?}: {}", run.stderr);
+        assert!(warnings[0].contains("--fifo wins"), "{}", warnings[0]);
     }
 }
 
@@ -77,32 +89,195 @@ fn output_takes_what_stdout_would_have_printed() {
     assert!(run.stdout.contains("4 frames"), "stdout: {}", run.stdout);
 }
 
+/// Every flag of Tomii 1.2's `main` without effect here, with a value it took.
+const WITHOUT_EFFECT: &[&[&str]] = &[
+    &["--system-threads", "2"],
+    &["--coalesce-barriers"],
+    &["--batching-size", "8"],
+    &["--batching-limit", "10"],
+    &["--core-offset", "1"],
+    &["--use-rdtsc"],
+    &["--debug"],
+    &["--no-fanout-bulk"],
+    &["--batch-queue-capacity", "65536"],
+    &["--spin-iterations", "32"],
+    &["--sched-flush-threshold", "32"],
+    &["--recv-pool-size", "1024"],
+    &["--spin-wait-spin-iters", "64"],
+    &["--spin-wait-yield-iters", "256"],
+    &["--spin-wait-park-ns", "100"],
+    &["--resolution-strategy", "multi-slot-batch"],
+];
+
 #[test]
 fn flags_without_meaning_here_warn_once_each() {
     let dir = tempfile::tempdir().unwrap();
-    let flags = [
-        "--system-threads",
-        "2",
-        "--coalesce-barriers",
-        "--batching-size",
-        "8",
-        "--core-offset",
-        "1",
-        "--use-rdtsc",
-        "--report",
-        "r.json",
-    ];
-    let run = ok(run_in(dir.path(), "diamond.json", &flags));
-    let warnings: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("warning: ")).collect();
-    for flag in ["--system-threads", "--coalesce-barriers", "--batching-size", "--core-offset", "--use-rdtsc"] {
-        let naming: Vec<&&str> = warnings.iter().filter(|w| w.contains(&format!("{flag} "))).collect();
-        assert_eq!(naming.len(), 1, "one warning for {flag}:\n{}", run.stderr);
-        assert!(naming[0].contains("no effect"), "{}", naming[0]);
+    for flag in WITHOUT_EFFECT {
+        let run =
+            ok(run_in(dir.path(), "diamond.json", &[flag, &["--frames", "2", "--report", "r.json"][..]].concat()));
+        let warnings: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("warning: ")).collect();
+        assert_eq!(warnings.len(), 1, "{flag:?}: {}", run.stderr);
+        assert!(
+            warnings[0].starts_with(&format!("warning: {} (Tomii 1.2) has no effect here: ", flag[0])),
+            "{}",
+            warnings[0]
+        );
+        assert_eq!(report(dir.path())["frames"], 2, "{flag:?}");
     }
-    assert_eq!(warnings.len(), 5, "{}", run.stderr);
+    let all: Vec<&str> = WITHOUT_EFFECT.iter().flat_map(|flag| flag.iter().copied()).collect();
+    let run = ok(run_in(dir.path(), "diamond.json", &[&all[..], &["--report", "r.json"]].concat()));
+    assert_eq!(run.stderr.lines().filter(|l| l.starts_with("warning: ")).count(), WITHOUT_EFFECT.len());
     assert_eq!(report(dir.path())["status"], "completed");
     let quiet = ok(run_in(dir.path(), "diamond.json", &["--use-rdtsc", "--quiet"]));
     assert!(quiet.stderr.is_empty(), "--quiet prints no warning: {}", quiet.stderr);
+}
+
+/// The values Tomii 1.2 refused are refused, with its message and its exit status 1; a value
+/// that is not a number is a usage error (exit 2), as clap made it there.
+#[test]
+fn values_1_2_refused_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_in(dir.path(), "diamond.json", &["--resolution-strategy", "greedy"]);
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    assert_error(&run, &["Unknown resolution strategy 'greedy'. Available: multi-slot-batch"]);
+    let run = run_in(dir.path(), "diamond.json", &["--batch-queue-capacity", "0"]);
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    assert_error(&run, &["invalid config: batch_queue_capacity must be > 0 (got 0)"]);
+    let run = run_in(dir.path(), "diamond.json", &["--spin-iterations", "-3"]);
+    assert_eq!(run.status.code(), Some(2), "{}", run.stderr);
+}
+
+/// `--inits` prints the compiled graph in Tomii 1.2's layout, then the run goes on as usual.
+#[test]
+fn inits_prints_the_graph_and_its_objects_then_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("g.json");
+    let text = r#"{
+      "initializations": [
+        {"name": "n", "args": [{"type": "usize", "value": "3"}]},
+        {"name": "table", "function": "checksum", "factor": "n", "args": [{"type": "$ref", "value": "$index"}]}
+      ],
+      "nodes": [
+        {"name": "each", "function": "checksum", "factor": "n", "args": [{"type": "$ref", "value": "table"}]},
+        {"name": "all", "function": "checksum_list", "args": [{"type": "$res", "predecessor": {"name": "each", "indexes": "0-n"}}]}
+      ],
+      "post_nodes": [{"name": "last", "function": "noop", "args": []}]
+    }"#;
+    std::fs::write(&graph, text).unwrap();
+    let mut command = tomii();
+    command.current_dir(dir.path()).arg("--json").arg(&graph).arg("--dylib").arg(synthetic_lib());
+    command.args(["--workers", "2", "--max-streams", "2", "--inits", "--report", "r.json"]);
+    let run = ok(finish(command));
+    let expected = [
+        "",
+        "Graph:",
+        "  0: \"each\" (3)",
+        "  1: \"all\" (1)",
+        "Post Nodes:",
+        "  0: \"last\" (1)",
+        "Initial Nodes: [0]",
+        "Successors: [[1], []]",
+        "",
+        "Initialized Objects:",
+        "  0: [$index]",
+        "  1: [Usize(2)] $workers",
+        "  2: [Usize(3)] n",
+        "  3: checksum($index) x 3, computed when the run starts: table",
+        "",
+        "",
+    ]
+    .join("\n");
+    assert!(run.stdout.starts_with(&expected), "stdout:\n{}", run.stdout);
+    assert_eq!(report(dir.path())["frames"], 2);
+    // With --output, the listing goes where stdout's lines go.
+    let mut command = tomii();
+    command.current_dir(dir.path()).arg("--json").arg(&graph).arg("--dylib").arg(synthetic_lib());
+    command.args(["--inits", "--output", "out.txt"]);
+    let run = ok(finish(command));
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    let written = std::fs::read_to_string(dir.path().join("out.txt")).unwrap();
+    assert!(written.contains("Initialized Objects:") && written.contains("1 frames"), "{written}");
+}
+
+/// `--record-stream N` keeps frame N's rows only.
+#[test]
+fn record_stream_keeps_one_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(run_in(dir.path(), "diamond.json", &["--slots", "2", "--max-streams", "5", "--record", "--record-stream", "3"]));
+    let text = std::fs::read_to_string(dir.path().join("scheduler_record.csv")).unwrap();
+    let frames: BTreeMap<String, usize> = text.lines().skip(1).fold(BTreeMap::new(), |mut seen, line| {
+        *seen.entry(line.split(',').nth(1).unwrap().to_owned()).or_default() += 1;
+        seen
+    });
+    let everything = ok(run_in(dir.path(), "diamond.json", &["--max-streams", "1", "--record"]));
+    drop(everything);
+    let one_frame = std::fs::read_to_string(dir.path().join("scheduler_record.csv")).unwrap().lines().count() - 1;
+    assert_eq!(frames.into_iter().collect::<Vec<_>>(), vec![("3".to_owned(), one_frame)]);
+}
+
+/// `--slot-priority` on a network graph makes frames that find every slot busy wait for one, as
+/// Tomii 1.2's buffering slots did; on a graph without a network source it warns (1.2 hung).
+#[test]
+fn slot_priority_waits_for_a_slot_or_says_it_has_no_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = ok(run_in(dir.path(), "diamond.json", &["--slot-priority", "--max-streams", "3", "--report", "r.json"]));
+    assert_eq!(report(dir.path())["frames"], 3);
+    let warnings: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(warnings.len(), 1, "{}", run.stderr);
+    assert!(warnings[0].contains("--slot-priority (Tomii 1.2) has no effect on a graph without a network source"));
+    let mut command = tomii();
+    command
+        .current_dir(dir.path())
+        .arg("--json")
+        .arg(graph_path("v12/network.json"))
+        .arg("--dylib")
+        .arg(synthetic_lib());
+    command.args(["--slot-priority", "--slots", "2", "--max-streams", "0", "--max-runtime", "1", "--report", "r.json"]);
+    let run = ok(finish(command));
+    assert!(!run.stderr.contains("--slot-priority"), "{}", run.stderr);
+    let report = report(dir.path());
+    assert_eq!(report["network"]["on_slots_busy"], "wait", "{report}");
+    let clash = run_in(dir.path(), "diamond.json", &["--slot-priority", "--on-slots-busy", "drop"]);
+    assert_error(&clash, &["cannot be used with"]);
+}
+
+/// 1.2's scripts call the binary without a subcommand, often by the name `main`.
+#[test]
+fn the_subcommand_less_and_main_named_forms_are_tomii_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = tomii();
+    command.current_dir(dir.path()).arg("--json").arg(graph_path("diamond.json")).arg("--dylib").arg(synthetic_lib());
+    command.args(["--max-streams", "3", "--report", "r.json"]);
+    ok(finish(command));
+    assert_eq!(report(dir.path())["frames"], 3);
+    let main = dir.path().join("target/release/main");
+    std::fs::create_dir_all(main.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_tomii"), &main).unwrap();
+    let mut command = std::process::Command::new(&main);
+    command.current_dir(dir.path()).arg("--json").arg(graph_path("diamond.json")).arg("--dylib").arg(synthetic_lib());
+    command.args(["--workers", "2", "--max-streams", "4", "--custom", "--timing", "t.txt", "--report", "r.json"]);
+    ok(finish(command));
+    assert_eq!(report(dir.path())["frames"], 4);
+    assert_eq!(report(dir.path())["scheduler"]["name"], "priority");
+    assert!(dir.path().join("t.txt").is_file());
+    let help = finish({
+        let mut command = std::process::Command::new(&main);
+        command.arg("--help");
+        command
+    });
+    assert!(help.status.success() && help.stdout.contains("--dylib"), "{}", help.stdout);
+    let version = finish({
+        let mut command = std::process::Command::new(&main);
+        command.arg("--version");
+        command
+    });
+    assert!(version.status.success() && version.stdout.starts_with("tomii "), "{}", version.stdout);
+    let bare_help = finish({
+        let mut command = tomii();
+        command.arg("--help");
+        command
+    });
+    assert!(bare_help.stdout.contains("schedulers"), "tomii --help is the command's own: {}", bare_help.stdout);
 }
 
 #[test]

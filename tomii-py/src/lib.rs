@@ -319,6 +319,30 @@ fn summarise_warnings(lines: Vec<String>) -> Vec<String> {
     graph::summarise_warnings(&lines)
 }
 
+/// Tomii 1.2's spellings of the run options, as JSON (`tomii_core::cli::legacy::spellings_json`):
+/// the keywords that rename a knob, those with a meaning of their own, and those without effect.
+#[pyfunction]
+fn tomii_1_2_spellings() -> String {
+    tomii_core::cli::legacy::spellings_json().to_string()
+}
+
+/// For a Tomii 1.2 run option without effect (`name`, Python's keyword), given `value` (None for a
+/// flag): the warning it gets; None when `name` is not such an option. Raises ConfigError for a
+/// value Tomii 1.2 refused.
+#[pyfunction]
+#[pyo3(signature = (name, value=None))]
+fn tomii_1_2_without_effect(name: &str, value: Option<&str>) -> PyResult<Option<String>> {
+    tomii_core::cli::legacy::without_effect(name, value).transpose().map_err(ConfigError::new_err)
+}
+
+/// What Tomii 1.2's `--inits` printed, for the graph `graph_json` compiled for `workers`
+/// (`tomii_core::cli::inits::listing`). Raises GraphError as a run would.
+#[pyfunction]
+fn inits_listing(graph_json: &str, source: &str, workers: u32) -> PyResult<String> {
+    let input = options::graph_input(source, graph_json, workers)?;
+    Ok(tomii_core::cli::inits::listing(&input.graph, workers))
+}
+
 /// The fields of a trace record, in their order in its bytes: `(name, NumPy type, unit)`, the
 /// unit None for a count or an index. Python's `TRACE_DTYPE` is made of them.
 #[pyfunction]
@@ -405,6 +429,9 @@ fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(knobs_taken, m)?)?;
     m.add_function(wrap_pyfunction!(schema_json, m)?)?;
     m.add_function(wrap_pyfunction!(convert_json, m)?)?;
+    m.add_function(wrap_pyfunction!(tomii_1_2_spellings, m)?)?;
+    m.add_function(wrap_pyfunction!(tomii_1_2_without_effect, m)?)?;
+    m.add_function(wrap_pyfunction!(inits_listing, m)?)?;
     m.add_function(wrap_pyfunction!(write_chrome_trace, m)?)?;
     m.add_function(wrap_pyfunction!(write_trace_csv, m)?)?;
     m.add_function(wrap_pyfunction!(trace_fields, m)?)?;

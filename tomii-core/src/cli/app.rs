@@ -34,7 +34,7 @@ pub trait KernelProvider {
 /// Runs the command line `args` (the program name first) and returns the exit status.
 pub fn main(args: impl IntoIterator<Item = OsString>, provider: Option<&dyn KernelProvider>) -> u8 {
     super::crash::install();
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match Cli::try_parse_from(as_tomii_1_2_called(args.into_iter().collect())) {
         Ok(cli) => cli,
         Err(error) => return usage_error(error),
     };
@@ -72,6 +72,21 @@ pub fn main(args: impl IntoIterator<Item = OsString>, provider: Option<&dyn Kern
     }
 }
 
+/// Tomii 1.2's scripts call its binary `main` with the flags of a run and no subcommand
+/// (`main --json G --dylib L ...`): a command line that starts with a flag, or a binary named
+/// `main` (a link or copy of this one), is `tomii run`. `--help` and `--version` alone stay the
+/// command's own.
+fn as_tomii_1_2_called(mut args: Vec<OsString>) -> Vec<OsString> {
+    let called_main = args.first().and_then(|name| Path::new(name).file_stem()).is_some_and(|stem| stem == "main");
+    let first = args.get(1).and_then(|arg| arg.to_str()).unwrap_or_default();
+    let own = matches!(first, "-h" | "--help" | "-V" | "--version");
+    let flag_first = first.starts_with("--") && !own;
+    if (called_main && first != "run" && !matches!(first, "-V" | "--version")) || flag_first {
+        args.insert(1.min(args.len()), OsString::from("run"));
+    }
+    args
+}
+
 /// A failure already reported on stderr (with what the run kept): the exit status only.
 #[derive(Debug, thiserror::Error)]
 #[error("the run failed")]
@@ -81,6 +96,17 @@ struct Reported;
 pub(crate) fn say(line: impl std::fmt::Display) -> Result<()> {
     use std::io::Write;
     writeln!(std::io::stdout().lock(), "{line}").context("cannot write to stdout")
+}
+
+/// One line for stdout, or appended to `output` (Tomii 1.2's `--output FILE`).
+fn say_to(output: Option<&Path>, line: impl std::fmt::Display) -> Result<()> {
+    let Some(path) = output else { return say(line) };
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut file| writeln!(file, "{line}"))
+        .with_context(|| format!("{}: cannot write the output", path.display()))
 }
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {
@@ -141,24 +167,34 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     if let Some(name) = args.legacy.scheduler() {
         given.push(("scheduler".to_owned(), Value::Text(name.to_owned())));
     }
+    if args.legacy.flags.slot_priority {
+        given.push(("on_slots_busy".to_owned(), Value::Text("wait".to_owned())));
+    }
+    if let Some(error) = args.legacy.refused() {
+        bail!("{error}");
+    }
     let settings = launch::settings(Entry::Run, given).map_err(anyhow::Error::msg)?;
+    let output = args.legacy.output().map(Path::to_owned);
+    if let Some(path) = &output {
+        launch::check_writable(path, Some(graph_path)).map_err(anyhow::Error::msg)?;
+        std::fs::File::create(path).with_context(|| format!("{}: cannot write the output here", path.display()))?;
+    }
     let input = launch::graph_from_file(graph_path, settings.run.workers)?;
     super::convert::warn(&input.graph.warnings, settings.verbose);
+    if args.legacy.flags.inits {
+        say_to(
+            output.as_deref(),
+            super::inits::listing(&input.graph, settings.run.workers).strip_suffix('\n').unwrap_or_default(),
+        )?;
+    }
     let kernels = load_kernels(&settings, &input, provider)?;
     if !settings.quiet {
-        for warning in args.legacy.warnings() {
+        for warning in args.legacy.warnings(input.graph.network.is_some()) {
             eprintln!("warning: {warning}");
         }
     }
     let scheduler = settings.scheduler()?;
-    let output = args.legacy.output().map(Path::to_owned);
-    if let Some(path) = &output {
-        launch::check_writable(path, Some(graph_path)).map_err(anyhow::Error::msg)?;
-    }
     let launch = Launch::new(input, settings)?;
-    if let Some(path) = &output {
-        std::fs::File::create(path).with_context(|| format!("{}: cannot write the output here", path.display()))?;
-    }
     let quiet = launch.settings().quiet;
     let ending = Ending {
         frames: launch.settings().run.frames,
@@ -269,13 +305,7 @@ impl Ending {
 
     /// One line for stdout, or for the `--output` file.
     fn say(&self, line: impl std::fmt::Display) -> Result<()> {
-        let Some(path) = &self.output else { return say(line) };
-        use std::io::Write;
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(path)
-            .and_then(|mut file| writeln!(file, "{line}"))
-            .with_context(|| format!("{}: cannot write the output", path.display()))
+        say_to(self.output.as_deref(), line)
     }
 
     /// Says why the run failed and how far it got, and writes what it did to the report, the

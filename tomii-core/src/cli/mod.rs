@@ -4,12 +4,13 @@
 //!
 //! Only the shape of the command line is here; what each command does is in [`app`]. The run
 //! options of `tomii run` and `tomii simulate` are made from `knobs::CATALOG` ([`options`]).
-//! Tomii 1.2's spellings are hidden aliases and the hidden flags of [`legacy`], listed in
-//! `legacy::SPELLINGS`.
+//! Tomii 1.2's spellings are the catalog's hidden aliases and the hidden flags of [`legacy`],
+//! listed in `legacy::OWN` and `legacy::WITHOUT_EFFECT`; [`inits`] prints what `--inits` shows.
 
 pub mod app;
 pub mod convert;
 pub mod crash;
+pub mod inits;
 pub mod legacy;
 pub mod options;
 pub mod replay;
@@ -141,7 +142,7 @@ impl FromArgMatches for RunArgs {
         Ok(RunArgs {
             graph: GraphArgs::from_arg_matches(matches)?,
             options: options::given(matches, Entry::Run),
-            legacy: legacy::LegacyArgs::from_arg_matches(matches)?,
+            legacy: legacy::LegacyArgs::from_matches(matches)?,
         })
     }
 
@@ -154,7 +155,7 @@ impl FromArgMatches for RunArgs {
 impl Args for RunArgs {
     fn augment_args(command: clap::Command) -> clap::Command {
         let command = options::augment(GraphArgs::augment_args(command), Entry::Run);
-        legacy::LegacyArgs::augment_args(command)
+        legacy::LegacyArgs::augment(command)
     }
 
     fn augment_args_for_update(command: clap::Command) -> clap::Command {

@@ -228,6 +228,21 @@ pub const CATALOG: &[Knob] = &[
         simulate_default: None,
     },
     Knob {
+        name: "record_stream",
+        cli: "--record-stream",
+        kind: Kind::Int,
+        default: Preset::Unset,
+        domain: Domain::Int { min: 0, max: u64::MAX, scale: Scale::Log },
+        role: Role::Io,
+        description: "Keep only frame N's rows in the scheduler record (record); unset: every frame's. Tomii \
+            1.2's --record-stream",
+        search_hint: "not a tuning knob: it narrows the scheduler record to one frame",
+        takes: Takes::RUN,
+        flag: Flag { value_name: "N", ..Flag::PLAIN },
+        apply: |s, v| s.files.record_frame = Some(v.int()),
+        simulate_default: None,
+    },
+    Knob {
         name: "record_decisions",
         cli: "--record-decisions",
         kind: Kind::Path,

@@ -59,7 +59,7 @@ impl Outputs {
             .chrome_trace()
             .map(|path| ChromeTraceFile::create(&path, ChromeLayout::of(graph, config)))
             .transpose()?;
-        let record = files.record_path().map(|path| Record::create(&path)).transpose()?;
+        let record = files.record_path().map(|path| Record::create(&path, files.record_frame)).transpose()?;
         Ok(Outputs {
             report: files.report.clone(),
             trace: files.csv_trace(),

@@ -73,6 +73,8 @@ pub struct Files {
     pub timing: Option<PathBuf>,
     /// Tomii 1.2's scheduler record.
     pub record: Option<RecordAt>,
+    /// Keep only this frame's rows in the record (Tomii 1.2's `--record-stream`).
+    pub record_frame: Option<u64>,
     /// The decisions file, for `tomii replay`.
     pub decisions: Option<PathBuf>,
 }

@@ -21,6 +21,8 @@ use crate::graph::CompiledGraph;
 pub struct Record {
     path: PathBuf,
     out: Arc<Mutex<RecordOut>>,
+    /// Only this frame's rows, if given (Tomii 1.2's `--record-stream`).
+    frame: Option<u64>,
 }
 
 struct RecordOut {
@@ -34,22 +36,23 @@ impl Record {
     /// `nodes`), `index` the instance of that node, times in ns since the run started.
     pub const HEADER: &'static str = "slot,job_id,start_ns,end_ns,worker,task_id,index";
 
-    /// Creates the file and writes its header.
-    pub fn create(path: &Path) -> Result<Record, String> {
+    /// Creates the file and writes its header; with `frame`, only that frame's rows follow.
+    pub fn create(path: &Path, frame: Option<u64>) -> Result<Record, String> {
         let failed = |error: std::io::Error| format!("{}: cannot write the scheduler record: {error}", path.display());
         let mut file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path).map_err(failed)?);
         writeln!(file, "{}", Self::HEADER).map_err(failed)?;
         let out = RecordOut { file: Some(file), error: None };
-        Ok(Record { path: path.to_owned(), out: Arc::new(Mutex::new(out)) })
+        Ok(Record { path: path.to_owned(), out: Arc::new(Mutex::new(out)), frame })
     }
 
     /// The tap that writes the trace's records here.
     pub fn tap(&self) -> TraceTap {
-        let (out, path) = (Arc::clone(&self.out), self.path.clone());
+        let (out, path, frame) = (Arc::clone(&self.out), self.path.clone(), self.frame);
         TraceTap(Arc::new(move |records: &[TaskRecord]| {
             let mut out = lock(&out);
             let Some(file) = &mut out.file else { return };
-            if let Err(error) = write_rows(file, records) {
+            let kept = records.iter().filter(|r| frame.is_none_or(|frame| r.frame == frame));
+            if let Err(error) = write_rows(file, kept) {
                 out.error = Some(format!("{}: cannot write the scheduler record: {error}", path.display()));
                 out.file = None;
             }
@@ -72,7 +75,10 @@ impl Record {
     }
 }
 
-fn write_rows(file: &mut impl std::io::Write, records: &[TaskRecord]) -> std::io::Result<()> {
+fn write_rows<'a>(
+    file: &mut impl std::io::Write,
+    records: impl Iterator<Item = &'a TaskRecord>,
+) -> std::io::Result<()> {
     for r in records {
         writeln!(file, "{},{},{},{},{},{},{}", r.slot, r.frame, r.start_ns, r.end_ns, r.worker, r.node, r.instance)?;
     }
