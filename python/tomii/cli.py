@@ -1,8 +1,8 @@
 """The `tomii` console command: the runtime's command line (`tomii run`, `tomii schedulers`,
 `tomii knobs`, `tomii schema`), run inside Python so that a graph JSON can name Python kernels
-("module.function", imported by name) next to those of `--dylib` libraries. Four commands are
+("module.function", imported by name) next to those of `--dylib` libraries. Five commands are
 Python's own: `tomii sweep` (tomii.experiments), `tomii tune` (tomii.tune), `tomii new` and
-`tomii sdk` (tomii.scaffold).
+`tomii sdk` (tomii.scaffold), and `tomii build` (tomii.build).
 
 The schedulers and kernel plugins shipped inside the package are found by name, after those of
 `$TOMII_SCHEDULER_PATH`.
@@ -36,6 +36,11 @@ def main(argv: list[str] | None = None) -> int:
         from .scaffold import main as new_main
 
         return new_main(arguments[2:])
+    if arguments[1:2] == ["build"]:
+        # A kernel plugin (a Rust crate, a Tomii 1.2 crate unchanged, or a C header) into a library.
+        from .build import main as build_main
+
+        return build_main(arguments[2:])
     if arguments[1:2] == ["sdk"]:
         # Where the plugin SDK that projects build against is.
         from .scaffold import sdk_main
