@@ -31,7 +31,10 @@ __all__ = ["V12Crate", "read_v12_crate"]
 #: The dependency tables whose entries the generated manifest keeps.
 KEPT_TABLES = ("dependencies", "build-dependencies")
 #: The names of 1.2's SDK crates, mapped to the compat crates (directory under the SDK).
-COMPAT = {"tomii-types": ("tomii12-types", "v12/types"), "tomii-macro": ("tomii12-macro", "v12/macro")}
+COMPAT = {
+    "tomii-types": ("tomii12-types", "v12/types"),
+    "tomii-macro": ("tomii12-macro", "v12/macro"),
+}
 #: Parameter types a hand-written bridge may take, and how its shim reads them.
 BRIDGE_PARAMS = {
     "&CmTypes": ("a.cm({i})?", "&arg{i}"),
@@ -123,7 +126,9 @@ class V12Crate:
         }
         for table in KEPT_TABLES:
             entries = self.document.get(table, {})
-            document[table] = {name: self._dependency(name, spec, sdk) for name, spec in entries.items()}
+            document[table] = {
+                name: self._dependency(name, spec, sdk) for name, spec in entries.items()
+            }
         for name, spec in (("tomii-types", None), ("tomii-macro", None)):
             document["dependencies"].setdefault(name, self._dependency(name, spec, sdk))
         if "features" in self.document:
@@ -143,19 +148,28 @@ class V12Crate:
         # One codegen unit for the compat crate: its registry and the bridges' registrations stay
         # in one object file, which the library always links.
         for name in ("dev", "release"):
-            profile.setdefault(name, {}).setdefault("package", {})["tomii12-types"] = {"codegen-units": 1}
+            profile.setdefault(name, {}).setdefault("package", {})["tomii12-types"] = {
+                "codegen-units": 1
+            }
         document["profile"] = profile
         document["workspace"] = {}
         return document
 
     def _profiles(self) -> dict[str, Any]:
-        root = self.document if self.workspace_root is None else _load(self.workspace_root / "Cargo.toml")
-        return json.loads(json.dumps(root.get("profile", {})))
+        root = (
+            self.document
+            if self.workspace_root is None
+            else _load(self.workspace_root / "Cargo.toml")
+        )
+        profiles: dict[str, Any] = json.loads(json.dumps(root.get("profile", {})))
+        return profiles
 
     def _inherited(self, table: str, key: str, value: Any) -> Any:
         if isinstance(value, dict) and value.get("workspace") is True:
             if self.workspace_root is None:
-                raise PluginError(f"{self.manifest}: {table}.{key} is inherited from a workspace it is in none of")
+                raise PluginError(
+                    f"{self.manifest}: {table}.{key} is inherited from a workspace it is in none of"
+                )
             root = _load(self.workspace_root / "Cargo.toml")
             return root.get("workspace", {}).get(table, {}).get(key)
         return value
@@ -167,11 +181,15 @@ class V12Crate:
         base = self.manifest.parent
         if isinstance(spec, dict) and spec.get("workspace") is True:
             if self.workspace_root is None:
-                raise PluginError(f"{self.manifest}: dependency {name} is inherited from no workspace")
+                raise PluginError(
+                    f"{self.manifest}: dependency {name} is inherited from no workspace"
+                )
             root = _load(self.workspace_root / "Cargo.toml")
             inherited = root.get("workspace", {}).get("dependencies", {}).get(name)
             if inherited is None:
-                raise PluginError(f"{self.manifest}: the workspace has no dependency {name} to inherit")
+                raise PluginError(
+                    f"{self.manifest}: the workspace has no dependency {name} to inherit"
+                )
             extra = {k: v for k, v in spec.items() if k != "workspace"}
             spec = {"version": inherited} if isinstance(inherited, str) else {**inherited}
             if "features" in extra:
@@ -215,7 +233,11 @@ def read_v12_crate(manifest: Path) -> V12Crate | None:
         spec = entries.get("tomii-types")
         if isinstance(spec, str) and spec.strip().lstrip("=^~ ").startswith("1"):
             return V12Crate(manifest, document)
-        if isinstance(spec, dict) and "path" in spec and not _is_sdk(manifest.parent / spec["path"]):
+        if (
+            isinstance(spec, dict)
+            and "path" in spec
+            and not _is_sdk(manifest.parent / spec["path"])
+        ):
             return V12Crate(manifest, document)
         if isinstance(spec, dict) and str(spec.get("version", "")).lstrip("=^~ ").startswith("1"):
             return V12Crate(manifest, document)
@@ -259,7 +281,9 @@ def scan_bridges(lib: Path) -> list[tuple[str, list[tuple[str, str]], str]]:
                     continue
                 name, _, ty = param.partition(":")
                 parsed.append((name.strip(), re.sub(r"\s+", "", ty).replace("tomii_types::", "")))
-            bridges.append((symbol, parsed, re.sub(r"\s+", "", returns).replace("tomii_types::", "")))
+            bridges.append(
+                (symbol, parsed, re.sub(r"\s+", "", returns).replace("tomii_types::", ""))
+            )
     return bridges
 
 
@@ -271,7 +295,7 @@ def render_bridges(bridges: list[tuple[str, list[tuple[str, str]], str]]) -> str
     """Registrations of the bridges, compiled into tomii12-types (its build.rs)."""
     out = ["// Generated by tomii.build from the crate's #[no_mangle] bridges; do not edit.\n"]
     for symbol, params, returns in bridges:
-        kernel = symbol[:-3] if symbol.endswith("_cm") else symbol
+        kernel = symbol.removesuffix("_cm")
         reads, calls, declared = [], [], []
         for i, (name, ty) in enumerate(params):
             if ty in BRIDGE_PARAMS:
@@ -293,7 +317,9 @@ def render_bridges(bridges: list[tuple[str, list[tuple[str, str]], str]]) -> str
         elif returns in PRIMITIVES or returns == "String":
             result, ret = "sdk::export::IntoValue::into_value(call)", f" -> {returns}"
         else:
-            raise PluginError(f"bridge {symbol}: it returns {returns}; a bridge returns CmTypes, a primitive or String")
+            raise PluginError(
+                f"bridge {symbol}: it returns {returns}; a bridge returns CmTypes, a primitive or String"
+            )
         names = ", ".join(json.dumps(name) for name, _ in params)
         args = ", ".join(calls)
         out.append(
@@ -367,7 +393,6 @@ def render_toml(document: dict[str, Any]) -> str:
 
 
 def _is_table(key: str, path: list[str]) -> bool:
-    """Whether `key` under `path` is written as a table of its own (rather than inline)."""
-    if path[0] == "profile" or path[0] == "target":
-        return True
-    return False
+    """Whether `key` under `path` is written as a table of its own (rather than inline): the
+    nested tables of `[profile]` and `[target]`; dependencies are inline tables."""
+    return path[0] in ("profile", "target")

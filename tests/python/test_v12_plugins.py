@@ -94,7 +94,11 @@ def wavefront(n: int, func: str) -> tomii.Graph:
             args.append(previous.wait())
         previous = app.node(f"diag_{d}", func=func, factor=width, args=args)
     assert previous is not None
-    app.node("corner", func="grid_at", args=[grid, size, tomii.usize(n - 1), tomii.usize(n - 1), previous.wait()])
+    app.node(
+        "corner",
+        func="grid_at",
+        args=[grid, size, tomii.usize(n - 1), tomii.usize(n - 1), previous.wait()],
+    )
     app.node("where", func="grid_addr", args=[grid, previous.wait()])
     app.node("where_first", func="grid_addr", args=[grid])
     return app
@@ -162,7 +166,7 @@ def test_mut_of_a_value_that_is_no_shared_object_is_an_error_not_a_lost_write(
         run_one(library, app)
 
 
-def test_a_1_2_object_reaching_a_kernel_of_another_kind_names_the_kernel_and_argument(
+def test_a_1_2_object_where_a_number_is_expected_names_the_kernel_and_argument(
     library: BuildResult,
 ) -> None:
     app = tomii.Graph()
