@@ -56,6 +56,10 @@ def test_the_sdk_has_the_crates_and_the_c_header() -> None:
     assert (sdk / "Cargo.toml").is_file()
     assert (sdk / "macros" / "Cargo.toml").is_file()
     assert (sdk / "include" / "tomii" / "kernel.h").is_file()
+    # The Tomii 1.2 compat SDK, which 1.2 plugin crates build against (test_v12_plugins.py).
+    assert (sdk / "v12" / "types" / "Cargo.toml").is_file()
+    assert (sdk / "v12" / "types" / "build.rs").is_file()
+    assert (sdk / "v12" / "macro" / "Cargo.toml").is_file()
 
 
 def write_crate(root: Path, body: str, *, dependency: str | None = None) -> Path:
