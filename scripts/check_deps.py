@@ -10,6 +10,11 @@ One exception, by directory: tomii-types/macros (the `tomii-macros` proc-macro c
 `#[tomii_export]`) has the TYPES role and tomii-types may depend on it. A proc-macro must be a
 crate of its own, and it lives inside tomii-types so that the two ship together as the plugin SDK;
 no other TYPES -> TYPES edge is allowed, and the macros crate itself depends on no crate of ours.
+
+The Tomii 1.2 compat SDK (tomii-types/v12/types, the `tomii12-types` crate, and tomii-types/v12/macro,
+`tomii12-macro`) has the KERNEL_SDK role: kernel-SDK crates that 1.2 plugin crates build against,
+depending on tomii-types alone (the macro crate on nothing of ours). Nothing in the workspace
+depends on them.
 Python 3 standard library only; importable (`check(metadata)` returns the violations).
 """
 
@@ -24,8 +29,9 @@ from typing import Any
 
 Json = dict[str, Any]
 
-TYPES, CORE, SCHEDULER, PLUGIN, BINDING, LEAF = (
+TYPES, KERNEL_SDK, CORE, SCHEDULER, PLUGIN, BINDING, LEAF = (
     "types",
+    "kernel-sdk",
     "core",
     "scheduler",
     "plugin",
@@ -36,6 +42,7 @@ TYPES, CORE, SCHEDULER, PLUGIN, BINDING, LEAF = (
 # Role -> (roles it may depend on, or None for "any but a leaf"; the rule of ARCHITECTURE.md §2).
 ALLOWED = {
     TYPES: (set(), "rule 1: tomii-types depends on no crate of ours"),
+    KERNEL_SDK: ({TYPES}, "rule 1: a kernel-SDK crate depends only on tomii-types"),
     SCHEDULER: ({TYPES}, "rule 2: a scheduler depends only on tomii-types"),
     PLUGIN: ({TYPES}, "rule 2: a kernel plugin depends only on tomii-types"),
     CORE: (
@@ -58,7 +65,13 @@ LEAF_RULE = "rule 5: bench/, tests/ and experiments/ are leaves: nothing depends
 ALLOWED_EDGES = {(PurePosixPath("tomii-types"), PurePosixPath("tomii-types/macros"))}
 
 # Where each role lives, relative to the workspace root.
-AT = {"tomii-types": TYPES, "tomii-types/macros": TYPES, "tomii-core": CORE}  # exactly these
+AT = {  # exactly these
+    "tomii-types": TYPES,
+    "tomii-types/macros": TYPES,
+    "tomii-types/v12/types": KERNEL_SDK,
+    "tomii-types/v12/macro": KERNEL_SDK,
+    "tomii-core": CORE,
+}
 ONE_LEVEL_UNDER = {"schedulers": SCHEDULER, "plugins": PLUGIN}  # schedulers/<name>/
 ANYWHERE_UNDER = {
     "tomii-py": BINDING,

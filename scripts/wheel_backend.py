@@ -52,6 +52,10 @@ SDK_FILES = (
     "tomii-types/include/tomii/*.h",
     "tomii-types/macros/Cargo.toml",
     "tomii-types/macros/src/**/*.rs",
+    # The Tomii 1.2 compat SDK: 1.2 plugin crates build against it unchanged.
+    "tomii-types/v12/*/Cargo.toml",
+    "tomii-types/v12/*/build.rs",
+    "tomii-types/v12/*/src/**/*.rs",
 )
 
 

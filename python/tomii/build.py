@@ -4,8 +4,9 @@ A Rust plugin is a cdylib crate whose functions carry `#[tomii_export]` and whos
 `tomii_types::kernel_library!`; `cargo build` compiles it against the plugin SDK (the crates
 tomii-types and tomii-macros, shipped with this package, `sdk_dir()`). The crate depends on the
 SDK by path, `tomii-types = { path = "<sdk_dir()>" }`; the older `tomii-types = "0.1"` is patched
-to the SDK. Never the crates.io crate named tomii-types, which is unrelated to Tomii: a manifest
-that asks for it (`cargo add tomii-types` writes one) is refused. A C plugin is a header whose
+to the SDK. A Tomii 1.2 crate (one depending on `tomii-macro`, or on 1.2's `tomii-types`: 1.x from
+crates.io, where 1.2 published it, or a path to a 1.2 tree) builds unchanged against the compat
+SDK (`_v12_crate`); any other `tomii-types` requirement is refused. A C plugin is a header whose
 `// @tomii_export` declarations `_cgen` turns into wrappers and a registry, compiled with the C
 sources into a shared library.
 """
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import _cgen
+from ._v12_crate import V12Crate, read_v12_crate
 from ._warnings import user_stacklevel
 from .errors import PluginError
 
@@ -33,7 +35,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - depends on the interpreter
     import tomli as tomllib
 
-__all__ = ["BuildResult", "build", "sdk_dir"]
+__all__ = ["BuildResult", "build", "main", "sdk_dir"]
 
 #: How many of the compiler's last lines a PluginError quotes.
 TAIL_LINES = 25
@@ -134,6 +136,36 @@ def build(
     return _build_rust(manifest, named=source, release=release, clean=clean, env=compiler_env)
 
 
+def main(argv: Sequence[str]) -> int:
+    """`tomii build`: builds a plugin and prints its library's path (for `tomii run --dylib`)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="tomii build",
+        description="Compile a kernel plugin: a Rust crate (a Tomii 1.2 crate builds unchanged) "
+        "or an annotated C header; prints the library's path.",
+    )
+    parser.add_argument("source", nargs="?", help="a .rs source or a .h header (func_path)")
+    parser.add_argument("--manifest-path", help="the crate's Cargo.toml (plugin_manifest)")
+    parser.add_argument("--debug", action="store_true", help="an unoptimised build")
+    parser.add_argument("--clean", action="store_true", help="rebuild the plugin from scratch")
+    args = parser.parse_args(list(argv))
+    if args.source is None and args.manifest_path is None:
+        parser.error("give a source file or --manifest-path")
+    try:
+        built = build(
+            func_path=args.source,
+            plugin_manifest=args.manifest_path,
+            release=not args.debug,
+            clean=args.clean,
+        )
+    except (PluginError, ValueError) as error:
+        print(f"tomii build: {error}", file=sys.stderr)
+        return 1
+    print(built.path)
+    return 0
+
+
 def _existing(path: str | os.PathLike[str]) -> Path:
     resolved = Path(path).expanduser().resolve()
     if not resolved.is_file():
@@ -175,6 +207,9 @@ def _run(command: list[str], *, env: dict[str, str], what: Path, tool: str) -> s
 def _build_rust(
     manifest: Path, *, named: Path, release: bool, clean: bool, env: dict[str, str]
 ) -> BuildResult:
+    v12 = read_v12_crate(manifest)
+    if v12 is not None:
+        return _build_v12(v12, named=named, release=release, clean=clean, env=env)
     cargo = env.get("CARGO", "cargo")
     patch = _sdk_patch(manifest)
     where = ["--manifest-path", str(manifest)]
@@ -199,6 +234,40 @@ def _build_rust(
     return BuildResult(path=library, language="rust", source=manifest)
 
 
+def _build_v12(
+    crate: V12Crate, *, named: Path, release: bool, clean: bool, env: dict[str, str]
+) -> BuildResult:
+    """Builds a Tomii 1.2 plugin crate unchanged, against the compat SDK (`_v12_crate`)."""
+    cargo = env.get("CARGO", "cargo")
+    target = crate.target_dir(env)
+    generated, bridges = crate.write_build(sdk_dir(), target)
+    build_env = {**env, "TOMII12_LIBRARY": crate.package}
+    build_env.pop("CARGO_TARGET_DIR", None)
+    if bridges is not None:
+        build_env["TOMII12_BRIDGES"] = str(bridges)
+    else:
+        build_env.pop("TOMII12_BRIDGES", None)
+    where = ["--manifest-path", str(generated), "--target-dir", str(target)]
+    profile = ["--release"] if release else []
+    if clean:
+        _run(
+            [cargo, "clean", *where, *profile, "-p", crate.package],
+            env=build_env,
+            what=named,
+            tool="cargo",
+        )
+    output = _run(
+        [cargo, "build", "--lib", *where, *profile, "--message-format", "json-render-diagnostics"],
+        env=build_env,
+        what=crate.manifest,
+        tool="cargo (building the Tomii 1.2 crate against the compat SDK)",
+    )
+    library = _cdylib_of(output, generated.resolve())
+    if library is None:
+        raise PluginError(f"{crate.manifest}: cargo reported no library for the 1.2 crate")
+    return BuildResult(path=library, language="rust", source=crate.manifest)
+
+
 def _sdk_patch(manifest: Path) -> list[str]:
     """The cargo options that point the crate's `tomii-types = "0.1"` at the SDK: none for a
     crate that depends on it by path (or through Tomii's own workspace). A crates.io requirement
@@ -209,9 +278,9 @@ def _sdk_patch(manifest: Path) -> list[str]:
     sdk = json.dumps(str(sdk_dir()))
     if SDK_REQUIREMENT.fullmatch(requirement.strip()) is None:
         raise PluginError(
-            f"{manifest}: tomii-types = {json.dumps(requirement)} is the crate of that name on "
-            f"crates.io, which is not Tomii's; depend on the Tomii plugin SDK by path instead: "
-            f"tomii-types = {{ path = {sdk} }} (`tomii sdk` prints where it is)"
+            f"{manifest}: tomii-types = {json.dumps(requirement)} is neither this runtime's plugin "
+            f"SDK (0.1) nor Tomii 1.2's (1.x, built against the compat SDK); depend on the plugin "
+            f"SDK by path instead: tomii-types = {{ path = {sdk} }} (`tomii sdk` prints where it is)"
         )
     return ["--config", f"patch.crates-io.tomii-types.path={sdk}"]
 

@@ -1,8 +1,8 @@
 """The `tomii` console command: the runtime's command line (`tomii run`, `tomii schedulers`,
 `tomii knobs`, `tomii schema`), run inside Python so that a graph JSON can name Python kernels
-("module.function", imported by name) next to those of `--dylib` libraries. Five commands are
+("module.function", imported by name) next to those of `--dylib` libraries. Six commands are
 Python's own: `tomii sweep` (tomii.experiments), `tomii tune` (tomii.tune), `tomii new` and
-`tomii sdk` (tomii.scaffold), and `tomii migrate` (tomii.migrate).
+`tomii sdk` (tomii.scaffold), `tomii build` (tomii.build) and `tomii migrate` (tomii.migrate).
 
 The schedulers and kernel plugins shipped inside the package are found by name, after those of
 `$TOMII_SCHEDULER_PATH`.
@@ -41,6 +41,11 @@ def main(argv: list[str] | None = None) -> int:
         from .migrate import main as migrate_main
 
         return migrate_main(arguments[2:])
+    if arguments[1:2] == ["build"]:
+        # A kernel plugin (a Rust crate, a Tomii 1.2 crate unchanged, or a C header) into a library.
+        from .build import main as build_main
+
+        return build_main(arguments[2:])
     if arguments[1:2] == ["sdk"]:
         # Where the plugin SDK that projects build against is.
         from .scaffold import sdk_main

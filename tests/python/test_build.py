@@ -56,6 +56,10 @@ def test_the_sdk_has_the_crates_and_the_c_header() -> None:
     assert (sdk / "Cargo.toml").is_file()
     assert (sdk / "macros" / "Cargo.toml").is_file()
     assert (sdk / "include" / "tomii" / "kernel.h").is_file()
+    # The Tomii 1.2 compat SDK, which 1.2 plugin crates build against (test_v12_plugins.py).
+    assert (sdk / "v12" / "types" / "Cargo.toml").is_file()
+    assert (sdk / "v12" / "types" / "build.rs").is_file()
+    assert (sdk / "v12" / "macro" / "Cargo.toml").is_file()
 
 
 def write_crate(root: Path, body: str, *, dependency: str | None = None) -> Path:
@@ -139,10 +143,11 @@ def test_a_rust_crate_outside_the_repository_builds_and_runs(tmp_path: Path) -> 
         tomii.run_graph(spec, dylibs=[library.path])
 
 
-def test_the_crates_io_crate_named_tomii_types_is_refused(tmp_path: Path) -> None:
-    # `cargo add tomii-types` writes the unrelated crates.io crate's version: refused before cargo.
-    source = write_crate(tmp_path / "user", USER_CRATE, dependency='"1.2"')
-    with pytest.raises(tomii.PluginError, match=r'tomii-types = "1.2" is the crate .* not Tomii'):
+def test_a_tomii_types_of_no_known_version_is_refused(tmp_path: Path) -> None:
+    # Neither this SDK (0.1) nor Tomii 1.2's (1.x, tests/python/test_v12_plugins.py): refused
+    # before cargo.
+    source = write_crate(tmp_path / "user", USER_CRATE, dependency='"2.0"')
+    with pytest.raises(tomii.PluginError, match=r'tomii-types = "2.0" is neither .* nor Tomii 1.2'):
         build(func_path=source, release=False, env=CARGO_ENV)
 
 

@@ -54,6 +54,9 @@ impl KernelLibrary {
     /// library's name (static text of the library) and its kernels.
     fn load_and_check(path: &Path) -> Result<Registry, PluginError> {
         let library = OpenLibrary::open(path)?;
+        if !library.has_symbol(KERNELS_ENTRY_SYMBOL) && library.has_symbol(V12_ABI_SYMBOL) {
+            return Err(PluginError::Invalid { path: path.to_owned(), what: built_for_v12(path) });
+        }
         let hint = "is it a Tomii kernel library? Rust ones call tomii_types::export_kernels!, C ones define it";
         // SAFETY: `tomii_kernels_v1` has the signature `fn() -> *const TomiiKernelRegistry` by the ABI.
         let table = unsafe { library.entry_table::<TomiiKernelRegistry>(path, KERNELS_ENTRY_SYMBOL, hint)? };
@@ -83,6 +86,28 @@ impl KernelLibrary {
     pub fn in_process(label: &str, kernels: Vec<(String, Kernel)>) -> KernelLibrary {
         KernelLibrary { path: PathBuf::from(format!("<{label}>")), name: label.to_owned(), kernels }
     }
+}
+
+/// The symbol every library built against Tomii 1.2's own `tomii-types` exports.
+const V12_ABI_SYMBOL: &[u8] = b"tomii_abi_version\0";
+
+/// Why a library built against Tomii 1.2's crates does not load, and the command that builds its
+/// crate for this runtime (the crate found by walking up from the library to the manifest that
+/// names its `[lib]`).
+fn built_for_v12(path: &Path) -> String {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let lib = stem.strip_prefix("lib").unwrap_or(stem);
+    let quoted = format!("\"{lib}\"");
+    let manifest = path.ancestors().skip(1).map(|dir| dir.join("Cargo.toml")).find(|manifest| {
+        std::fs::read_to_string(manifest)
+            .is_ok_and(|text| text.contains(&quoted) || text.contains(&lib.replace('_', "-")))
+    });
+    let manifest = manifest.map_or_else(|| "<crate>/Cargo.toml".to_owned(), |m| m.display().to_string());
+    format!(
+        "a Tomii 1.2 plugin library (it exports 1.2's `tomii_abi_version`, not this runtime's kernel registry); \
+         build its crate, unchanged, against this runtime's compat SDK: `tomii build --manifest-path {manifest}` \
+         (or `Graph.build(plugin_manifest=...)`), then pass the library that prints"
+    )
 }
 
 /// What a library's checked registry gives: its name (static text of the library) and its kernels.
