@@ -55,8 +55,8 @@ pub fn main(args: impl IntoIterator<Item = OsString>, provider: Option<&dyn Kern
             "`tomii tune` is part of the Python package: `pip install .` from the repository, then run the \
              `tomii` command it installs (or `python -m tomii.tune CONFIG`)"
         )),
-        Command::New(_) | Command::Sdk(_) => Err(anyhow::anyhow!(
-            "`tomii new` and `tomii sdk` are part of the Python package: `pip install .` from the repository, \
+        Command::New(_) | Command::Sdk(_) | Command::Build(_) | Command::Migrate(_) => Err(anyhow::anyhow!(
+            "`tomii new`, `tomii sdk`, `tomii build` and `tomii migrate` are part of the Python package: `pip install .` from the repository, \
              then run the `tomii` command it installs"
         )),
     };

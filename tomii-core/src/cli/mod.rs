@@ -59,6 +59,12 @@ pub enum Command {
     New(PythonOnlyArgs),
     /// Print the plugin SDK's directory. Part of the Python package, whose `tomii` command runs it.
     Sdk(PythonOnlyArgs),
+    /// Build a kernel plugin (a Rust crate, a Tomii 1.2 crate as it is, or a C header) into the
+    /// library `tomii run --dylib` loads. Part of the Python package, whose `tomii` command runs it.
+    Build(PythonOnlyArgs),
+    /// Point a Tomii 1.2 checkout at this installation (`tomii migrate [--undo] CHECKOUT`). Part of
+    /// the Python package, whose `tomii` command runs it.
+    Migrate(PythonOnlyArgs),
     /// Send packets to a graph's network source (UDP or TCP) at a given rate: generated frames with
     /// frame-id/index headers, or packets from a file.
     Send(send::SendArgs),
