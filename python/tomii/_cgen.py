@@ -266,7 +266,7 @@ def _without_comments(text: str) -> str:
 
 def _aliases(code: str) -> dict[str, str]:
     """`typedef float real;`: the header's names of scalar types."""
-    aliases = {}
+    aliases: dict[str, str] = {}
     for found in _TYPEDEF_ALIAS.finditer(code):
         spelled = " ".join(found.group("type").split())
         if spelled in SCALARS:
@@ -277,7 +277,7 @@ def _aliases(code: str) -> dict[str, str]:
 def _structs(code: str) -> dict[str, str]:
     """The header's structs, each as the tag it is read as when it is an array's element
     (`TOMII_TAG_C32` for two floats, `TOMII_TAG_C64` for two doubles) or what it is instead."""
-    structs = {}
+    structs: dict[str, str] = {}
     for pattern in (_TYPEDEF_STRUCT, _STRUCT):
         for found in pattern.finditer(code):
             structs.setdefault(found.group("name"), _pair(found.group("body")))
@@ -573,8 +573,6 @@ def _result(
     """The result's kind, element tag and release function, checking `out_len` and `free`."""
     free = options.get("free", "")
     unknown = set(_IDENTIFIER.findall(options.get("out_len", ""))) - names
-    if unknown:
-        raise _Problem(f"out_len uses {', '.join(sorted(unknown))}, which are not parameters")
     if in_place:
         # Tomii 1.2: a kernel that changes an array in place returns nothing, whatever C returns.
         return "none", "", free if ctype.pointer else ""
@@ -595,6 +593,8 @@ def _result(
                 "out_len= is for a kernel that returns an array it gives away (`T *`, "
                 f"not `{ctype.text}`)"
             )
+        if unknown:
+            raise _Problem(f"out_len uses {', '.join(sorted(unknown))}, which are not parameters")
         return "array", _element(ctype.base, header, "the result", result=True), free or "free"
     if ctype.base == "char" and not ctype.const:
         return "string", "", free or "free"
@@ -663,7 +663,9 @@ def _convert(param: Param, index: int) -> list[str]:
         read = f"const void *tomii_p; if (!tomii_array({call}, {param.elem}, {expected}, &tomii_p, &{param.length})) {fail}"
         return [f"{{ {read} {param.name} = (void *)tomii_p; }}"]
     any_type = "true" if not param.elem else "false"
-    described = f"a {param.elem} handle (type id {_type_id(param.elem)[:-1]})" if param.elem else "a handle"
+    described = (
+        f"a {param.elem} handle (type id {_type_id(param.elem)[:-1]})" if param.elem else "a handle"
+    )
     expected = _c_string(described)
     if param.kind == "object":
         read = f"const void *tomii_p; if (!tomii_object({call}, {any_type}, {_type_id(param.elem)}, {expected}, &tomii_p)) {fail}"
@@ -756,8 +758,13 @@ def _call(kernel: Kernel) -> list[str]:
     locked = [p for p in kernel.params if p.lock]
     lines = []
     if locked:
-        entries = ", ".join(f"{{{p.name}, {'true' if p.lock == 'write' else 'false'}, 0, 0}}" for p in locked)
-        lines += [f"TomiiLock tomii_locks[] = {{{entries}}};", f"tomii_lock_all(tomii_locks, {len(locked)});"]
+        entries = ", ".join(
+            f"{{{p.name}, {'true' if p.lock == 'write' else 'false'}, 0, 0}}" for p in locked
+        )
+        lines += [
+            f"TomiiLock tomii_locks[] = {{{entries}}};",
+            f"tomii_lock_all(tomii_locks, {len(locked)});",
+        ]
     ctype = kernel.result_type
     star = " *" if ctype.pointer else " "
     declared = f"{'const ' if ctype.const else ''}{ctype.spelled}{star}"
@@ -771,7 +778,9 @@ def _call(kernel: Kernel) -> list[str]:
     if locked:
         lines.append(f"tomii_unlock_all(tomii_locks, {len(locked)});")
     if kernel.in_place and kernel.release:
-        lines.append(f"if (tomii_dropped != NULL) tomii_release_{kernel.release}((void *)tomii_dropped, 0, NULL);")
+        lines.append(
+            f"if (tomii_dropped != NULL) tomii_release_{kernel.release}((void *)tomii_dropped, 0, NULL);"
+        )
     return lines
 
 
@@ -852,7 +861,9 @@ def _pair_checks(kernels: list[Kernel]) -> list[str]:
             f"{name} is an array element read as (re, im) pairs of {part} (Tomii 1.2's mapping "
             f"of a struct name): it must be two {part}s"
         )
-        checks.append(f"_Static_assert(sizeof({name}) == 2 * sizeof({part}), {_c_string(message)});")
+        checks.append(
+            f"_Static_assert(sizeof({name}) == 2 * sizeof({part}), {_c_string(message)});"
+        )
     return checks
 
 
