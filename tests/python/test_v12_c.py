@@ -133,10 +133,14 @@ def test_an_unknown_option_is_one_warning_naming_the_token_and_line(tmp_path: Pa
     ("body", "problem"),
     [
         (
-            "typedef struct { float a, b, c; } triple;\n"
-            "// @tomii_export(v: array)\nvoid f(const triple* v, size_t v_len);\n",
-            "an array of `triple` is read as (re, im) pairs of float or of double, but struct "
-            "triple has 3 float",
+            (
+                "typedef struct { float a, b, c; } triple;\n"
+                "// @tomii_export(v: array)\nvoid f(const triple* v, size_t v_len);\n"
+            ),
+            (
+                "an array of `triple` is read as (re, im) pairs of float or of double, but "
+                "struct triple has 3 float"
+            ),
         ),
         ("// @tomii_export(v: mut_array)\nvoid f(const float* v, size_t n);\n", "drop the `const`"),
         ("// @tomii_export(v: array)\nvoid f(float* v);\n", "followed by `size_t v_len`"),
