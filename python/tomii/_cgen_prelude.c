@@ -181,9 +181,12 @@ TOMII_HELPER bool tomii_string(const TomiiCallCtx *ctx, const TomiiSignature *si
     return true;
 }
 
+/* The element tag of a `void *NAME: array` parameter: an array of any element type. */
+#define TOMII_ANY_ELEMENT UINT32_MAX
+
 TOMII_HELPER bool tomii_array(const TomiiCallCtx *ctx, const TomiiSignature *sig, const TomiiValue *args, size_t i,
                               uint32_t elem, const char *expected, const void **data, size_t *len) {
-    if (args[i].tag != TOMII_TAG_ARRAY || args[i].elem != elem) {
+    if (args[i].tag != TOMII_TAG_ARRAY || (elem != TOMII_ANY_ELEMENT && args[i].elem != elem)) {
         return tomii_mismatch(ctx, sig, i, expected, &args[i]);
     }
     *data = args[i].payload.buf.data;
@@ -191,13 +194,114 @@ TOMII_HELPER bool tomii_array(const TomiiCallCtx *ctx, const TomiiSignature *sig
     return true;
 }
 
+/* Whether `v` is a handle a parameter of `type_id` takes: one of that type or a `void *` one (Tomii
+ * 1.2's handles were untyped); with `any` (a `void *` parameter), a handle of any type. */
+TOMII_HELPER bool tomii_is_handle(const TomiiValue *v, bool any, uint32_t type_id) {
+    return v->tag == TOMII_TAG_OBJECT && v->payload.buf.data != NULL &&
+           (any || v->elem == type_id || v->elem == TOMII_VOID_HANDLE);
+}
+
 TOMII_HELPER bool tomii_object(const TomiiCallCtx *ctx, const TomiiSignature *sig, const TomiiValue *args, size_t i,
-                               uint32_t type_id, const char *expected, const void **out) {
-    if (args[i].tag != TOMII_TAG_OBJECT || args[i].elem != type_id || args[i].payload.buf.data == NULL) {
+                               bool any, uint32_t type_id, const char *expected, const void **out) {
+    if (!tomii_is_handle(&args[i], any, type_id)) {
         return tomii_mismatch(ctx, sig, i, expected, &args[i]);
     }
     *out = args[i].payload.buf.data;
     return true;
+}
+
+/* The trailing results of a variadic kernel as the pointer array of `void **items, size_t count`:
+ * each must be a handle. The array is the calling thread's, grown when a call needs more, so a call
+ * allocates only the first time a thread sees that many items; it is valid for the call. */
+TOMII_HELPER bool tomii_handles(const TomiiCallCtx *ctx, const TomiiSignature *sig, const TomiiValue *args, size_t i,
+                                bool any, uint32_t type_id, const char *expected, void ***out, size_t *count) {
+    static _Thread_local void **pointers = NULL;
+    static _Thread_local size_t capacity = 0;
+    if (args[i].tag != TOMII_TAG_LIST) {
+        return tomii_mismatch(ctx, sig, i, "the trailing results of a variadic kernel", &args[i]);
+    }
+    const TomiiValue *items = args[i].payload.buf.data;
+    size_t n = args[i].payload.buf.len;
+    if (n > capacity) {
+        size_t wanted = n < 16 ? 16 : n;
+        void **grown = realloc(pointers, wanted * sizeof *grown);
+        if (grown == NULL) {
+            tomii_fail(ctx, "kernel %s, argument %zu (%s): out of memory", sig->kernel, i, sig->params[i]);
+            return false;
+        }
+        pointers = grown;
+        capacity = wanted;
+    }
+    for (size_t k = 0; k < n; k++) {
+        if (!tomii_is_handle(&items[k], any, type_id)) {
+            char text[96];
+            tomii_describe(&items[k], text, sizeof text);
+            tomii_fail(ctx, "kernel %s, argument %zu (%s), item %zu: expected %s, found %s", sig->kernel, i,
+                       sig->params[i], k, expected, text);
+            return false;
+        }
+        pointers[k] = items[k].payload.buf.data;
+    }
+    *out = pointers;
+    *count = n;
+    return true;
+}
+
+/*
+ * Tomii 1.2's `NAME: array` and `NAME: mut_array` arrays are read under a read lock and changed in
+ * place under a write lock, as 1.2 did: the locks of this library are a fixed table of stripes
+ * chosen by the array's address, taken in stripe order (each stripe once, for writing if any array
+ * on it is written), so two calls never deadlock and a reader never sees half a write.
+ */
+#define TOMII_STRIPES 64
+
+static __attribute__((unused)) pthread_rwlock_t tomii_stripes[TOMII_STRIPES] = {
+    [0 ... TOMII_STRIPES - 1] = PTHREAD_RWLOCK_INITIALIZER,
+};
+
+typedef struct {
+    const void *data;
+    bool write;
+    /* Set by tomii_lock_all: the stripe, and whether this entry holds its lock. */
+    unsigned stripe;
+    bool held;
+} TomiiLock;
+
+TOMII_HELPER void tomii_lock_all(TomiiLock *locks, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        uint64_t address = (uint64_t)(uintptr_t)locks[i].data;
+        locks[i].stripe = (unsigned)((address * 0x9E3779B97F4A7C15ull) >> 58);
+    }
+    for (size_t i = 1; i < n; i++) {
+        for (size_t j = i; j > 0 && locks[j - 1].stripe > locks[j].stripe; j--) {
+            TomiiLock swapped = locks[j];
+            locks[j] = locks[j - 1];
+            locks[j - 1] = swapped;
+        }
+    }
+    for (size_t i = 0; i < n;) {
+        size_t end = i;
+        bool write = false;
+        while (end < n && locks[end].stripe == locks[i].stripe) {
+            write = write || locks[end].write;
+            locks[end++].held = false;
+        }
+        if (write) {
+            pthread_rwlock_wrlock(&tomii_stripes[locks[i].stripe]);
+        } else {
+            pthread_rwlock_rdlock(&tomii_stripes[locks[i].stripe]);
+        }
+        locks[i].held = true;
+        i = end;
+    }
+}
+
+TOMII_HELPER void tomii_unlock_all(TomiiLock *locks, size_t n) {
+    for (size_t i = n; i-- > 0;) {
+        if (locks[i].held) {
+            pthread_rwlock_unlock(&tomii_stripes[locks[i].stripe]);
+        }
+    }
 }
 
 TOMII_HELPER bool tomii_list(const TomiiCallCtx *ctx, const TomiiSignature *sig, const TomiiValue *args, size_t i,

@@ -8,11 +8,14 @@ to the SDK. A Tomii 1.2 crate (one depending on `tomii-macro`, or on 1.2's `tomi
 crates.io, where 1.2 published it, or a path to a 1.2 tree) builds unchanged against the compat
 SDK (`_v12_crate`); any other `tomii-types` requirement is refused. A C plugin is a header whose
 `// @tomii_export` declarations `_cgen` turns into wrappers and a registry, compiled with the C
-sources into a shared library.
+sources into a shared library; or, for a plain C library its own build makes (Tomii 1.2's flow:
+`make`, then `build(func_path=header)`, then `run(dylib=<make's library>)`), linked to that library
+as a small glue library (`glue_for`).
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -35,7 +38,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - depends on the interpreter
     import tomli as tomllib
 
-__all__ = ["BuildResult", "build", "main", "sdk_dir"]
+__all__ = ["BuildResult", "build", "glue_for", "main", "sdk_dir"]
 
 #: How many of the compiler's last lines a PluginError quotes.
 TAIL_LINES = 25
@@ -57,6 +60,10 @@ class BuildResult:
     language: str
     #: What it was built from: the crate's Cargo.toml, or the annotated header.
     source: Path
+    #: For a C header: the object file of its wrappers and registry, which `glue_for` links to a
+    #: plain C library. When the header was built without sources, `path` is this file too, and
+    #: the kernels come from the library given to `run(dylib=...)`.
+    wrappers: Path | None = None
 
 
 def sdk_dir() -> Path:
@@ -83,15 +90,20 @@ def build(
     clean: bool = False,
     env: Mapping[str, str] | None = None,
     sources: Sequence[str | os.PathLike[str]] | None = None,
+    library: str | os.PathLike[str] | None = None,
 ) -> BuildResult:
     """Compiles the kernel plugin of `func_path` and returns where its library is.
 
     `func_path` ending in `.rs` builds the Rust crate of `plugin_manifest`, or of the nearest
     Cargo.toml above `func_path`; ending in `.h`, it builds a C plugin from the header's
     `// @tomii_export` declarations and its C sources: `sources`, or else every `.c` file beside
-    the header and in `../src`. For C, `wrap_path` is where the generated wrappers and registry
-    are written (default: beside the library, in the plugin's `target/`), and `reg_path` names a
-    hand-written registry to compile instead of generating one. `release` optimises; `clean` rebuilds from scratch;
+    the header and in `../src`, unless the plugin has a Makefile (its own build makes its library,
+    as in Tomii 1.2) or `library` is given. `library` is a plain C library already built (no
+    Tomii registry): the result is then a glue library linked to it. Built without sources, the
+    result holds only the wrappers, and `run(dylib=<the plain library>)` links them to it. For C,
+    `wrap_path` is where the generated wrappers and registry are written (default: beside the
+    library, in the plugin's `target/`), and `reg_path` names a hand-written registry to compile
+    instead of generating one. `release` optimises; `clean` rebuilds from scratch;
     `env` adds environment variables for the compiler (`CC`, `CFLAGS`, `CARGO_TARGET_DIR`...).
     Raises PluginError naming the file, with the compiler's last lines when it fails.
     """
@@ -112,15 +124,23 @@ def build(
             raise ValueError(
                 "wrap_path is where the generated registry is written; with reg_path nothing is generated"
             )
-        return _build_c(
+        if sources is not None and library is not None:
+            raise ValueError(
+                "sources are compiled into the plugin; library is a plain C library already "
+                "built from them: give one or the other"
+            )
+        built = _build_c(
             source,
-            sources=None if sources is None else [_existing(s) for s in sources],
+            sources=[] if library is not None else _given_sources(sources),
             wrap_path=None if wrap_path is None else Path(wrap_path),
             reg_path=None if reg_path is None else _existing(reg_path),
             release=release,
             clean=clean,
             env=compiler_env,
         )
+        return built if library is None else _glued(built, _existing(library), compiler_env)
+    if library is not None:
+        raise ValueError("library is a plain C library for a C header's kernels, not for Rust")
     if source.suffix not in (".rs", ".toml"):
         raise ValueError(f"func_path must be a Rust source (.rs) or a C header (.h), got {source}")
     if wrap_path is not None or reg_path is not None:
@@ -149,6 +169,11 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--manifest-path", help="the crate's Cargo.toml (plugin_manifest)")
     parser.add_argument("--debug", action="store_true", help="an unoptimised build")
     parser.add_argument("--clean", action="store_true", help="rebuild the plugin from scratch")
+    parser.add_argument(
+        "--library",
+        help="a plain C library its own build made (make): build the glue that loads it through "
+        "the header's declarations, and print the glue's path",
+    )
     args = parser.parse_args(list(argv))
     if args.source is None and args.manifest_path is None:
         parser.error("give a source file or --manifest-path")
@@ -158,6 +183,7 @@ def main(argv: Sequence[str]) -> int:
             plugin_manifest=args.manifest_path,
             release=not args.debug,
             clean=args.clean,
+            library=args.library,
         )
     except (PluginError, ValueError) as error:
         print(f"tomii build: {error}", file=sys.stderr)
@@ -346,6 +372,13 @@ def _cdylib_of(messages: str, manifest: Path) -> Path | None:
 # C
 # ----------------------------------------------------------------------------------------------
 
+#: The names make looks for: a plugin directory with one builds its own library.
+MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
+
+
+def _given_sources(sources: Sequence[str | os.PathLike[str]] | None) -> list[Path] | None:
+    return None if sources is None else [_existing(s) for s in sources]
+
 
 def _plugin_root(header: Path) -> Path:
     """The plugin's directory: the header's, or its parent when the header is in `include/`."""
@@ -353,13 +386,29 @@ def _plugin_root(header: Path) -> Path:
 
 
 def _c_sources(header: Path) -> list[Path]:
-    directories = [header.parent, _plugin_root(header) / "src"]
-    found = sorted({p for d in directories if d.is_dir() for p in d.glob("*.c")})
-    if not found:
-        raise PluginError(
-            f"{header}: no C sources beside it or in {_plugin_root(header) / 'src'}; pass sources="
-        )
-    return found
+    """The sources build() compiles when none are given: none when a Makefile builds the
+    library, else the `.c` files beside the header and in `../src`."""
+    root = _plugin_root(header)
+    if any((root / name).is_file() for name in MAKEFILES):
+        return []
+    directories = [header.parent, root / "src"]
+    return sorted({p for d in directories if d.is_dir() for p in d.glob("*.c")})
+
+
+def _compiler(env: Mapping[str, str], header: Path, release: bool) -> list[str]:
+    optimise = ["-O2"] if release else ["-O0", "-g"]
+    return [
+        *shlex.split(env.get("CC", "cc")),
+        "-fPIC",
+        *optimise,
+        "-Wall",
+        "-Werror=implicit-function-declaration",
+        "-I",
+        str(sdk_dir() / "include"),
+        "-I",
+        str(header.parent),
+        *shlex.split(env.get("CFLAGS", "")),
+    ]
 
 
 def _build_c(
@@ -386,26 +435,73 @@ def _build_c(
         )
         registry.parent.mkdir(parents=True, exist_ok=True)
         registry.write_text(_cgen.generate(header, kernels, header.stem), encoding="utf-8")
+    wrappers = out_dir / f"{header.stem}_registry.o"
+    compiler = _compiler(env, header, release)
+    _run(
+        [*compiler, "-c", str(registry), "-o", str(wrappers)],
+        env=env,
+        what=header,
+        tool="the C compiler",
+    )
+    if not c_files:
+        return BuildResult(path=wrappers, language="c", source=header, wrappers=wrappers)
     library = out_dir / f"lib{header.stem}{LIBRARY_SUFFIX}"
-    optimise = ["-O2"] if release else ["-O0", "-g"]
     command = [
-        *shlex.split(env.get("CC", "cc")),
+        *compiler,
         "-shared",
-        "-fPIC",
-        *optimise,
-        "-Wall",
-        "-Werror=implicit-function-declaration",
-        "-I",
-        str(sdk_dir() / "include"),
-        "-I",
-        str(header.parent),
-        *shlex.split(env.get("CFLAGS", "")),
-        str(registry),
+        str(wrappers),
         *(str(f) for f in c_files),
         "-o",
         str(library),
         *shlex.split(env.get("LDFLAGS", "")),
         "-lm",
+        "-pthread",
     ]
     _run(command, env=env, what=header, tool="the C compiler")
-    return BuildResult(path=library, language="c", source=header)
+    return BuildResult(path=library, language="c", source=header, wrappers=wrappers)
+
+
+def glue_for(built: BuildResult, library: str | os.PathLike[str]) -> Path:
+    """The library to load for `library`, given the C plugin `built`: `library` itself when it
+    has a Tomii registry; for a plain C library (one `make` built), the glue library that links
+    `built`'s wrappers to it, made (or remade, when either is newer) beside the wrappers.
+    Raises PluginError when the plain library lacks a function of the header."""
+    path = _existing(library)
+    if built.language != "c" or built.wrappers is None or _has_registry(path):
+        return path
+    return _glued(built, path, dict(os.environ)).path
+
+
+def _glued(built: BuildResult, library: Path, env: Mapping[str, str]) -> BuildResult:
+    """`built` with its wrappers linked to the plain C library `library`."""
+    assert built.wrappers is not None
+    glue = (
+        built.wrappers.parent / f"{library.name.removesuffix(LIBRARY_SUFFIX)}.tomii{LIBRARY_SUFFIX}"
+    )
+    newest = max(library.stat().st_mtime_ns, built.wrappers.stat().st_mtime_ns)
+    if not glue.is_file() or glue.stat().st_mtime_ns < newest:
+        strict = ["-Wl,--no-undefined"] if sys.platform.startswith("linux") else []
+        command = [
+            *shlex.split(env.get("CC", "cc")),
+            "-shared",
+            str(built.wrappers),
+            str(library),
+            f"-Wl,-rpath,{library.parent}",
+            "-o",
+            str(glue),
+            *strict,
+            *shlex.split(env.get("LDFLAGS", "")),
+            "-lm",
+            "-pthread",
+        ]
+        tool = f"linking it to the kernels of {built.source.name} (does it define them all?)"
+        _run(command, env=dict(env), what=library, tool=tool)
+    return BuildResult(path=glue, language="c", source=built.source, wrappers=built.wrappers)
+
+
+def _has_registry(library: Path) -> bool:
+    """Whether `library` exports the kernel registry (`tomii_kernels_v1`)."""
+    try:
+        return hasattr(ctypes.CDLL(str(library)), "tomii_kernels_v1")
+    except OSError as error:
+        raise PluginError(f"{library}: cannot load library: {error}") from None

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from ._warnings import warn_graph
-from .errors import GraphError
+from .errors import GraphError, PluginError
 from .export import ExportedKernel, TomiiExportError, find_exported
 from .types import String, TypedValue, infer_type
 
@@ -713,11 +713,27 @@ class Graph:
             libraries = list(dylib)
         if "dylibs" in knobs:
             libraries += list(knobs.pop("dylibs"))
+        if self._built is not None and self._built.wrappers is not None:
+            libraries = self._c_libraries(libraries, self._built)
         if not libraries and not self._python:
             raise RuntimeError(
                 "no kernel library: pass dylib=PATH, call build() first, or use py_node"
             )
         return libraries
+
+    @staticmethod
+    def _c_libraries(libraries: list[str | Path], built: BuildResult) -> list[str | Path]:
+        """After `build(func_path=header)`: a plain C library (no registry, as `make` builds it)
+        is loaded through the glue that links the header's wrappers to it (tomii.build.glue_for);
+        the wrappers alone are not a library."""
+        from .build import glue_for
+
+        if built.path == built.wrappers and built.path in [Path(p) for p in libraries]:
+            raise PluginError(
+                f"{built.source.name} was built without its C sources (its own build, e.g. make, "
+                "makes the library): pass that library, run(dylib=...)"
+            )
+        return [glue_for(built, p) for p in libraries]
 
     def visualize(
         self,

@@ -57,7 +57,7 @@ impl KernelLibrary {
         if !library.has_symbol(KERNELS_ENTRY_SYMBOL) && library.has_symbol(V12_ABI_SYMBOL) {
             return Err(PluginError::Invalid { path: path.to_owned(), what: built_for_v12(path) });
         }
-        let hint = "is it a Tomii kernel library? Rust ones call tomii_types::export_kernels!, C ones define it";
+        let hint = "is it a Tomii kernel library? Rust ones call tomii_types::export_kernels!, C ones define it; a plain C library (one make builds) is loaded through the glue of its annotated header: tomii.build.build(func_path=HEADER, library=THIS_FILE) makes it, and Graph.build(func_path=HEADER) then run(dylib=THIS_FILE) uses it";
         // SAFETY: `tomii_kernels_v1` has the signature `fn() -> *const TomiiKernelRegistry` by the ABI.
         let table = unsafe { library.entry_table::<TomiiKernelRegistry>(path, KERNELS_ENTRY_SYMBOL, hint)? };
         // SAFETY: the first three fields are the fixed prefix of every version; the table is static.
