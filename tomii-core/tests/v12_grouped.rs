@@ -160,7 +160,7 @@ fn a_grouped_barrier_with_a_grouped_dep_shares_its_groups() {
 }
 
 #[test]
-fn a_count_naming_a_computed_initialization_is_refused_naming_field_and_initialization() {
+fn without_kernels_a_count_naming_a_computed_initialization_is_refused_saying_how_to_give_it() {
     let graph = |node: Json, network: Json| {
         let mut text = json!({
             "initializations": [
@@ -180,7 +180,7 @@ fn a_count_naming_a_computed_initialization_is_refused_naming_field_and_initiali
     let factor = graph(json!({"name": "demul", "function": "checksum", "factor": "antennas"}), Json::Null);
     assert_mentions_in(
         &factor,
-        &[r#"node "demul": factor names the computed initialization "antennas""#, "write its value"],
+        &[r#"node "demul": factor names the computed initialization "antennas""#, "--dylib", "write its value"],
     );
     let edge = json!({"type": "$barrier", "predecessor": {"name": "fft", "indexes": "0-4", "group_by": "antennas"}});
     let group = graph(json!({"name": "demul", "function": "checksum", "args": [edge]}), Json::Null);

@@ -97,19 +97,21 @@ fn run_json(
     settings.run.collect_outputs = collect_outputs;
     settings.run.trace = keep_trace || settings.files.trace.is_some();
     let traced = settings.run.trace;
-    let input = options::graph_input(source, graph_json, settings.run.workers)?;
+    let python = Arc::new(PythonKernels::new(python_kernels));
+    // Loaded before the graph compiles: a count may name a computed initialization, computed
+    // then, once, and handed to the run (graph README, "Computed counts").
+    let kernels = Arc::new(settings.kernels(Some(python.library())).map_err(plugin_error)?);
+    let input = options::graph_input(source, graph_json, settings.run.workers, &mut engine::evaluator(&kernels))?;
     let graph = Arc::clone(&input.graph);
     let launch = Arc::new(Launch::new(input, settings).map_err(|e| ConfigError::new_err(e.to_string()))?);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let python = Arc::new(PythonKernels::new(python_kernels));
     let job = {
-        let (launch, python, stop) = (Arc::clone(&launch), Arc::clone(&python), Arc::clone(&stop));
+        let (launch, kernels, stop) = (Arc::clone(&launch), Arc::clone(&kernels), Arc::clone(&stop));
         move |hung: Sender<Finished<RunDone, Handed>>| -> RunDone {
             let on_hang = engine::HangFn(Arc::new(move |result| {
                 let _ = hung.send(Finished::Hung(Handed(Box::new(result))));
             }));
             let settings = launch.settings();
-            let kernels = settings.kernels(Some(python.library())).map_err(Err)?;
             let scheduler = settings.scheduler().map_err(Err)?;
             let hooks = Hooks { stop: Some(stop), on_hang: Some(on_hang), ..Hooks::default() };
             launch.run(&kernels, &scheduler, hooks).map_err(Ok)
@@ -339,7 +341,16 @@ fn tomii_1_2_without_effect(name: &str, value: Option<&str>) -> PyResult<Option<
 /// (`tomii_core::cli::inits::listing`). Raises GraphError as a run would.
 #[pyfunction]
 fn inits_listing(graph_json: &str, source: &str, workers: u32) -> PyResult<String> {
-    let input = options::graph_input(source, graph_json, workers)?;
+    // Listing before the run must not compute an initialization the run then computes again.
+    let mut refuse = |pending: &graph::PendingInits<'_>, values: &mut Vec<Vec<tomii_types::kernel::Value>>| {
+        Err(graph::InitFailure {
+            init: pending.computed.get(values.len()).map(|init| init.name.clone()).unwrap_or_default(),
+            message: "inits=True lists a graph before its run, and this graph's counts need its \
+                      initializations computed: write the counts, or leave out inits"
+                .to_owned(),
+        })
+    };
+    let input = options::graph_input(source, graph_json, workers, &mut refuse)?;
     Ok(tomii_core::cli::inits::listing(&input.graph, workers))
 }
 

@@ -3,7 +3,6 @@
 //! applied by the catalog (`tomii_core::launch::settings`). Wiring only: no option is named here.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBool;
@@ -41,9 +40,10 @@ fn value_of(knob: &knobs::Knob, value: &Bound<'_, PyAny>) -> PyResult<Value> {
 }
 
 /// The graph `text` (named `source`: its path, when it came from a file) compiled for a run on
-/// `workers` workers.
-pub fn graph_input(source: &str, text: &str, workers: u32) -> PyResult<GraphInput> {
-    let graph = graph::parse_str_for_run(source, text, workers).map_err(|e| GraphError::new_err(e.to_string()))?;
+/// `workers` workers; `evaluate` computes the initializations a count names before it compiles
+/// (graph README, "Computed counts"), with the kernels the run is given.
+pub fn graph_input(source: &str, text: &str, workers: u32, evaluate: graph::Evaluate<'_>) -> PyResult<GraphInput> {
     let file = Some(PathBuf::from(source)).filter(|path| path.is_file());
-    Ok(GraphInput { graph: Arc::new(graph), source: source.to_owned(), text: text.to_owned(), file })
+    launch::graph_from_text(source, text.to_owned(), workers, file, evaluate)
+        .map_err(|e| GraphError::new_err(e.to_string()))
 }

@@ -50,15 +50,18 @@ impl NativeSession {
         python_kernels: Vec<(String, Py<PyAny>, bool)>,
     ) -> PyResult<Self> {
         let settings = super::options::settings(Entry::Session, options)?;
-        let input = super::options::graph_input(source, graph_json, settings.run.workers)?;
+        let python = Arc::new(PythonKernels::new(python_kernels));
+        // Loaded before the graph compiles: a count may name a computed initialization, computed
+        // then, once, and taken by the session (graph README, "Computed counts").
+        let kernels = Arc::new(settings.kernels(Some(python.library())).map_err(plugin_error)?);
+        let mut evaluate = tomii_core::engine::evaluator(&kernels);
+        let input = super::options::graph_input(source, graph_json, settings.run.workers, &mut evaluate)?;
         let graph = Arc::clone(&input.graph);
         let launch = Launch::new(input, settings).map_err(|e| ConfigError::new_err(e.to_string()))?;
-        let python = Arc::new(PythonKernels::new(python_kernels));
         let started = py.detach(|| {
             let settings = launch.settings();
-            let kernels = settings.kernels(Some(python.library())).map_err(Err)?;
             let scheduler = settings.scheduler().map_err(Err)?;
-            launch.session(Arc::new(kernels), Arc::new(scheduler)).map_err(Ok)
+            launch.session(Arc::clone(&kernels), Arc::new(scheduler)).map_err(Ok)
         });
         match started {
             Ok(session) => Ok(NativeSession { session: Some(session), graph, python }),

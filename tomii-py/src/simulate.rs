@@ -34,7 +34,13 @@ pub fn simulate_json(
 ) -> PyResult<RunReturn> {
     let mut settings = super::options::settings(Entry::Simulate, options)?;
     settings.run.trace = keep_trace;
-    let input = super::options::graph_input(source, graph_json, settings.run.workers)?;
+    // The options' kernels, loaded only if a count names a computed initialization (computed
+    // before the graph compiles); kept until the simulation ends.
+    let mut kernels = None;
+    let input = {
+        let mut evaluate = tomii_core::launch::lazy_evaluator(&settings, &mut kernels);
+        super::options::graph_input(source, graph_json, settings.run.workers, &mut evaluate)?
+    };
     let graph = Arc::clone(&input.graph);
     let cost = match cost_json {
         Some(text) => serde_json::from_str::<CostSpec>(text)

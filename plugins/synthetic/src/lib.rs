@@ -115,4 +115,45 @@ pub fn panic(_ctx: &CallCtx, _args: &Args) -> Result<Value, KernelError> {
     panic!("panic kernel called")
 }
 
-tomii_types::export_kernels!("synthetic"; noop, spin, touch, checksum, [variadic] checksum_list, modulo, fail, panic);
+/// The product of its arguments (unsigned integers; none: 1) as a u64; fails on overflow. Handy
+/// as a computed initialization giving a count (antennas × symbols).
+pub fn product(_ctx: &CallCtx, args: &Args) -> Result<Value, KernelError> {
+    let mut product: u64 = 1;
+    for k in 0..args.len() {
+        product = product.checked_mul(args.u64(k)?).ok_or_else(|| KernelError::from("product: overflow"))?;
+    }
+    Ok(Value::u64(product))
+}
+
+/// `args[1]` (a string) read as the type named by `args[0]`: "u64", "i64", "isize", "f64" or
+/// "String". Makes a value of any of those types, e.g. to test what a count refuses.
+pub fn typed(_ctx: &CallCtx, args: &Args) -> Result<Value, KernelError> {
+    let (ty, text) = (args.str(0)?, args.str(1)?);
+    let bad = || KernelError::from(format!("typed: {text:?} is not a {ty}"));
+    Ok(match ty {
+        "u64" => Value::u64(text.parse().map_err(|_| bad())?),
+        "i64" => Value::i64(text.parse().map_err(|_| bad())?),
+        "isize" => Value::int(tomii_types::abi::TOMII_TAG_ISIZE, text.parse::<i64>().map_err(|_| bad())? as u64),
+        "f64" => Value::f64(text.parse().map_err(|_| bad())?),
+        "String" => Value::string(text.to_owned()),
+        other => return Err(KernelError::from(format!("typed: unknown type {other:?}"))),
+    })
+}
+
+/// Appends one line, `"<node> <instance>"`, to the file `args[0]` (created if missing) and
+/// returns `args[1]` (an unsigned integer) as a u64: a computed initialization with a side effect
+/// that the tests count.
+pub fn append(ctx: &CallCtx, args: &Args) -> Result<Value, KernelError> {
+    use std::io::Write;
+    let (path, value) = (args.str(0)?, args.u64(1)?);
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| KernelError::from(format!("append: {path}: {e}")))?;
+    writeln!(file, "{} {}", ctx.node(), ctx.instance).map_err(|e| KernelError::from(format!("append: {path}: {e}")))?;
+    Ok(Value::u64(value))
+}
+
+tomii_types::export_kernels!("synthetic"; noop, spin, touch, checksum, [variadic] checksum_list, modulo, fail, panic,
+    product, typed, append);

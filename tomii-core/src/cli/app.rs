@@ -19,7 +19,7 @@ use super::{Cli, Command, KnobsArgs, RunArgs, SchedulersArgs, SchemaArgs};
 use crate::engine::{self, Progress, ProgressFn, Report, RunFailure};
 use crate::graph::{self, CompiledGraph};
 use crate::knobs::{self, Entry, Value};
-use crate::launch::{self, GraphInput, Hooks, Launch, Outputs, SayFn, Settings};
+use crate::launch::{self, Hooks, Launch, Outputs, SayFn};
 use crate::plugin::{KernelLibrary, KernelSet, SchedulerPlugin, installed_schedulers, scheduler_search_path};
 
 /// Kernels that an embedding program provides in-process, next to those of `--dylib` libraries.
@@ -179,7 +179,22 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         launch::check_writable(path, Some(graph_path)).map_err(anyhow::Error::msg)?;
         std::fs::File::create(path).with_context(|| format!("{}: cannot write the output here", path.display()))?;
     }
-    let input = launch::graph_from_file(graph_path, settings.run.workers)?;
+    // The kernels are loaded before the graph compiles: a count may name a computed
+    // initialization, computed then, once, and handed to the run (graph README, "Computed counts").
+    let mut kernels = settings.kernels(None)?;
+    let beside = graph_dir(Some(graph_path));
+    let input = {
+        let kernels = &mut kernels;
+        let mut evaluate = |pending: &graph::PendingInits<'_>, values: &mut Vec<Vec<tomii_types::kernel::Value>>| {
+            let functions: Vec<String> = pending.computed.iter().map(|init| init.function.clone()).collect();
+            add_provided(kernels, functions, &beside, provider).map_err(|error| graph::InitFailure {
+                init: pending.computed.get(values.len()).map(|init| init.name.clone()).unwrap_or_default(),
+                message: format!("{error:#}"),
+            })?;
+            engine::evaluator(kernels)(pending, values)
+        };
+        launch::graph_from_file_evaluating(graph_path, settings.run.workers, &mut evaluate)?
+    };
     super::convert::warn(&input.graph.warnings, settings.verbose);
     if args.legacy.flags.inits {
         say_to(
@@ -187,7 +202,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
             super::inits::listing(&input.graph, settings.run.workers).strip_suffix('\n').unwrap_or_default(),
         )?;
     }
-    let kernels = load_kernels(&settings, &input, provider)?;
+    add_provided(&mut kernels, kernel_names(&input.graph), &beside, provider)?;
     if !settings.quiet {
         for warning in args.legacy.warnings(input.graph.network.is_some()) {
             eprintln!("warning: {warning}");
@@ -221,20 +236,31 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     ending.finish(result)
 }
 
-/// The kernels of the options' libraries, and those of the graph's kernels that `provider` knows
-/// and the libraries do not hold.
-fn load_kernels(settings: &Settings, input: &GraphInput, provider: Option<&dyn KernelProvider>) -> Result<KernelSet> {
-    let mut kernels = settings.kernels(None)?;
-    if let Some(provider) = provider {
-        let wanted: Vec<String> =
-            kernel_names(&input.graph).into_iter().filter(|name| kernels.resolve(String::new, name).is_err()).collect();
-        let path = input.file.as_deref().unwrap_or(Path::new("."));
-        let beside = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        if let Some(library) = provider.provide(&wanted, beside)? {
-            kernels.add(library)?;
-        }
+/// The directory of the graph file (kernels a provider finds may live there).
+fn graph_dir(path: Option<&Path>) -> PathBuf {
+    let path = path.unwrap_or(Path::new("."));
+    path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_owned()
+}
+
+/// Adds to `kernels` those of the `names` that `provider` knows and `kernels` do not hold.
+fn add_provided(
+    kernels: &mut KernelSet,
+    names: Vec<String>,
+    beside: &Path,
+    provider: Option<&dyn KernelProvider>,
+) -> Result<()> {
+    let Some(provider) = provider else { return Ok(()) };
+    let mut wanted: Vec<String> =
+        names.into_iter().filter(|name| kernels.resolve(String::new, name).is_err()).collect();
+    wanted.sort();
+    wanted.dedup();
+    if wanted.is_empty() {
+        return Ok(());
     }
-    Ok(kernels)
+    if let Some(library) = provider.provide(&wanted, beside)? {
+        kernels.add(library)?;
+    }
+    Ok(())
 }
 
 /// What the command does with a run's outcome: write the report and the trace's files, say how

@@ -26,6 +26,10 @@ pub struct ConvertArgs {
     /// Print every warning, one line per node, instead of one line per kind with a count.
     #[arg(long)]
     pub verbose: bool,
+    /// A kernel library (repeatable): a count naming a computed initialization is written as the
+    /// value its kernel computes here (without one, such a count is an error saying so).
+    #[arg(long = "dylib", value_name = "LIB")]
+    pub dylibs: Vec<PathBuf>,
 }
 
 /// Loads and compiles the graph file at `path` for a run on `workers` workers, printing its
@@ -45,7 +49,15 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
         bail!("{}: is the file being converted; give another path, so that the original is kept", output.display());
     }
     let source = args.graph.display().to_string();
-    let converted = graph::convert_str(&source, &graph::read_file(&args.graph)?, args.workers)?;
+    let text = graph::read_file(&args.graph)?;
+    let converted = match args.dylibs.is_empty() {
+        true => graph::convert_str(&source, &text, args.workers)?,
+        false => {
+            let kernels = crate::plugin::KernelSet::load(&args.dylibs)?;
+            let mut evaluate = crate::engine::evaluator(&kernels);
+            graph::convert_str_evaluating(&source, &text, args.workers, &mut evaluate)?
+        }
+    };
     warn(&converted.warnings, args.verbose);
     if converted.dialect == Dialect::Tomii {
         eprintln!("note: {source} is in the current format already; it is written unchanged");

@@ -102,7 +102,14 @@ impl Args for SimulateArgs {
 
 pub fn simulate(args: &SimulateArgs) -> Result<()> {
     let settings = launch::settings(Entry::Simulate, args.options.clone()).map_err(anyhow::Error::msg)?;
-    let input = launch::graph_from_file(&args.graph, settings.run.workers)?;
+    // The kernels of the options' libraries, loaded only if a count names a computed
+    // initialization (it is computed before the graph compiles); kept until the command ends.
+    let mut kernels = None;
+    let input = launch::graph_from_file_evaluating(
+        &args.graph,
+        settings.run.workers,
+        &mut launch::lazy_evaluator(&settings, &mut kernels),
+    )?;
     super::convert::warn(&input.graph.warnings, settings.verbose);
     let scheduler = settings.scheduler()?;
     let sim = args.own.config()?;

@@ -47,6 +47,30 @@ pub(crate) use trace::TraceSink;
 pub use trace::{TraceRecord, TraceTap};
 pub(crate) use worker::{latency_histogram, scheduler_setup, templates};
 
+/// The computation of a graph's initializations before it compiles (`graph::Evaluate`), with
+/// `kernels`: the run's own initialization code, on the calling thread. The values stay valid as
+/// long as `kernels` stay loaded: give the run these kernels.
+pub fn evaluator(
+    kernels: &crate::plugin::KernelSet,
+) -> impl FnMut(
+    &crate::graph::PendingInits<'_>,
+    &mut Vec<Vec<tomii_types::kernel::Value>>,
+) -> Result<(), crate::graph::InitFailure>
++ '_ {
+    move |pending, values| {
+        worker::compute_into(pending, kernels, values).map_err(|error| match error {
+            RunError::Init { init, kernel, element, message } => crate::graph::InitFailure {
+                init,
+                message: format!("kernel {} failed at element {element}: {message}", quote_name(&kernel)),
+            },
+            other => crate::graph::InitFailure {
+                init: pending.computed.get(values.len()).map(|init| init.name.clone()).unwrap_or_default(),
+                message: other.to_string(),
+            },
+        })
+    }
+}
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

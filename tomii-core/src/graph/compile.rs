@@ -81,7 +81,7 @@ fn check_selections(nodes: &[CompiledNode], args: &[&[Arg]], groups: &[[usize; 2
 
 /// The computed initializations with their arguments as sources (no edges: the parser refused
 /// them).
-fn computed_inits(computed: Vec<(ComputedInit, Vec<Arg>)>) -> Vec<ComputedInit> {
+pub(crate) fn computed_inits(computed: Vec<(ComputedInit, Vec<Arg>)>) -> Vec<ComputedInit> {
     computed
         .into_iter()
         .map(|(init, args)| {
@@ -130,7 +130,7 @@ fn check_elements(
 
 /// The same rule between computed initializations: element i of one reads element i of a
 /// multi-element one it names, which must have at least as many elements.
-fn check_init_elements(computed: &[ComputedInit]) -> Result<(), Issue> {
+pub(crate) fn check_init_elements(computed: &[ComputedInit]) -> Result<(), Issue> {
     for init in computed {
         for source in &init.args {
             let ArgSource::Computed(c) = source else { continue };

@@ -66,6 +66,9 @@ pub struct CompiledGraph {
     /// One line per node whose Tomii 1.2 meaning the current format writes otherwise: what it
     /// selects and how it is written now (printed as `warning: ...`).
     pub warnings: Vec<String>,
+    /// The computed initializations evaluated while the graph compiled, because a count named
+    /// one (README.md, "Computed counts"): the first run takes them instead of computing them.
+    pub precomputed: super::inits::Precomputed,
 }
 
 /// A graph's `network_config`, resolved: sockets `start_port + i` for `i < num_sockets` (0: ports

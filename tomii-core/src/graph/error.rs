@@ -58,6 +58,13 @@ pub(crate) enum Issue {
 }
 
 impl Issue {
+    /// The message alone.
+    pub(crate) fn into_message(self) -> String {
+        match self {
+            Issue::Invalid(m) | Issue::Unsupported(m) | Issue::Cycle(m) | Issue::TooLarge(m) => m,
+        }
+    }
+
     /// Attaches the source name.
     pub(crate) fn into_error(self, file: &str) -> GraphError {
         let file = one_line(file);

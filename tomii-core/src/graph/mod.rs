@@ -12,6 +12,7 @@
 mod compile;
 mod compiled;
 mod error;
+mod inits;
 mod literal;
 mod names;
 mod order;
@@ -36,6 +37,7 @@ pub use compiled::{
 };
 pub use error::GraphError;
 pub use error::quote as quote_name;
+pub use inits::{Evaluate, InitFailure, PendingInits, Precomputed, ShapeUse, ShapeValue};
 pub use literal::{Literal, LiteralType};
 pub use schema::schema;
 pub use spec::NETWORK_INPUT;
@@ -102,7 +104,21 @@ pub fn parse_str(source_name: &str, text: &str) -> Result<CompiledGraph, GraphEr
 /// [`parse_str`] for a run on `workers` workers: a Tomii 1.2 file may give a node `"factor":
 /// "$workers"`, which is then that many instances (with a warning); [`parse_str`] refuses it.
 pub fn parse_str_for_run(source_name: &str, text: &str, workers: u32) -> Result<CompiledGraph, GraphError> {
-    parse_with(source_name, text, ParsePath::Auto, Some(workers))
+    parse_with(source_name, text, ParsePath::Auto, Some(workers), None)
+}
+
+/// [`parse_str_for_run`] with the kernels at hand: a Tomii 1.2 count (a factor, `group_size`,
+/// `group_by`, range end or network number) naming a computed initialization takes instance 0
+/// of it, `evaluate` computing the initializations (in file order, once) before the graph
+/// compiles; the graph keeps their values for its first run ([`CompiledGraph::precomputed`],
+/// README.md, "Computed counts"). Without such a count, `evaluate` is not called.
+pub fn parse_str_evaluating(
+    source_name: &str,
+    text: &str,
+    workers: u32,
+    evaluate: Evaluate<'_>,
+) -> Result<CompiledGraph, GraphError> {
+    parse_with(source_name, text, ParsePath::Auto, Some(workers), Some(evaluate))
 }
 
 /// Which way [`parse_str_via`] reads a graph (README.md, "Two ways in").
@@ -119,7 +135,7 @@ pub enum ParsePath {
 /// [`parse_str`] through one path; for the tests and benchmarks that compare the two. The typed
 /// path alone fails with [`GraphError::Invalid`] saying only that it gave up.
 pub fn parse_str_via(source_name: &str, text: &str, path: ParsePath) -> Result<CompiledGraph, GraphError> {
-    parse_with(source_name, text, path, None)
+    parse_with(source_name, text, path, None, None)
 }
 
 /// `workers`: what a Tomii 1.2 factor of `"$workers"` becomes (the typed path reads the current
@@ -129,6 +145,7 @@ fn parse_with(
     text: &str,
     path: ParsePath,
     workers: Option<u32>,
+    evaluate: Option<Evaluate<'_>>,
 ) -> Result<CompiledGraph, GraphError> {
     if path != ParsePath::Value
         && let Some(graph) = parse_typed(source_name, text)
@@ -139,10 +156,22 @@ fn parse_with(
         let message = "the typed path gave up on it (a form it does not read, or an error)".to_owned();
         return Err(GraphError::Invalid { file: error::one_line(source_name), message });
     }
-    let current = in_current_format(source_name, text, workers)?;
+    let current = in_current_format(source_name, text, workers, evaluate)?;
     let mut graph = compile_json(source_name, &current.json)?;
     graph.dialect = current.dialect;
     graph.warnings = current.warnings;
+    if let Some((values, shape)) = current.precomputed {
+        let counts: Vec<u32> = graph.computed.iter().map(|init| init.count).collect();
+        let made: Vec<u32> = values.iter().map(|v| v.len() as u32).collect();
+        if counts != made {
+            let message = format!(
+                "internal: the initializations computed before compiling ({made:?} elements) differ from the \
+                 compiled ones ({counts:?})"
+            );
+            return Err(GraphError::Invalid { file: error::one_line(source_name), message });
+        }
+        graph.precomputed = Precomputed::new(workers.unwrap_or(1), values, shape);
+    }
     Ok(graph)
 }
 
@@ -168,7 +197,27 @@ pub struct Converted {
 /// the result is compiled first, so a graph that would not load is an error here too. `workers` is
 /// what a factor of `"$workers"` becomes (none: such a factor is an error).
 pub fn convert_str(source_name: &str, text: &str, workers: Option<u32>) -> Result<Converted, GraphError> {
-    let current = in_current_format(source_name, text, workers)?;
+    convert_with(source_name, text, workers, None)
+}
+
+/// [`convert_str`] with the kernels at hand: a count naming a computed initialization is written
+/// as the value `evaluate` computes (as [`parse_str_evaluating`] takes it).
+pub fn convert_str_evaluating(
+    source_name: &str,
+    text: &str,
+    workers: Option<u32>,
+    evaluate: Evaluate<'_>,
+) -> Result<Converted, GraphError> {
+    convert_with(source_name, text, workers, Some(evaluate))
+}
+
+fn convert_with(
+    source_name: &str,
+    text: &str,
+    workers: Option<u32>,
+    evaluate: Option<Evaluate<'_>>,
+) -> Result<Converted, GraphError> {
+    let current = in_current_format(source_name, text, workers, evaluate)?;
     compile_json(source_name, &current.json)?;
     let text = match current.dialect {
         Dialect::Tomii => text.to_owned(),
@@ -189,19 +238,26 @@ struct InCurrentFormat {
     json: serde_json::Value,
     dialect: Dialect,
     warnings: Vec<String>,
+    precomputed: Option<(Vec<Vec<tomii_types::kernel::Value>>, Vec<ShapeUse>)>,
 }
 
-fn in_current_format(source_name: &str, text: &str, workers: Option<u32>) -> Result<InCurrentFormat, GraphError> {
+fn in_current_format(
+    source_name: &str,
+    text: &str,
+    workers: Option<u32>,
+    evaluate: Option<Evaluate<'_>>,
+) -> Result<InCurrentFormat, GraphError> {
     let json = strict::parse(text)
         .map_err(|e| GraphError::Syntax { file: error::one_line(source_name), message: e.to_string() })?;
     let dialect = v12::detect(&json).map_err(|issue| issue.into_error(source_name))?;
     if dialect == Dialect::Tomii {
-        return Ok(InCurrentFormat { json, dialect, warnings: Vec::new() });
+        return Ok(InCurrentFormat { json, dialect, warnings: Vec::new(), precomputed: None });
     }
-    let translation = v12::translate(&json, workers).map_err(|issue| issue.into_error(source_name))?;
+    let translation =
+        v12::translate(&json, workers, evaluate, source_name).map_err(|issue| issue.into_error(source_name))?;
     let file = error::one_line(source_name);
     let warnings = translation.warnings.into_iter().map(|w| format!("{file}: {w}")).collect();
-    Ok(InCurrentFormat { json: translation.json, dialect, warnings })
+    Ok(InCurrentFormat { json: translation.json, dialect, warnings, precomputed: translation.precomputed })
 }
 
 /// Compiles a graph in the current format.

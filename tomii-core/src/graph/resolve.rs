@@ -147,6 +147,32 @@ pub(crate) fn resolve(mut spec: GraphSpec) -> Result<Resolved, Issue> {
     Ok(Resolved { name: spec.name, inits, nodes, args, arg_starts, groups, consts, computed, post, network })
 }
 
+/// Computed initializations with their arguments, and the constant pool they use.
+pub(crate) type ResolvedInits = (Vec<(ComputedInit, Vec<Arg>)>, Vec<Literal>);
+
+/// The computed initializations of `specs` alone, resolved as [`resolve`] resolves them first
+/// (so their constants have the same places in the pool): what is evaluated before the graph
+/// compiles when a count names one (`inits.rs`).
+pub(crate) fn resolve_inits(specs: &[InitSpec]) -> Result<ResolvedInits, Issue> {
+    let positions = unique(specs.iter().map(|init| init.name.as_str()), "initializations", "initialization")?;
+    let (inits, computed_specs, init_ids) = split_inits(specs, &positions);
+    let mut scope = Scope {
+        init_ids,
+        computed_done: 0,
+        node_ids: names::map(0),
+        post_names: names::map(0),
+        inits: &inits,
+        consts: Vec::new(),
+        ref_consts: names::map(0),
+    };
+    let mut computed = Vec::with_capacity(computed_specs.len());
+    for spec in computed_specs {
+        computed.push(scope.computed(spec)?);
+        scope.computed_done += 1;
+    }
+    Ok((computed, scope.consts))
+}
+
 /// The post-nodes' names: unique among themselves and distinct from every node's.
 fn unique_post_names<'a>(spec: &'a GraphSpec<'_>) -> Result<NameMap<&'a str, usize>, Issue> {
     let names = unique(spec.post_nodes.iter().map(|node| node.name.as_ref()), "post_nodes", "post-node")?;

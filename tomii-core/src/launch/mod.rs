@@ -170,3 +170,53 @@ pub fn graph_from_file(path: &Path, workers: u32) -> Result<GraphInput, crate::g
     let graph = crate::graph::parse_str_for_run(&source, &text, workers)?;
     Ok(GraphInput { graph: Arc::new(graph), source, text, file: Some(path.to_owned()) })
 }
+
+/// [`graph_from_file`] with the kernels at hand: the initializations a count of the graph names
+/// are computed by `evaluate` before it compiles, once, and kept for the first run (graph
+/// README, "Computed counts"). Every entry point that runs, opens a session on or simulates a
+/// graph compiles it through this or [`graph_from_text`].
+pub fn graph_from_file_evaluating(
+    path: &Path,
+    workers: u32,
+    evaluate: crate::graph::Evaluate<'_>,
+) -> Result<GraphInput, crate::graph::GraphError> {
+    let text = crate::graph::read_file(path)?;
+    graph_from_text(&path.display().to_string(), text, workers, Some(path.to_owned()), evaluate)
+}
+
+/// The graph `text` (named `source`) compiled for a run on `workers` workers, as
+/// [`graph_from_file_evaluating`].
+pub fn graph_from_text(
+    source: &str,
+    text: String,
+    workers: u32,
+    file: Option<PathBuf>,
+    evaluate: crate::graph::Evaluate<'_>,
+) -> Result<GraphInput, crate::graph::GraphError> {
+    let graph = crate::graph::parse_str_evaluating(source, &text, workers, evaluate)?;
+    Ok(GraphInput { graph: Arc::new(graph), source: source.to_owned(), text, file })
+}
+
+/// Computes initializations with the kernels of `settings`, loading them on first use (a graph
+/// whose counts name none never loads them here); `loaded` keeps them, and must outlive the
+/// graph and its runs.
+pub fn lazy_evaluator<'a>(
+    settings: &'a Settings,
+    loaded: &'a mut Option<KernelSet>,
+) -> impl FnMut(
+    &crate::graph::PendingInits<'_>,
+    &mut Vec<Vec<tomii_types::kernel::Value>>,
+) -> Result<(), crate::graph::InitFailure>
++ 'a {
+    move |pending, values| {
+        if loaded.is_none() {
+            let kernels = settings.kernels(None).map_err(|error| crate::graph::InitFailure {
+                init: pending.computed.get(values.len()).map(|init| init.name.clone()).unwrap_or_default(),
+                message: error.to_string(),
+            })?;
+            *loaded = Some(kernels);
+        }
+        let kernels = loaded.as_ref().expect("loaded above");
+        engine::evaluator(kernels)(pending, values)
+    }
+}

@@ -34,6 +34,7 @@ mod task;
 mod worker_loop;
 
 pub(crate) use local::latency_histogram;
+pub(crate) use plan::compute_into;
 pub(crate) use setup::{scheduler_setup, templates};
 
 use plan::Plan;

@@ -14,7 +14,7 @@ use super::setup::{bind_conditions, templates};
 use crate::engine::affinity::Placement;
 use crate::engine::source::FrameSource;
 use crate::engine::{RunConfig, RunError};
-use crate::graph::{ArgSource, CompiledGraph, Literal, quote_name};
+use crate::graph::{ArgSource, CompiledGraph, Literal, PendingInits, quote_name};
 use crate::plugin::{Kernel, KernelCaller, KernelSet, NEVER_CALLED, SchedulerPlugin};
 
 /// Bytes of the buffer a failing initialization or post-node kernel writes its message into.
@@ -75,7 +75,16 @@ impl<'a> Plan<'a> {
         let conditions = bind_conditions(graph, kernels)?;
         // A source that may abandon frames makes every body look at its frame's flag.
         let abandonable = source.capabilities().delivers_inputs;
-        let computed = compute_initializations(graph, kernels, config.workers)?;
+        // Made while the graph compiled, when a count named one (graph README, "Computed
+        // counts"): taken, never computed twice; a later run computes them and checks the shape.
+        let computed = match graph.precomputed.take(config.workers) {
+            Some(values) => values,
+            None => {
+                let values = compute_initializations(graph, kernels, config.workers)?;
+                graph.precomputed.check(&graph.computed, &values).map_err(RunError::Config)?;
+                values
+            }
+        };
         let post_kernels = bind_post_nodes(graph, kernels)?;
         let runs = node_runs(graph, bound, abandonable);
         let node_names = graph
@@ -153,21 +162,36 @@ pub(super) fn compute_initializations(
     kernels: &KernelSet,
     workers: u32,
 ) -> Result<Vec<Vec<Value>>, RunError> {
-    if graph.computed.is_empty() {
-        return Ok(Vec::new());
+    let mut computed = Vec::with_capacity(graph.computed.len());
+    let pending = PendingInits { source: &graph.source, computed: &graph.computed, consts: &graph.consts, workers };
+    compute_into(&pending, kernels, &mut computed)?;
+    Ok(computed)
+}
+
+/// Computes the initializations of `pending` from `computed.len()` on, appending their values:
+/// the work of [`compute_initializations`], also run before a graph compiles (`evaluator`).
+pub(crate) fn compute_into(
+    pending: &PendingInits<'_>,
+    kernels: &KernelSet,
+    computed: &mut Vec<Vec<Value>>,
+) -> Result<(), RunError> {
+    if computed.len() >= pending.computed.len() {
+        return Ok(());
     }
-    let consts: Vec<Value> = graph.consts.iter().map(Literal::to_value).collect();
+    let consts: Vec<Value> = pending.consts.iter().map(Literal::to_value).collect();
     let mut caller = KernelCaller::outside_run(CALL_ONCE_ERROR_CAPACITY);
-    let mut computed: Vec<Vec<Value>> = Vec::with_capacity(graph.computed.len());
-    for init in &graph.computed {
+    for init in &pending.computed[computed.len()..] {
         let kernel = kernels.resolve(|| format!("initialization {}", quote_name(&init.name)), &init.function)?;
         let name = CString::new(init.name.as_str()).map_err(|_| {
-            RunError::Config(format!("{}: an initialization name contains a NUL character", graph.source))
+            RunError::Config(format!("{}: an initialization name contains a NUL character", pending.source))
         })?;
         let values = (0..init.count)
             .map(|element| {
-                let args: Vec<TomiiValue> =
-                    init.args.iter().map(|&source| init_arg(source, &consts, &computed, element, workers)).collect();
+                let args: Vec<TomiiValue> = init
+                    .args
+                    .iter()
+                    .map(|&source| init_arg(source, &consts, computed, element, pending.workers))
+                    .collect();
                 caller.call_from(kernel, &args, &name, element, 0).map_err(|message| RunError::Init {
                     init: init.name.clone(),
                     kernel: init.function.clone(),
@@ -178,7 +202,7 @@ pub(super) fn compute_initializations(
             .collect::<Result<Vec<_>, _>>()?;
         computed.push(values);
     }
-    Ok(computed)
+    Ok(())
 }
 
 /// One argument of element `element` of a computed initialization, borrowed.

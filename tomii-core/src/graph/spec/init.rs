@@ -11,7 +11,7 @@ use crate::graph::typed::show;
 
 const INIT_FIELDS: &[&str] = &["name", "value", "function", "func", "args", "factor"];
 
-pub(super) fn init(json: &Json, position: usize) -> Result<InitSpec<'_>, Issue> {
+pub(crate) fn init(json: &Json, position: usize) -> Result<InitSpec<'_>, Issue> {
     let Json::Object(object) = json else {
         return invalid(format!(r#"initializations[{position}] must be an object {{"name": ..., "value": ...}}"#));
     };

@@ -22,7 +22,7 @@ mod node;
 
 pub(crate) use arg::edge;
 pub(crate) use file::{add_input, check_post_nodes, input_spec, read};
-pub(crate) use init::literal_init;
+pub(crate) use init::{init as read_init, literal_init};
 pub(crate) use node::{NodeFields, factor, node_spec};
 
 /// The whole file, checked for shape.

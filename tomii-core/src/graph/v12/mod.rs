@@ -22,6 +22,7 @@ pub(crate) use detect::detect;
 pub use schema::schema;
 
 use super::error::{Issue, quote};
+use super::inits::Evaluate;
 use super::literal::Literal;
 use super::spec::NETWORK_INPUT;
 use super::typed::show;
@@ -33,6 +34,9 @@ use indexes::Known;
 pub(crate) struct Translation {
     pub json: Json,
     pub warnings: Vec<String>,
+    /// The computed initializations evaluated for the counts that name one, and those counts
+    /// (`computed.rs`); none when no count names one.
+    pub precomputed: Option<(Vec<Vec<tomii_types::kernel::Value>>, Vec<crate::graph::inits::ShapeUse>)>,
 }
 
 const TOP_FIELDS: &[&str] = &["initializations", "nodes", "post_nodes", "network_config"];
@@ -47,8 +51,15 @@ const NETWORK_NUMBERS: &[&str] =
 const NETWORK_TEXTS: &[&str] = &["socket_type", "address", "extract_packet_func", "id_function"];
 
 /// Rewrites the 1.2 file `root` in the current format; `workers` is the worker count a factor of
-/// `"$workers"` stands for (none: such a factor is an error saying to give it).
-pub(crate) fn translate(root: &Json, workers: Option<u32>) -> Result<Translation, Issue> {
+/// `"$workers"` stands for (none: such a factor is an error saying to give it); `evaluate`
+/// computes the initializations a count names (none: such a count is an error saying how to give
+/// its value); `source` names the file.
+pub(crate) fn translate(
+    root: &Json,
+    workers: Option<u32>,
+    evaluate: Option<Evaluate<'_>>,
+    source: &str,
+) -> Result<Translation, Issue> {
     let Json::Object(top) = root else {
         return invalid(format!("the top level must be an object with a \"nodes\" list, got {}", show(root)));
     };
@@ -61,11 +72,24 @@ pub(crate) fn translate(root: &Json, workers: Option<u32>) -> Result<Translation
     }
     let mut front = Front { workers, ..Front::default() };
     let mut out = Map::new();
-    let inits = list(top, "initializations")?;
-    let inits = inits.iter().enumerate().map(|(k, init)| front.init(init, k)).collect::<Result<Vec<_>, _>>()?;
+    let mut counts = computed::Counts::new(evaluate, workers, source);
+    let mut inits = Vec::new();
+    for (k, init) in list(top, "initializations")?.iter().enumerate() {
+        let mut translated = front.init(init, k)?;
+        if let Json::Object(object) = &mut translated
+            && object.contains_key("function")
+        {
+            let name = object.get("name").and_then(Json::as_str).unwrap_or_default().to_owned();
+            counts.init_factor(object, &format!("initialization {}", quote(&name)), &inits)?;
+            counts.add(&name);
+        }
+        inits.push(translated);
+    }
+    let rewritten = counts.file(top, &inits)?;
+    let top = rewritten.as_ref().unwrap_or(top);
+    counts.finish(&inits)?;
     let nodes = list(top, "nodes")?;
     let post_nodes = list(top, "post_nodes")?;
-    front.check_computed_counts(nodes, post_nodes, top.get("network_config"))?;
     front.read_factors(nodes, post_nodes, top.get("network_config"))?;
     if !inits.is_empty() {
         out.insert("initializations".to_owned(), Json::Array(inits));
@@ -79,7 +103,8 @@ pub(crate) fn translate(root: &Json, workers: Option<u32>) -> Result<Translation
     if let Some(network) = top.get("network_config").filter(|n| !n.is_null()) {
         out.insert("network_config".to_owned(), front.network(network)?);
     }
-    Ok(Translation { json: Json::Object(out), warnings: front.warnings })
+    let precomputed = (!counts.shape.is_empty()).then(|| (std::mem::take(&mut counts.values), counts.shape));
+    Ok(Translation { json: Json::Object(out), warnings: front.warnings, precomputed })
 }
 
 /// What the translation has learnt so far.
@@ -89,8 +114,6 @@ struct Front {
     consts: HashMap<String, Literal>,
     /// Every node's factor, when known from the file alone.
     factors: HashMap<String, u32>,
-    /// The computed initializations' names (no count may name one).
-    computed: std::collections::HashSet<String>,
     /// Every node's `group_size` above 1, when known from the file alone.
     group_sizes: HashMap<String, u32>,
     /// The groups of the node being read (README.md, "Grouped edges").
@@ -139,7 +162,6 @@ impl Front {
         let Some(function) = function.as_str().filter(|f| !f.is_empty()) else {
             return invalid(format!("{at}: \"function\" must be the name of a kernel, got {}", show(function)));
         };
-        self.computed.insert(name.clone());
         let mut out = Map::new();
         out.insert("name".to_owned(), json!(name));
         out.insert("function".to_owned(), json!(function));
@@ -149,22 +171,6 @@ impl Front {
             out.insert("factor".to_owned(), self.factor(factor, &at, "factor")?.0);
         }
         Ok(Json::Object(out))
-    }
-
-    /// Refuses a count that names a computed initialization (`computed.rs`).
-    fn check_computed_counts(&self, nodes: &[Json], post: &[Json], network: Option<&Json>) -> Result<(), Issue> {
-        if self.computed.is_empty() {
-            return Ok(());
-        }
-        for node in nodes.iter().chain(post) {
-            let Json::Object(node) = node else { continue };
-            let at = format!("node {}", quote(node.get("name").and_then(Json::as_str).unwrap_or_default()));
-            computed::in_node(node, &at, &self.computed).map_err(Issue::Invalid)?;
-        }
-        if let Some(Json::Object(network)) = network {
-            computed::in_network(network, NETWORK_NUMBERS, &self.computed).map_err(Issue::Invalid)?;
-        }
-        Ok(())
     }
 
     /// Every node's (and post-node's, and `$network`'s) factor, before any edge is read: a node
