@@ -119,7 +119,7 @@ fn selections_keep_their_tomii_1_2_meaning() {
     let graph = load(&root().join("tomii-core/tests/graphs/v12/every_construct.json"));
     // "1-3" (literal end, inclusive) then "0-width" (name end, exclusive), offsets from instance 0.
     assert_eq!(reads(&graph, "span"), ["gen[1]", "gen[2]", "gen[3]", "ring[0]", "ring[1]", "ring[2]", "ring[3]"]);
-    // "-1" and "1" taken modulo 4: instance 0 reads gen[3] and gen[1].
+    // "3" and "1" taken modulo 4: instance 0 reads gen[3] and gen[1], instance 1 gen[0] and gen[2].
     assert_eq!(reads(&graph, "ring"), ["gen[3]", "gen[1]"]);
     assert_eq!(reads(&graph, "pick"), ["gen[0]", "gen[2]", "gen[3]", "ring[2]"]);
     // group_by "two" (a name): instance 0 reads gen[0], gen[1].
@@ -244,4 +244,54 @@ fn a_factor_of_workers_is_the_runs_worker_count() {
     let mut convert = tomii();
     convert.arg("convert").arg(&path);
     assert_error(&finish(convert), &[r#"factor "$workers""#, "tomii convert --workers N"]);
+}
+
+/// Every graph file of the repository that compiles (both formats), sorted by path.
+fn repository_graphs() -> Vec<PathBuf> {
+    fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, files);
+            } else if path.extension().is_some_and(|ext| ext == "json") {
+                files.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for dir in ["examples", "plugins", "tomii-core/tests/graphs", "python/tomii/_templates"] {
+        walk(&root().join(dir), &mut files);
+    }
+    files.retain(|path| {
+        std::fs::read_to_string(path).is_ok_and(|text| text.contains("\"nodes\""))
+            && graph::parse_str_for_run(&path.display().to_string(), &std::fs::read_to_string(path).unwrap(), 2)
+                .is_ok()
+    });
+    files.sort();
+    files
+}
+
+/// The compiled edges of every graph file of the repository, against the dump made before the
+/// Tomii 1.2 edge meanings (tests/graphs/compiled_edges.txt; `TOMII_BLESS=1` rewrites it): each
+/// graph keeps its meaning, instance by instance.
+#[test]
+fn every_repository_graph_keeps_its_compiled_edges() {
+    let mut dump = String::new();
+    for path in repository_graphs() {
+        let name = path.strip_prefix(root()).unwrap_or(&path).display().to_string();
+        let text = std::fs::read_to_string(&path).expect("the graph file");
+        let compiled = graph::parse_str_for_run(&name, &text, 2).unwrap_or_else(|e| panic!("{e}"));
+        dump.push_str(&format!("== {name}\n{}", graph::edges_text(&compiled)));
+    }
+    let golden = root().join("tomii-core/tests/graphs/compiled_edges.txt");
+    if std::env::var_os("TOMII_BLESS").is_some() {
+        std::fs::write(&golden, &dump).expect("the golden file");
+    }
+    let expected = std::fs::read_to_string(&golden).expect("tests/graphs/compiled_edges.txt");
+    assert!(dump.matches("== ").count() >= 15, "too few graphs: {dump}");
+    if dump != expected {
+        let first = dump.lines().zip(expected.lines()).position(|(a, b)| a != b);
+        panic!("the compiled edges changed (first differing line {first:?}); see tests/graphs/compiled_edges.txt");
+    }
 }

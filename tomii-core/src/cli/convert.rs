@@ -23,6 +23,10 @@ pub struct ConvertArgs {
     /// The worker count a Tomii 1.2 factor of "$workers" becomes.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub workers: Option<u32>,
+    /// Write the compiled edges instead: per instance, the predecessor instances it waits for and
+    /// the results it reads, in order (a graph of either format).
+    #[arg(long)]
+    pub edges: bool,
 }
 
 /// Loads and compiles the graph file at `path` for a run on `workers` workers, printing its
@@ -44,6 +48,15 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
     let source = args.graph.display().to_string();
     let converted = graph::convert_str(&source, &graph::read_file(&args.graph)?, args.workers)?;
     warn(&converted.warnings);
+    if args.edges {
+        let compiled = graph::parse_str_for_run(&source, &converted.text, args.workers.unwrap_or(1))?;
+        let text = graph::edges_text(&compiled);
+        return match &args.output {
+            None => say(text.trim_end()),
+            Some(output) => std::fs::write(output, text)
+                .with_context(|| format!("{}: cannot write the compiled edges", output.display())),
+        };
+    }
     if converted.dialect == Dialect::Tomii {
         eprintln!("note: {source} is in the current format already; it is written unchanged");
     }

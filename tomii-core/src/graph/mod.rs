@@ -11,6 +11,7 @@
 
 mod compile;
 mod compiled;
+mod edges;
 mod error;
 mod literal;
 mod names;
@@ -33,6 +34,7 @@ use std::path::Path;
 pub use compiled::{
     ArgSource, CmpOp, CompiledGraph, CompiledNode, ComputedInit, Condition, NetworkConfig, PostNode, SocketType,
 };
+pub use edges::edges_text;
 pub use error::GraphError;
 pub use error::quote as quote_name;
 pub use literal::{Literal, LiteralType};

@@ -22,6 +22,8 @@ pub(crate) enum Selection {
     WrappedRange(i64, i64),
     /// `group_by` g: instance i selects the g instances i·g, …, i·g + g − 1.
     Group(u32),
+    /// `absolute`: instances a, …, b − 1 of the predecessor, whatever i is (never empty: a < b).
+    Absolute(i64, i64),
 }
 
 impl Selection {
@@ -38,7 +40,7 @@ impl Selection {
     pub(crate) fn len(&self, pred_factor: u32) -> u64 {
         match self {
             Selection::Offsets(offsets) | Selection::WrappedOffsets(offsets) => offsets.len() as u64,
-            Selection::Range(a, b) | Selection::WrappedRange(a, b) => b.abs_diff(*a),
+            Selection::Range(a, b) | Selection::WrappedRange(a, b) | Selection::Absolute(a, b) => b.abs_diff(*a),
             Selection::All => pred_factor.into(),
             Selection::Group(g) => (*g).into(),
         }
@@ -51,6 +53,10 @@ impl Selection {
         let outside = |k: i64| k < 0 || k >= p;
         let (at_zero, largest) = match self {
             Selection::All | Selection::WrappedOffsets(_) | Selection::WrappedRange(..) => return None,
+            // The same instances for every i: instance 0 fails first, at the first one outside.
+            Selection::Absolute(a, b) => {
+                return (outside(*a) || *b > p).then(|| (0, if outside(*a) { *a } else { p }));
+            }
             Selection::Group(g) => {
                 // Instance i reads from i·g; the first one past the predecessor's end fails.
                 let first_bad = pred_factor / g;
@@ -82,6 +88,7 @@ impl Selection {
             Selection::WrappedOffsets(offsets) => offsets.iter().for_each(|&k| visit(ring(k))),
             Selection::WrappedRange(a, b) => (*a..*b).for_each(|k| visit(ring(k))),
             Selection::Group(g) => (i.saturating_mul(*g)..i.saturating_mul(*g).saturating_add(*g)).for_each(visit),
+            Selection::Absolute(a, b) => (*a..*b).for_each(|k| visit(u32::try_from(k).unwrap_or(u32::MAX))),
         }
     }
 }

@@ -8,6 +8,7 @@
 
 mod detect;
 mod indexes;
+pub(crate) mod rule;
 mod schema;
 mod values;
 
