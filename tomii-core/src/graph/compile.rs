@@ -9,8 +9,8 @@ use super::error::{ArgGroup, Issue, quote};
 use super::order;
 use super::resolve::{Arg, Edge, MAX_INSTANCES, Resolved};
 use super::select::Selection;
-use super::v12::rule::{self, Meaning};
 use super::spec::EdgeKind;
+use super::v12::rule::{self, Meaning};
 
 /// The most entries a CSR array may hold: its offsets are u32.
 const MAX_ENTRIES: u64 = u32::MAX as u64;
@@ -18,7 +18,8 @@ const MAX_ENTRIES: u64 = u32::MAX as u64;
 /// Builds the compiled graph. `source` names the input in messages; `default_name` is used when
 /// the file has no `"name"`.
 pub(crate) fn compile(resolved: Resolved, source: &str, default_name: &str) -> Result<CompiledGraph, Issue> {
-    let Resolved { name, inits, mut nodes, mut args, arg_starts, groups, consts, computed, mut post, network } = resolved;
+    let Resolved { name, inits, mut nodes, mut args, arg_starts, groups, consts, computed, mut post, network } =
+        resolved;
     apply_rules(&nodes, &mut args, &arg_starts, &groups, &mut post)?;
     let args: Vec<&[Arg]> = arg_starts.windows(2).map(|span| &args[span[0]..span[1]]).collect();
     let count = assign_instances(&mut nodes)?;

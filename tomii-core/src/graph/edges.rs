@@ -25,13 +25,8 @@ pub fn edges_text(graph: &CompiledGraph) -> String {
         if waits.is_empty() && reads.is_empty() {
             continue;
         }
-        let _ = writeln!(
-            out,
-            "{} waits {}; reads {}",
-            graph.instance_name(inst),
-            runs(graph, waits),
-            runs(graph, &reads)
-        );
+        let _ =
+            writeln!(out, "{} waits {}; reads {}", graph.instance_name(inst), runs(graph, waits), runs(graph, &reads));
     }
     for post in &graph.post {
         for i in 0..post.node.factor {

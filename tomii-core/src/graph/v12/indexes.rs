@@ -91,8 +91,9 @@ pub(crate) fn predecessor(
         out.insert("rule".to_owned(), json!("tomii-1.2"));
         return Ok(Translated { pred: Json::Object(out), note: None });
     };
-    let meaning = rule::meaning(edge_kind, &offsets, factor, pred_factor)
-        .map_err(|e| format!("reads {name:?} with indexes {}: {e}", show(pred.get("indexes").unwrap_or(&Json::Null))))?;
+    let meaning = rule::meaning(edge_kind, &offsets, factor, pred_factor).map_err(|e| {
+        format!("reads {name:?} with indexes {}: {e}", show(pred.get("indexes").unwrap_or(&Json::Null)))
+    })?;
     let mut parts = Vec::new();
     if let Indexes::Range { lo, hi, inclusive: true, .. } = &indexes {
         parts.push(format!(
@@ -143,7 +144,10 @@ pub(crate) fn predecessor(
             }
         }
         Meaning::All => {
-            out.insert("index".to_owned(), json!("all"));
+            // A barrier without an index waits for every instance.
+            if edge_kind != EdgeKind::Barrier {
+                out.insert("index".to_owned(), json!("all"));
+            }
             parts.push(format!(
                 "Tomii 1.2 made every instance wait for all {pred_factor} instance(s) of {name:?}{}",
                 if edge_kind == EdgeKind::Res { "" } else { " (the edge passes no value)" }
@@ -158,7 +162,10 @@ pub(crate) fn predecessor(
     let note = (!parts.is_empty()).then(|| {
         let shown = pred.get("indexes").map_or_else(|| "no indexes".to_owned(), |i| format!("indexes {}", show(i)));
         let written = super::super::write::flat(&Json::Object(out.clone()));
-        format!("reads {name:?} with {shown}: {}; in the current format: \"predecessor\": {written}", parts.join("; and "))
+        format!(
+            "reads {name:?} with {shown}: {}; in the current format: \"predecessor\": {written}",
+            parts.join("; and ")
+        )
     });
     Ok(Translated { pred: Json::Object(out), note })
 }
