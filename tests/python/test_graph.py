@@ -54,7 +54,9 @@ def test_conditions_loops_and_post_nodes_run() -> None:
         args=[tm.u64(5)],
         condition=tm.Condition("Gt", 0, "u64", "modulo", [src.out(), tm.u64(1)]),
     )
-    sink = g.node("sink", func="checksum", args=[kept.out(0, 4, wrap=False), dropped.wait(every=True)])
+    sink = g.node(
+        "sink", func="checksum", args=[kept.out(0, 4, wrap=False), dropped.wait(every=True)]
+    )
     g.post_node("summary", func="checksum", args=[sink.out()])
     frames = 4
     result = g.run(dylibs=[SYNTHETIC], workers=2, slots=2, frames=frames)

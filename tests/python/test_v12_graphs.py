@@ -477,9 +477,15 @@ def test_a_matrix_compute_shaped_graph_means_in_every_form_what_it_meant_in_1_2(
         "vec_mat", func="vec_to_mat", factor=num_nodes, args=[gen_vec.out(), compute_fft.wait()]
     )
     app.node("write", func="write_to_file", args=[vec_mat.out(end=num_nodes), compute_fft.wait()])
-    res = lambda name, idx: {"type": "$res", "predecessor": {"name": name, "indexes": idx}}  # noqa: E731
+
+    def res(name: str, indexes: str) -> dict[str, Any]:
+        return {"type": "$res", "predecessor": {"name": name, "indexes": indexes}}
+
     bar = {"type": "$barrier", "predecessor": {"name": "compute_fft", "indexes": "0"}}
-    node = lambda name, args: {"name": name, "function": name, "factor": "num_nodes", "args": args}  # noqa: E731
+
+    def node(name: str, args: list[Any]) -> dict[str, Any]:
+        return {"name": name, "function": name, "factor": "num_nodes", "args": args}
+
     old = {
         "initializations": [{"name": "num_nodes", "args": [{"type": "usize", "value": "200"}]}],
         "nodes": [
