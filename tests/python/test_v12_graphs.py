@@ -513,3 +513,25 @@ def test_a_matrix_compute_shaped_graph_means_in_every_form_what_it_meant_in_1_2(
         == 200
     )
     assert "write[0] waits compute_fft[0] vec_mat[0..200]; reads vec_mat[0..200]" in built
+
+
+def test_the_critical_path_reads_absolute_instances_and_refuses_an_undecided_rule() -> None:
+    from tomii import graphs
+
+    g = tomii.Graph()
+    a = g.node("a", func="spin", factor=4, args=[5])
+    g.node("b", func="spin", factor=2, args=[10, a.wait(instance=3)])
+    assert graphs.critical_path_us(g.to_dict()) == 15.0
+    rule = {"name": "c", "index": 0, "rule": "tomii-1.2"}
+    undecided = {
+        "nodes": [
+            {"name": "c", "function": "spin", "factor": 4, "args": [1]},
+            {
+                "name": "d",
+                "function": "spin",
+                "args": [1, {"type": "$barrier", "predecessor": rule}],
+            },
+        ]
+    }
+    with pytest.raises(ValueError, match="decided when the graph compiles"):
+        graphs.critical_path_us(undecided)
