@@ -71,3 +71,35 @@ fn past_end(lo: i64, hi: i64, pred_factor: u32) -> String {
          never exist, and hung; select instances below {pred_factor}"
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::spec::EdgeKind::{Barrier, Dep, Res};
+    use super::{Meaning, meaning};
+
+    #[test]
+    fn each_case_of_the_rule() {
+        let m = |kind, offsets: &[i64], f, p| meaning(kind, offsets, f, p);
+        // A barrier's "0": instance 0 for a factor-1 successor of a larger predecessor, else all.
+        assert_eq!(m(Barrier, &[0], 1, 200), Ok(Meaning::Offset { k: 0, wrap: false }));
+        assert_eq!(m(Barrier, &[0], 200, 200), Ok(Meaning::All));
+        assert_eq!(m(Barrier, &[0], 1, 1), Ok(Meaning::All));
+        assert_eq!(m(Barrier, &[2, 3], 2, 8), Ok(Meaning::Absolute { lo: 2, hi: 4 }));
+        assert_eq!(m(Barrier, &[0, 1, 2, 3], 2, 4), Ok(Meaning::All));
+        // Single offsets wrap modulo the predecessor's factor.
+        assert_eq!(m(Res, &[1], 4, 4), Ok(Meaning::Offset { k: 1, wrap: true }));
+        assert_eq!(m(Res, &[0], 4, 4), Ok(Meaning::Offset { k: 0, wrap: false }));
+        assert_eq!(m(Dep, &[0], 4, 2), Ok(Meaning::Offset { k: 0, wrap: true }));
+        // |L| = F pairs instance i with the i-th selected instance.
+        assert_eq!(m(Res, &[0, 1, 2, 3], 4, 4), Ok(Meaning::Offset { k: 0, wrap: false }));
+        assert_eq!(m(Res, &[2, 3], 2, 8), Ok(Meaning::Offset { k: 2, wrap: false }));
+        // Collect-all: every selected value; a factor-1 dep waits for every instance.
+        assert_eq!(m(Res, &[0, 1, 2, 3, 4], 1, 4), Ok(Meaning::AsWritten { wrap: true }));
+        assert_eq!(m(Dep, &[0, 1], 1, 4), Ok(Meaning::All));
+        // What 1.2 crashed or hung on.
+        assert!(m(Res, &[-1], 4, 4).is_err_and(|e| e.contains("negative")));
+        assert!(m(Barrier, &[4], 1, 4).is_err_and(|e| e.contains("hung")));
+        assert!(m(Res, &[4], 1, 4).is_err_and(|e| e.contains("hung")));
+        assert!(m(Res, &[0, 2], 2, 4).is_err_and(|e| e.contains("order they completed")));
+    }
+}
