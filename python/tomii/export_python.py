@@ -247,13 +247,26 @@ def _arg(arg: Any, names: _Names) -> str:
 
 def _edge(kind: str, predecessor: dict[str, Any], names: _Names) -> str:
     """`node.out(...)`, `.dep(...)` or `.wait(...)` selecting what `predecessor` selects."""
+    # Each selection in its explicit spelling, so that the script means what the file means
+    # whatever the factors (the builder's plain calls mean what Tomii 1.2 made of them).
     selection = []
+    index = predecessor.get("index")
     if "group_by" in predecessor:
         selection.append(f"group_by={_py(predecessor['group_by'])}")
-    elif "index" in predecessor:
-        selection += _selection(predecessor["index"], names)
-    if predecessor.get("wrap"):
-        selection.append("wrap=True")
+    elif index == "all" or (index is None and kind == "$barrier"):
+        selection.append("every=True")
+    elif predecessor.get("absolute"):
+        selection.append(f"instance={_selection(index, names)[0]}")
+    elif predecessor.get("rule") == "tomii-1.2":
+        # The builder's own 1.2 call: an int range end is inclusive there.
+        bounds = _selection(index, names)
+        if len(bounds) == 2 and bounds[1].isdigit():
+            bounds[1] = str(int(bounds[1]) - 1)
+        selection += bounds
+    else:
+        if index is not None:
+            selection += _selection(index, names)
+        selection.append(f"wrap={bool(predecessor.get('wrap'))}")
     method = _EDGE_KINDS[kind]
     return f"{names.node_ref(predecessor['name'])}.{method}({', '.join(selection)})"
 

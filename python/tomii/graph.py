@@ -83,6 +83,50 @@ def _bound(value: int | str | Var, what: str) -> str:
     return str(value)
 
 
+#: Factors known when an edge is written: (successor's, predecessor's); None when a factor is
+#: given by a computed var, whose value is known only when the graph compiles.
+_Factors = tuple[Union[int, None], Union[int, None]]
+
+
+def _v12_meaning(kind: str, offsets: list[int], factor: int, pred_factor: int) -> tuple[Any, ...]:
+    """What Tomii 1.2's runtime selected with `offsets` (tomii-core/src/graph/v12/rule.rs, the
+    same rule): ("as_written", wrap), ("offset", k, wrap), ("all",) or ("absolute", lo, hi)."""
+    f, p, n = factor, pred_factor, len(offsets)
+    lo, hi = min(offsets), max(offsets)
+    if lo < 0:
+        raise GraphError(
+            f"offset {lo} is negative, which Tomii 1.2 refused or crashed on; "
+            "give wrap=True (a ring) or instance=k"
+        )
+    contiguous = hi - lo + 1 == n
+    filtered = n < p and contiguous and n == f
+    past_end = (
+        f"Tomii 1.2 waited for instances {lo}..={hi} of a predecessor of {p} instance(s), "
+        f"some of which never exist, and hung; select instances below {p}"
+    )
+    if kind == "$barrier":
+        if filtered and hi >= p:
+            raise GraphError(past_end)
+        if filtered:
+            return ("offset", lo, False) if f == 1 else ("absolute", lo, hi + 1)
+        return ("all",)
+    if n == 1:
+        if f == 1 and p > 1 and lo >= p:
+            raise GraphError(past_end)
+        return ("offset", lo, f - 1 + lo >= p)
+    if n == f:
+        if not contiguous:
+            raise GraphError(
+                f"Tomii 1.2 gave each of the {f} instances one of the {n} listed predecessor "
+                "instances, in the order they completed; select each instance's own with an "
+                "offset and wrap=True"
+            )
+        return ("offset", lo, f - 1 + lo >= p)
+    if kind == "$dep" and f == 1:
+        return ("all",)
+    return ("as_written", f - 1 + hi >= p)
+
+
 @dataclass(frozen=True)
 class _Edge:
     KIND = ""
@@ -90,20 +134,45 @@ class _Edge:
     node: str
     start: Start | None = None
     end: End | None = None
-    group_by: int | None = None
-    wrap: bool = False
+    group_by: int | Var | None = None
+    wrap: bool | None = None
+    instance: int | Var | None = None
+    every: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.wrap, bool):
+        if self.wrap is not None and not isinstance(self.wrap, bool):
             raise GraphError(f"wrap must be a bool, got {type(self.wrap).__name__}")
+        if not isinstance(self.every, bool):
+            raise GraphError(f"every must be a bool, got {type(self.every).__name__}")
+        explicit = [k for k, v in (("every", self.every), ("instance", self.instance)) if v]
+        if self.instance is not None and "instance" not in explicit:
+            explicit.append("instance")
+        if explicit:
+            given = self.start not in (None, 0) or self.end is not None
+            if given or self.group_by is not None or self.wrap is not None or len(explicit) > 1:
+                raise GraphError(
+                    f"{explicit[0]}= is a selection of its own: give no start, end, group_by, "
+                    "wrap or other selection with it"
+                )
+        if self.instance is not None and not isinstance(self.instance, Var):
+            if isinstance(self.instance, bool) or not isinstance(self.instance, int):
+                raise GraphError(
+                    f"instance must be an int or a Var, got {type(self.instance).__name__}"
+                )
+            if self.instance < 0:
+                raise GraphError(f"instance must be 0 or more, got {self.instance}")
         if self.wrap and self.group_by is not None:
             raise GraphError("wrap does not apply to group_by, which is absolute")
         if self.group_by is not None:
-            if isinstance(self.group_by, bool) or not isinstance(self.group_by, int):
-                raise GraphError(f"group_by must be an int, got {type(self.group_by).__name__}")
-            if self.group_by < 1:
+            if not isinstance(self.group_by, Var) and (
+                isinstance(self.group_by, bool) or not isinstance(self.group_by, int)
+            ):
+                raise GraphError(
+                    f"group_by must be an int or a Var, got {type(self.group_by).__name__}"
+                )
+            if isinstance(self.group_by, int) and self.group_by < 1:
                 raise GraphError(f"group_by must be positive, got {self.group_by}")
-            if self.start is not None or self.end is not None:
+            if self.start not in (None, 0) or self.end is not None:
                 raise GraphError("group_by replaces the selection: do not give start or end too")
         if isinstance(self.start, list):
             if self.end is not None:
@@ -113,12 +182,16 @@ class _Edge:
             if any(isinstance(k, bool) or not isinstance(k, int) for k in self.start):
                 raise GraphError("a list of offsets must hold ints")
 
-    def _index(self) -> Any:
+    def _index(self, tomii12: bool) -> Any:
+        """The index in the current format; a 1.2 call's int end was inclusive."""
         if self.end is not None:
             start = 0 if self.start is None else self.start
             if isinstance(start, list):
                 raise GraphError("a list of offsets cannot have an end")
-            return f"{_bound(start, 'start')}-{_bound(self.end, 'end')}"
+            end = self.end
+            if tomii12 and isinstance(end, int) and not isinstance(end, bool):
+                end = end + 1
+            return f"{_bound(start, 'start')}-{_bound(end, 'end')}"
         if self.start is None:
             return None
         if isinstance(self.start, Var):
@@ -132,17 +205,107 @@ class _Edge:
             )
         return self.start
 
-    def to_json(self) -> dict[str, Any]:
+    def _offsets(self, value: Callable[[str], int | None]) -> list[int] | None:
+        """The offsets of a 1.2 call, or None when a var's value is not known yet."""
+
+        def number(bound: int | str | Var) -> int | None:
+            if isinstance(bound, int) and not isinstance(bound, bool):
+                return bound
+            name = bound.name if isinstance(bound, Var) else str(bound)
+            return value(name)
+
+        start = 0 if self.start is None else self.start
+        if isinstance(start, list):
+            return list(start)
+        lo = number(start)
+        if self.end is None:
+            return None if lo is None else [lo]
+        hi = number(self.end)
+        if lo is None or hi is None:
+            return None
+        hi = hi + 1 if isinstance(self.end, int) else hi
+        if hi <= lo:
+            raise GraphError(
+                f"the range {self._index(True)!r} selects nothing; give an end above the start"
+            )
+        return list(range(lo, hi))
+
+    def to_json(
+        self,
+        factors: _Factors = (None, None),
+        value: Callable[[str], int | None] = lambda name: None,
+    ) -> dict[str, Any]:
+        """The argument in the current format. A call without wrap=, instance= or every= means
+        what Tomii 1.2 made of it, decided with `factors` (or, where one is not known, by the
+        compiler: "rule": "tomii-1.2")."""
         predecessor: dict[str, Any] = {"name": self.node}
-        if self.group_by is not None:
-            predecessor["group_by"] = self.group_by
-        else:
-            index = self._index()
+        if self.every:
+            if self.KIND != "$barrier":  # A barrier without an index waits for every instance.
+                predecessor["index"] = "all"
+        elif self.instance is not None:
+            instance = self.instance.name if isinstance(self.instance, Var) else self.instance
+            predecessor.update(index=instance, absolute=True)
+        elif self.group_by is not None:
+            group_by = self.group_by
+            if isinstance(group_by, Var):
+                known = value(group_by.name)
+                if known is None or known < 1:
+                    raise GraphError(
+                        f"group_by={group_by!r}: the var must hold a positive int known when the "
+                        "graph is written (a var with a value, not one computed by a function)"
+                    )
+                group_by = known
+            predecessor["group_by"] = group_by
+        elif self.wrap is not None:
+            index = _start_index(self._index(False), self.KIND)
             if index is not None:
                 predecessor["index"] = index
-        if self.wrap:
-            predecessor["wrap"] = True
+            if self.wrap:
+                predecessor["wrap"] = True
+        elif self.start == "all":
+            predecessor["index"] = "all"
+        else:
+            predecessor.update(self._tomii12(factors, value))
         return {"type": self.KIND, "predecessor": predecessor}
+
+    def _tomii12(self, factors: _Factors, value: Callable[[str], int | None]) -> dict[str, Any]:
+        index = self._index(True)
+        index = 0 if index is None else index
+        offsets = self._offsets(value)
+        factor, pred_factor = factors
+        if offsets is None or factor is None or pred_factor is None:
+            return {"index": index, "rule": "tomii-1.2"}
+        try:
+            meaning = _v12_meaning(self.KIND, offsets, factor, pred_factor)
+        except GraphError as error:
+            raise GraphError(
+                f"{self.node}.{_METHODS[self.KIND]}(...) ({self.KIND}): {error}"
+            ) from None
+        if meaning[0] == "all":
+            return {} if self.KIND == "$barrier" else {"index": "all"}
+        if meaning[0] == "absolute":
+            lo, hi = meaning[1], meaning[2]
+            return {"index": lo if hi == lo + 1 else f"{lo}-{hi}", "absolute": True}
+        written: dict[str, Any] = {}
+        if meaning[0] == "offset":
+            if len(offsets) > 1 or meaning[1] != 0 or self.KIND == "$barrier":
+                written["index"] = meaning[1] if len(offsets) > 1 else index
+        elif not (index == 0 and self.KIND != "$barrier"):
+            written["index"] = index
+        if meaning[-1]:
+            written["wrap"] = True
+        return written
+
+
+_METHODS = {"$res": "out", "$dep": "dep", "$barrier": "wait"}
+
+
+def _start_index(index: Any, kind: str) -> Any:
+    # With wrap= given, a selection means what the current format says; offset 0 is written so
+    # that a barrier's does not read as "every instance".
+    if index is None or (type(index) is int and index == 0):
+        return 0 if kind == "$barrier" else None
+    return index
 
 
 class NodeOutput(_Edge):
@@ -158,14 +321,23 @@ class NodeDep(_Edge):
 
 
 class NodeBarrier(_Edge):
-    """A barrier (`$barrier`): by default the successor waits for every predecessor instance."""
+    """A barrier (`$barrier`): the successor waits for the selected predecessor instances."""
 
     KIND = "$barrier"
 
 
 @dataclass(frozen=True)
 class Node:
-    """A node of a graph; its methods give the dependency handles to pass downstream."""
+    """A node of a graph; its methods give the dependency handles to pass downstream.
+
+    `out`, `dep` and `wait` take Tomii 1.2's `(start=0, end=None, *, group_by=None)` and mean what
+    Tomii 1.2 made of them, which depends on the factors (python/README.md, "Edges"): offsets are
+    taken modulo the predecessor's factor, an int `end` is inclusive and a Var `end` exclusive,
+    and `wait()` waits for every instance, or for instance 0 when a node of one instance waits on
+    one of several. Each meaning also has a spelling of its own that does not depend on the
+    factors: `wait(every=True)` (every instance), `instance=k` (instance k, for every successor
+    instance), and `wrap=False` / `wrap=True` (offsets from the successor's own instance, a range
+    `a, b` half-open, never wrapped / taken modulo the predecessor's factor)."""
 
     name: str
 
@@ -174,42 +346,40 @@ class Node:
         start: Start | None = 0,
         end: End | None = None,
         *,
-        group_by: int | None = None,
-        wrap: bool = False,
+        group_by: int | Var | None = None,
+        wrap: bool | None = None,
+        instance: int | Var | None = None,
+        every: bool = False,
     ) -> NodeOutput:
-        """Data dependency (`$res`). `out()` reads the same instance, `out(k)` offset k,
-        `out(a, b)` offsets a..b-1 (bounds may be vars), `out([k, ...])` those offsets;
-        `wrap=True` takes offsets modulo the predecessor's factor (a ring)."""
-        return NodeOutput(self.name, _start(start, end, group_by), end, group_by, wrap)
+        """Data dependency (`$res`): the successor receives the selected results, in order."""
+        return NodeOutput(self.name, start, end, group_by, wrap, instance, every)
 
     def dep(
         self,
         start: Start | None = 0,
         end: End | None = None,
         *,
-        group_by: int | None = None,
-        wrap: bool = False,
+        group_by: int | Var | None = None,
+        wrap: bool | None = None,
+        instance: int | Var | None = None,
+        every: bool = False,
     ) -> NodeDep:
         """Ordering-only dependency (`$dep`), with the same selections as `out`."""
-        return NodeDep(self.name, _start(start, end, group_by), end, group_by, wrap)
+        return NodeDep(self.name, start, end, group_by, wrap, instance, every)
 
     def wait(
         self,
-        start: Start | None = None,
+        start: Start | None = 0,
         end: End | None = None,
         *,
-        group_by: int | None = None,
-        wrap: bool = False,
+        group_by: int | Var | None = None,
+        wrap: bool | None = None,
+        instance: int | Var | None = None,
+        every: bool = False,
     ) -> NodeBarrier:
-        """Barrier (`$barrier`): `wait()` waits for every instance; a selection narrows it."""
-        return NodeBarrier(self.name, start, end, group_by, wrap)
-
-
-def _start(start: Start | None, end: End | None, group_by: int | None) -> Start | None:
-    # Offset 0 alone is the default selection of `$res`/`$dep`: no "index" is emitted.
-    if end is None and (start is None or (type(start) is int and start == 0)):
-        return None
-    return start
+        """Barrier (`$barrier`): orders only, with the same selections as `out`;
+        `wait(every=True)` waits for every instance."""
+        return NodeBarrier(self.name, start, end, group_by, wrap, instance, every)
 
 
 @dataclass
@@ -233,7 +403,7 @@ class Condition:
     func: str
     args: list[Any] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, edge: _EdgeWriter | None = None) -> dict[str, Any]:
         value = self.value
         if isinstance(value, TypedValue):
             value = value.to_json()["value"]
@@ -244,7 +414,7 @@ class Condition:
             "value": value,
             "value_type": self.value_type,
             "function": self.func,
-            "args": [_arg(a) for a in self.args],
+            "args": [_arg(a, edge) for a in self.args],
         }
 
 
@@ -268,6 +438,7 @@ _NETWORK_KEYS = (
     "num_sockets",
     "packet_length",
     "frame_packets",
+    "stream_packets",
     "buffer_depth",
     "address",
     "start_port",
@@ -296,14 +467,20 @@ def _literal(value: Any) -> dict[str, Any]:
         raise GraphError(str(error)) from None
 
 
-def _arg(value: Any) -> dict[str, Any]:
-    if isinstance(value, (Var, _Edge, _Builtin)):
-        return value.to_json()
+#: Writes an edge with what the graph knows of the factors (`Graph._edge_writer`).
+_EdgeWriter = Callable[[_Edge], dict[str, Any]]
+
+
+def _arg(value: Any, edge: _EdgeWriter | None = None) -> dict[str, Any]:
     if isinstance(value, tuple) and len(value) == 2 and value[0] == "dep":
         # The Tomii 1.2 spelling of an ordering-only dependency: ("dep", node) is node.dep().
         if not isinstance(value[1], Node):
             raise GraphError(f"('dep', x) needs a node, got {type(value[1]).__name__}")
-        return value[1].dep().to_json()
+        value = value[1].dep()
+    if isinstance(value, _Edge):
+        return value.to_json() if edge is None else edge(value)
+    if isinstance(value, (Var, _Builtin)):
+        return value.to_json()
     if isinstance(value, Node):
         raise GraphError(
             f"node {value.name!r} passed as an argument: use {value.name}.out(), .dep() or .wait()"
@@ -510,9 +687,13 @@ class Graph:
                 f"network(): unknown key(s) {', '.join(unknown)}; valid keys: "
                 f"{', '.join(_NETWORK_KEYS)}"
             )
+        if "frame_packets" in config and "stream_packets" in config:
+            raise GraphError(
+                "network(): give frame_packets or stream_packets (its Tomii 1.2 name), not both"
+            )
         for key in ("start_port", "packet_length", "frame_packets"):
-            if key not in config:
-                raise GraphError(f"network(): {key} is required")
+            if key not in config and not (key == "frame_packets" and "stream_packets" in config):
+                raise GraphError(f"network(): {key} is required (frame_packets: or stream_packets)")
         block: dict[str, Any] = {"buffer_depth": 128}
         for key, value in config.items():
             if isinstance(value, Var):
@@ -544,8 +725,9 @@ class Graph:
         spec: dict[str, Any] = {"name": name, "function": func}
         if factor is not None:
             spec["factor"] = _factor(factor)
+        edge = self._edge_writer(spec.get("factor", 1))
         if args is not None:
-            spec["args"] = [_arg(a) for a in args]
+            spec["args"] = [_arg(a, edge) for a in args]
         if priority is not None:
             spec["priority"] = _priority(name, priority)
         if use_workers is not None:
@@ -559,11 +741,44 @@ class Graph:
         if loop_args is not None:
             if loop is None:
                 raise GraphError(f"node {name!r}: loop_args needs a loop")
-            spec["loop_args"] = [_arg(a) for a in loop_args]
+            spec["loop_args"] = [_arg(a, edge) for a in loop_args]
         if condition is not None:
-            spec["condition"] = condition.to_json()
+            spec["condition"] = condition.to_json(edge)
         self._node_names.add(name)
         return spec
+
+    def _value(self, name: str) -> int | None:
+        """The int a var holds, if it has a value (not a computed one)."""
+        for var in self._vars:
+            if var.get("name") == name and "value" in var:
+                value = var["value"]
+                if isinstance(value, dict):
+                    value = value.get("value")
+                if isinstance(value, int) and not isinstance(value, bool):
+                    return value
+        return None
+
+    def _factor_of(self, factor: Any) -> int | None:
+        if isinstance(factor, int) and not isinstance(factor, bool):
+            return factor
+        return self._value(factor) if isinstance(factor, str) else None
+
+    def _edge_writer(self, factor: Any) -> _EdgeWriter:
+        """Writes the edges of a node of `factor` with the factors known now."""
+        succ = self._factor_of(factor)
+
+        def write(edge: _Edge) -> dict[str, Any]:
+            pred: int | None = None
+            if edge.node == NETWORK and self._network is not None:
+                packets = self._network.get("frame_packets", self._network.get("stream_packets"))
+                pred = self._factor_of(packets)
+            else:
+                for spec in self._inputs + self._nodes + self._post_nodes:
+                    if spec.get("name") == edge.node:
+                        pred = self._factor_of(spec.get("factor", 1))
+            return edge.to_json((succ, pred), self._value)
+
+        return write
 
     def to_dict(self) -> dict[str, Any]:
         """The graph as a JSON-ready dict."""

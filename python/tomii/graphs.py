@@ -661,10 +661,19 @@ def _parse_edge(
     if "group_by" in pred:
         g = int(pred["group_by"])
         return name, lambda i: range(i * g, i * g + g), is_result
+    if pred.get("rule") is not None:
+        raise ValueError(
+            f'node {node!r} reads {name!r} with "rule": {pred["rule"]!r}, decided when the graph '
+            "compiles; write the selection out (tomii convert) first"
+        )
     found = _offsets(pred, arg["type"], inits)
     if found is None:
         return name, lambda i: range(n), is_result
     offsets, wrap = found, pred.get("wrap") is True
+    if pred.get("absolute") is True:
+        if any(not 0 <= k < n for k in offsets):
+            raise ValueError(f"node {node!r} selects outside {name!r} (0..{n - 1})")
+        return name, lambda i: offsets, is_result
 
     def selects(i: int) -> Sequence[int]:
         chosen = [(i + k) % n if wrap else i + k for k in offsets]

@@ -226,6 +226,10 @@ def _selection(kind: str, predecessor: dict[str, Any]) -> str:
         return f"groups of {predecessor['group_by']}"
     index = predecessor.get("index")
     wrap = ", wrapping" if predecessor.get("wrap") else ""
+    if predecessor.get("absolute"):
+        return f"instances {index}"
+    if predecessor.get("rule") is not None:
+        return f"Tomii 1.2 indexes {index!r}"
     if index is None:
         words = "every instance" if kind == "$barrier" else "same instance"
     elif index == "all":

@@ -109,7 +109,7 @@ def test_names_that_are_not_python_identifiers_become_variables() -> None:
     script = builder_script(graph)
     ast.parse(script)
     assert 'tomii.Graph(name="odd names")' in script
-    assert 'tomii.Node("later").dep()' in script  # Read before it is declared.
+    assert 'tomii.Node("later").dep(wrap=False)' in script  # Read before it is declared.
     assert rebuilt(graph).to_dict() == builder_form(graph)
 
 

@@ -22,7 +22,7 @@ def test_a_built_pipeline_gives_the_reference_checksums() -> None:
     seed = g.var("seed", tm.u64(11))
     a = g.node("a", func="checksum", factor=n, args=[seed, 7])
     b = g.node("b", func="checksum", factor=4, args=[a.out()])
-    g.node("c", func="checksum", factor=1, args=[b.out(0, 4)])
+    g.node("c", func="checksum", factor=1, args=[b.out(0, 4, wrap=False)])
     result = g.run(dylibs=[SYNTHETIC], scheduler="fifo", workers=2, slots=2, frames=5)
     assert result.report["frames"] == 5
     assert len(result.outputs) == 5
@@ -54,7 +54,9 @@ def test_conditions_loops_and_post_nodes_run() -> None:
         args=[tm.u64(5)],
         condition=tm.Condition("Gt", 0, "u64", "modulo", [src.out(), tm.u64(1)]),
     )
-    sink = g.node("sink", func="checksum", args=[kept.out(0, 4), dropped.wait()])
+    sink = g.node(
+        "sink", func="checksum", args=[kept.out(0, 4, wrap=False), dropped.wait(every=True)]
+    )
     g.post_node("summary", func="checksum", args=[sink.out()])
     frames = 4
     result = g.run(dylibs=[SYNTHETIC], workers=2, slots=2, frames=frames)
@@ -97,7 +99,14 @@ def test_to_json_emits_the_graph_format() -> None:
         func="checksum",
         factor=2,
         group_size=2,
-        args=[a.out(1), a.out(0, n), a.out([0, 1]), a.dep(group_by=2), a.wait(), a.wait(0)],
+        args=[
+            a.out(1, wrap=False),
+            a.out(0, n, wrap=False),
+            a.out([0, 1], wrap=False),
+            a.dep(group_by=2),
+            a.wait(every=True),
+            a.wait(0, wrap=False),
+        ],
     )
     g.post_node("p", func="noop", args=[a.out("all")])
     assert json.loads(g.to_json()) == {

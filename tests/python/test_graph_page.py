@@ -59,7 +59,9 @@ def every_kind() -> dict[str, Any]:
         args=[scale.dep()],
         condition=tomii.Condition("Eq", 1, "u64", "modulo", [tomii.INDEX, tomii.u64(2)]),
     )
-    total = graph.node("total", func="checksum", args=[scale.out(0, 2), odd.wait()])
+    total = graph.node(
+        "total", func="checksum", args=[scale.out(0, 2, wrap=False), odd.wait(every=True)]
+    )
     graph.post_node("report", func="checksum", args=[total.out()])
     return graph.to_dict()
 

@@ -41,7 +41,7 @@ def pipeline(socket_type: str, port: int) -> tm.Graph:
         frame_packets=PACKETS,
     )
     fft = app.node("fft", func="checksum", factor=PACKETS, args=[packets.out()])
-    app.node("sum", func="checksum", args=[fft.out(0, PACKETS)])
+    app.node("sum", func="checksum", args=[fft.out(0, PACKETS, wrap=False)])
     return app
 
 

@@ -72,7 +72,7 @@ def test_sink_outputs_are_the_python_objects() -> None:
 def test_a_variadic_python_kernel_gets_the_results_as_one_list() -> None:
     g = tomii.Graph()
     made = g.py_node("made", fn=pykernels.make_array, factor=5, args=[3, 1])
-    g.py_node("sum", fn=pykernels.total, args=[100, made.out(0, 5)])
+    g.py_node("sum", fn=pykernels.total, args=[100, made.out(0, 5, wrap=False)])
     result = g.run(frames=2, workers=2)
     assert result.output("sum") == 100 + 5 * 3.0
 
@@ -190,7 +190,7 @@ def test_the_gil_is_free_while_the_runtime_works() -> None:
 def test_the_trace_is_a_structured_array_and_the_report_has_typed_figures() -> None:
     g = tomii.Graph()
     made = g.py_node("made", fn=pykernels.make_array, factor=3, args=[2, 1])
-    g.py_node("sum", fn=pykernels.total, args=[0, made.out(0, 3)])
+    g.py_node("sum", fn=pykernels.total, args=[0, made.out(0, 3, wrap=False)])
     result = g.run(workers=2, slots=2, frames=4, trace=True)
     trace = result.trace
     assert trace is not None

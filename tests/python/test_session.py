@@ -22,7 +22,9 @@ def pipeline() -> tm.Graph:
     app = tm.Graph()
     samples = app.input("samples", factor=2)
     scale = app.node("scale", func="checksum", factor=2, args=[samples.out()])
-    app.node("sum", func="checksum", args=[samples.out(0, 2), scale.out(0, 2)])
+    app.node(
+        "sum", func="checksum", args=[samples.out(0, 2, wrap=False), scale.out(0, 2, wrap=False)]
+    )
     return app
 
 

@@ -119,7 +119,7 @@ fn selections_keep_their_tomii_1_2_meaning() {
     let graph = load(&root().join("tomii-core/tests/graphs/v12/every_construct.json"));
     // "1-3" (literal end, inclusive) then "0-width" (name end, exclusive), offsets from instance 0.
     assert_eq!(reads(&graph, "span"), ["gen[1]", "gen[2]", "gen[3]", "ring[0]", "ring[1]", "ring[2]", "ring[3]"]);
-    // "-1" and "1" taken modulo 4: instance 0 reads gen[3] and gen[1].
+    // "3" and "1" taken modulo 4: instance 0 reads gen[3] and gen[1], instance 1 gen[0] and gen[2].
     assert_eq!(reads(&graph, "ring"), ["gen[3]", "gen[1]"]);
     assert_eq!(reads(&graph, "pick"), ["gen[0]", "gen[2]", "gen[3]", "ring[2]"]);
     // group_by "two" (a name): instance 0 reads gen[0], gen[1].
@@ -244,4 +244,133 @@ fn a_factor_of_workers_is_the_runs_worker_count() {
     let mut convert = tomii();
     convert.arg("convert").arg(&path);
     assert_error(&finish(convert), &[r#"factor "$workers""#, "tomii convert --workers N"]);
+}
+
+/// Every graph file of the repository that compiles (both formats), sorted by path.
+fn repository_graphs() -> Vec<PathBuf> {
+    fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, files);
+            } else if path.extension().is_some_and(|ext| ext == "json") {
+                files.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for dir in ["examples", "plugins", "tomii-core/tests/graphs", "python/tomii/_templates"] {
+        walk(&root().join(dir), &mut files);
+    }
+    files.retain(|path| {
+        std::fs::read_to_string(path).is_ok_and(|text| text.contains("\"nodes\""))
+            && graph::parse_str_for_run(&path.display().to_string(), &std::fs::read_to_string(path).unwrap(), 2).is_ok()
+    });
+    files.sort();
+    files
+}
+
+/// The compiled edges of every graph file of the repository, against the dump made before the
+/// Tomii 1.2 edge meanings (tests/graphs/compiled_edges.txt; `TOMII_BLESS=1` rewrites it): each
+/// graph keeps its meaning, instance by instance.
+#[test]
+fn every_repository_graph_keeps_its_compiled_edges() {
+    let mut dump = String::new();
+    for path in repository_graphs() {
+        let name = path.strip_prefix(root()).unwrap_or(&path).display().to_string();
+        let text = std::fs::read_to_string(&path).expect("the graph file");
+        let compiled = graph::parse_str_for_run(&name, &text, 2).unwrap_or_else(|e| panic!("{e}"));
+        dump.push_str(&format!("== {name}\n{}", graph::edges_text(&compiled)));
+    }
+    let golden = root().join("tomii-core/tests/graphs/compiled_edges.txt");
+    if std::env::var_os("TOMII_BLESS").is_some() {
+        std::fs::write(&golden, &dump).expect("the golden file");
+    }
+    let expected = std::fs::read_to_string(&golden).expect("tests/graphs/compiled_edges.txt");
+    assert!(dump.matches("== ").count() >= 15, "too few graphs: {dump}");
+    if dump != expected {
+        let first = dump.lines().zip(expected.lines()).position(|(a, b)| a != b);
+        panic!("the compiled edges changed (first differing line {first:?}); see tests/graphs/compiled_edges.txt");
+    }
+}
+
+/// A Tomii 1.2 file in matrix-compute's shape: `compute_fft.wait()` (`"indexes": "0"`) between
+/// nodes of `num_nodes` instances, and the factor-1 writer waiting on it too.
+fn matrix_shaped(num_nodes: u32) -> String {
+    let res = |name: &str, indexes: &str| {
+        format!(r#"{{"type": "$res", "predecessor": {{"name": "{name}", "indexes": "{indexes}"}}}}"#)
+    };
+    let barrier = r#"{"type": "$barrier", "predecessor": {"name": "compute_fft", "indexes": "0"}}"#;
+    format!(
+        r#"{{"initializations": [{{"name": "num_nodes", "args": [{{"type": "usize", "value": "{num_nodes}"}}]}}],
+          "nodes": [
+            {{"name": "gen_vec", "function": "checksum", "factor": "num_nodes", "args": [{{"type": "u64", "value": "1"}}]}},
+            {{"name": "compute_fft", "function": "checksum", "factor": "num_nodes", "args": [{}]}},
+            {{"name": "vec_mat", "function": "checksum", "factor": "num_nodes", "args": [{}, {barrier}]}},
+            {{"name": "write", "function": "checksum", "factor": 1, "args": [{}, {barrier}]}}]}}"#,
+        res("gen_vec", "0"),
+        res("gen_vec", "0"),
+        res("vec_mat", "0-num_nodes"),
+    )
+}
+
+#[test]
+fn a_barriers_offset_waits_as_tomii_1_2_waited() {
+    let text = matrix_shaped(200);
+    let graph = graph::parse_str("matrix.json", &text).unwrap_or_else(|e| panic!("{e}"));
+    let vec_mat = graph.nodes[graph.node_id("vec_mat").expect("vec_mat")].first;
+    let fft = &graph.nodes[graph.node_id("compute_fft").expect("compute_fft")];
+    // Every vec_mat instance waits for all 200 compute_fft instances (200 x 200 edges) ...
+    for i in 0..200 {
+        let waits: Vec<u32> =
+            graph.predecessors(vec_mat + i).iter().copied().filter(|&p| graph.inst_node[p as usize] == 1).collect();
+        assert_eq!(waits, (fft.first..fft.first + 200).collect::<Vec<_>>(), "vec_mat[{i}]");
+    }
+    // ... and the factor-1 writer for compute_fft[0] only, reading vec_mat[0..200].
+    let edges = graph::edges_text(&graph);
+    assert!(edges.contains("write[0] waits compute_fft[0] vec_mat[0..200]; reads vec_mat[0..200]\n"), "{edges}");
+    // Its conversion compiles to the same edges, and says what changed.
+    let converted = graph::convert_str("matrix.json", &text, None).expect("the conversion");
+    let again = graph::parse_str("converted.json", &converted.text).expect("the converted graph");
+    assert_eq!(graph::edges_text(&again), edges);
+    assert!(
+        converted
+            .warnings
+            .iter()
+            .any(|w| w.contains(r#"node "vec_mat""#) && w.contains("every instance wait for all 200")),
+        "{:#?}",
+        converted.warnings
+    );
+}
+
+#[test]
+fn what_tomii_1_2_crashed_or_hung_on_is_an_error() {
+    let node = |indexes: &str, factor: u32| {
+        format!(
+            r#"{{"nodes": [{{"name": "a", "function": "checksum", "factor": 4, "args": []}},
+                {{"name": "b", "function": "checksum", "factor": {factor}, "args": [{{"type": "$barrier", "predecessor": {{"name": "a", "indexes": "{indexes}"}}}}]}}]}}"#
+        )
+    };
+    for (text, says) in [(node("-1", 4), "negative"), (node("4", 1), "hung")] {
+        let error = graph::parse_str("old.json", &text).expect_err("an error").to_string();
+        assert!(error.contains("old.json") && error.contains(r#"node "b""#) && error.contains(says), "{error}");
+    }
+}
+
+#[test]
+fn tomii_convert_edges_prints_the_compiled_edges() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let old = dir.path().join("matrix.json");
+    std::fs::write(&old, matrix_shaped(4)).expect("the file");
+    let mut command = tomii();
+    command.arg("convert").arg(&old).arg("--edges");
+    let done = finish(command);
+    assert!(done.status.success(), "{}", done.stderr);
+    assert!(done.stdout.contains("vec_mat[3] waits gen_vec[3] compute_fft[0..4]; reads gen_vec[3]"), "{}", done.stdout);
+    assert!(
+        done.stdout.contains("write[0] waits compute_fft[0] vec_mat[0..4]; reads vec_mat[0..4]"),
+        "{}",
+        done.stdout
+    );
 }

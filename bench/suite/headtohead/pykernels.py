@@ -46,7 +46,9 @@ def tomii_graph(graph: Json, us: int) -> tomii.Graph:
         deps: list[Any] = []
         for edge in (arg for arg in spec["args"] if isinstance(arg, dict)):
             pred = nodes[edge["predecessor"]["name"]]
-            deps.append(pred.wait() if edge["predecessor"].get("index") == "all" else pred.dep())
+            deps.append(
+                pred.wait(every=True) if edge["predecessor"].get("index") == "all" else pred.dep()
+            )
         name = spec["name"]
         nodes[name] = built.py_node(name, fn=py_spin, args=[us, *deps], factor=spec["factor"])
     return built

@@ -30,6 +30,10 @@ pub struct ConvertArgs {
     /// value its kernel computes here (without one, such a count is an error saying so).
     #[arg(long = "dylib", value_name = "LIB")]
     pub dylibs: Vec<PathBuf>,
+    /// Write the compiled edges instead: per instance, the predecessor instances it waits for and
+    /// the results it reads, in order (a graph of either format).
+    #[arg(long)]
+    pub edges: bool,
 }
 
 /// Loads and compiles the graph file at `path` for a run on `workers` workers, printing its
@@ -59,6 +63,15 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
         }
     };
     warn(&converted.warnings, args.verbose);
+    if args.edges {
+        let compiled = graph::parse_str_for_run(&source, &converted.text, args.workers.unwrap_or(1))?;
+        let text = graph::edges_text(&compiled);
+        return match &args.output {
+            None => say(text.trim_end()),
+            Some(output) => std::fs::write(output, text)
+                .with_context(|| format!("{}: cannot write the compiled edges", output.display())),
+        };
+    }
     if converted.dialect == Dialect::Tomii {
         eprintln!("note: {source} is in the current format already; it is written unchanged");
     }

@@ -10,6 +10,7 @@ use super::order;
 use super::resolve::{Arg, Edge, MAX_INSTANCES, Resolved};
 use super::select::Selection;
 use super::spec::EdgeKind;
+use super::v12::rule::{self, Meaning};
 
 /// The most entries a CSR array may hold: its offsets are u32.
 const MAX_ENTRIES: u64 = u32::MAX as u64;
@@ -17,7 +18,9 @@ const MAX_ENTRIES: u64 = u32::MAX as u64;
 /// Builds the compiled graph. `source` names the input in messages; `default_name` is used when
 /// the file has no `"name"`.
 pub(crate) fn compile(resolved: Resolved, source: &str, default_name: &str) -> Result<CompiledGraph, Issue> {
-    let Resolved { name, inits, mut nodes, args, arg_starts, groups, consts, computed, post, network } = resolved;
+    let Resolved { name, inits, mut nodes, mut args, arg_starts, groups, consts, computed, mut post, network } =
+        resolved;
+    apply_rules(&nodes, &mut args, &arg_starts, &groups, &mut post)?;
     let args: Vec<&[Arg]> = arg_starts.windows(2).map(|span| &args[span[0]..span[1]]).collect();
     let count = assign_instances(&mut nodes)?;
     check_selections(&nodes, &args, &groups)?;
@@ -45,6 +48,62 @@ pub(crate) fn compile(resolved: Resolved, source: &str, default_name: &str) -> R
     order::finish(&mut graph)?;
     graph.post = post.into_iter().map(|(node, args)| post_node(&mut graph, node, &args)).collect();
     Ok(graph)
+}
+
+/// Decides what each `"rule": "tomii-1.2"` edge selects, with the factors (`v12/rule.rs`).
+fn apply_rules(
+    nodes: &[CompiledNode],
+    args: &mut [Arg],
+    arg_starts: &[usize],
+    groups: &[[usize; 2]],
+    post: &mut [(CompiledNode, Vec<Arg>)],
+) -> Result<(), Issue> {
+    let decide = |node: &CompiledNode, (group, k): (ArgGroup, usize), edge: &mut Edge| -> Result<(), Issue> {
+        if !edge.rule {
+            return Ok(());
+        }
+        let pred = &nodes[edge.pred as usize];
+        let offsets: Vec<i64> = match &edge.sel {
+            Selection::Range(a, b) => (*a..*b).collect(),
+            Selection::Offsets(offsets) => offsets.clone(),
+            _ => Vec::new(),
+        };
+        let meaning = rule::meaning(edge.kind, &offsets, node.factor, pred.factor).map_err(|e| {
+            Issue::Invalid(format!(
+                "node {} {group} {k} ({} from {}, rule \"tomii-1.2\"): {e}",
+                quote(&node.name),
+                edge.kind.name(),
+                quote(&pred.name)
+            ))
+        })?;
+        edge.sel = match (meaning, std::mem::replace(&mut edge.sel, Selection::All)) {
+            (Meaning::AsWritten { wrap: false }, sel) => sel,
+            (Meaning::AsWritten { wrap: true }, Selection::Range(a, b)) => Selection::WrappedRange(a, b),
+            (Meaning::AsWritten { wrap: true }, Selection::Offsets(offsets)) => Selection::WrappedOffsets(offsets),
+            (Meaning::AsWritten { .. }, sel) => sel,
+            (Meaning::Offset { k, wrap: false }, _) => Selection::offset(k),
+            (Meaning::Offset { k, wrap: true }, _) => Selection::WrappedOffsets(vec![k]),
+            (Meaning::All, _) => Selection::All,
+            (Meaning::Absolute { lo, hi }, _) => Selection::Absolute(lo, hi),
+        };
+        edge.rule = false;
+        Ok(())
+    };
+    for (id, node) in nodes.iter().enumerate() {
+        for (k, arg) in args[arg_starts[id]..arg_starts[id + 1]].iter_mut().enumerate() {
+            if let Arg::Edge(edge) = arg {
+                decide(node, position(k, groups[id]), edge)?;
+            }
+        }
+    }
+    for (node, node_args) in post.iter_mut() {
+        for (k, arg) in node_args.iter_mut().enumerate() {
+            if let Arg::Edge(edge) = arg {
+                decide(node, (ArgGroup::Kernel, k), edge)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Sets each node's `first` and returns the instance count (at most [`MAX_INSTANCES`]).

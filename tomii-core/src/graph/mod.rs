@@ -11,6 +11,7 @@
 
 mod compile;
 mod compiled;
+mod edges;
 mod error;
 mod inits;
 mod literal;
@@ -35,6 +36,7 @@ use std::path::Path;
 pub use compiled::{
     ArgSource, CmpOp, CompiledGraph, CompiledNode, ComputedInit, Condition, NetworkConfig, PostNode, SocketType,
 };
+pub use edges::edges_text;
 pub use error::GraphError;
 pub use error::quote as quote_name;
 pub use inits::{Evaluate, InitFailure, PendingInits, Precomputed, ShapeUse, ShapeValue};

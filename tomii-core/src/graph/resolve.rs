@@ -60,6 +60,9 @@ pub(crate) struct Edge {
     pub kind: EdgeKind,
     pub pred: u32,
     pub sel: Selection,
+    /// `"rule": "tomii-1.2"`: `sel` holds the offsets as written; compile decides what they
+    /// select with the factors (`v12/rule.rs`).
+    pub rule: bool,
 }
 
 /// What an initialization name refers to.
@@ -499,13 +502,27 @@ impl Scope<'_> {
         })?;
         let sel = match (&edge.index, edge.group_by) {
             (_, Some(groups)) => Selection::Group(groups),
-            (IndexSpec::Default, None) if edge.kind == EdgeKind::Barrier => Selection::All,
+            (IndexSpec::Default, None) if edge.kind == EdgeKind::Barrier && !edge.rule => Selection::All,
             (IndexSpec::Default, None) => Selection::offset(0),
             (IndexSpec::Offset(k), None) => Selection::offset(*k),
             (IndexSpec::Offsets(offsets), None) => Selection::Offsets(offsets.clone()),
             (IndexSpec::Text(text), None) => select::parse_text(text, |name| self.lookup(name))
                 .map_err(|e| Issue::Invalid(format!("{at}: index {}: {e}", quote(text))))?,
         };
+        let sel = match (edge.absolute, sel) {
+            (false, sel) => sel,
+            (true, Selection::Range(a, b)) if a >= 0 => Selection::Absolute(a, b),
+            (true, _) => {
+                return invalid(format!(
+                    r#"{at}: absolute selects instances by number: give one instance k or a range "a-b" of them"#
+                ));
+            }
+        };
+        if edge.rule && !matches!(sel, Selection::Range(..) | Selection::Offsets(_)) {
+            return invalid(format!(
+                r#"{at}: "rule": "tomii-1.2" applies to offsets and ranges; "all" and group_by select absolutely"#
+            ));
+        }
         let sel = match (edge.wrap, sel) {
             (false, sel) => sel,
             (true, Selection::Offsets(offsets)) => Selection::WrappedOffsets(offsets),
@@ -515,6 +532,6 @@ impl Scope<'_> {
             }
         };
         let pred = u32::try_from(pred).map_err(|_| Issue::TooLarge(format!("{at}: too many nodes")))?;
-        Ok(Edge { kind: edge.kind, pred, sel })
+        Ok(Edge { kind: edge.kind, pred, sel, rule: edge.rule })
     }
 }

@@ -216,6 +216,16 @@ fn edge_arg() -> Json {
         "wrap": {
             "type": ["boolean", "null"],
             "description": "Offsets and ranges modulo the predecessor's factor (a ring)."
+        },
+        "absolute": {
+            "type": ["boolean", "null"],
+            "description": "The index names predecessor instances (k or \"a-b\"), the same for every successor instance."
+        },
+        "rule": {
+            "enum": ["tomii-1.2", null],
+            "description": "The index means what Tomii 1.2 made of it, decided with the factors when the graph compiles \
+                (offsets modulo the factor; a barrier's offset: every instance, or the one instance a factor-1 \
+                successor of a larger predecessor waited for). No wrap or absolute with it."
         }
     });
     edge(

@@ -24,6 +24,8 @@ pub(crate) enum Selection {
     /// `group_by`: instance i selects the first `take` instances of group i / `shared`
     /// (the integer form g: the g instances i·g, …, i·g + g − 1).
     Group(Groups),
+    /// `absolute`: instances a, …, b − 1 of the predecessor, whatever i is (never empty: a < b).
+    Absolute(i64, i64),
 }
 
 impl Selection {
@@ -40,7 +42,7 @@ impl Selection {
     pub(crate) fn len(&self, pred_factor: u32) -> u64 {
         match self {
             Selection::Offsets(offsets) | Selection::WrappedOffsets(offsets) => offsets.len() as u64,
-            Selection::Range(a, b) | Selection::WrappedRange(a, b) => b.abs_diff(*a),
+            Selection::Range(a, b) | Selection::WrappedRange(a, b) | Selection::Absolute(a, b) => b.abs_diff(*a),
             Selection::All => pred_factor.into(),
             Selection::Group(g) => g.take.into(),
         }
@@ -53,6 +55,10 @@ impl Selection {
         let outside = |k: i64| k < 0 || k >= p;
         let (at_zero, largest) = match self {
             Selection::All | Selection::WrappedOffsets(_) | Selection::WrappedRange(..) => return None,
+            // The same instances for every i: instance 0 fails first, at the first one outside.
+            Selection::Absolute(a, b) => {
+                return (outside(*a) || *b > p).then(|| (0, if outside(*a) { *a } else { p }));
+            }
             Selection::Group(g) => return g.first_out_of_range(factor, pred_factor),
             Selection::Offsets(offsets) => {
                 (offsets.iter().copied().find(|&k| outside(k)), offsets.iter().copied().max().unwrap_or(0))
@@ -82,6 +88,7 @@ impl Selection {
                 let start = u32::try_from(g.start(i)).unwrap_or(u32::MAX);
                 (start..start.saturating_add(g.take)).for_each(visit);
             }
+            Selection::Absolute(a, b) => (*a..*b).for_each(|k| visit(u32::try_from(k).unwrap_or(u32::MAX))),
         }
     }
 }

@@ -219,7 +219,7 @@ impl<'a> Arg<'a> {
             Arg::Object { kind, name, predecessor, value } => (kind, name, predecessor, value),
         };
         let edge = |kind, pred: Pred<'a>| -> Result<ArgSpec<'a>, GaveUp> {
-            let fields = [json(&pred.index), json(&pred.group_by), json(&pred.wrap)];
+            let fields = [json(&pred.index), json(&pred.group_by), json(&pred.wrap), None, None];
             let spec: EdgeSpec = spec::edge(kind, non_empty(pred.name)?, fields, AT, PRED_AT)?;
             Ok(ArgSpec::Edge(spec))
         };

@@ -12,7 +12,7 @@ use crate::graph::error::{ArgGroup, Issue, Place, invalid, quote};
 use crate::graph::typed::show;
 
 const EDGE_FIELDS: &[&str] = &["type", "predecessor"];
-const PRED_FIELDS: &[&str] = &["name", "index", "group_by", "wrap"];
+const PRED_FIELDS: &[&str] = &["name", "index", "group_by", "wrap", "absolute", "rule"];
 const REF_FIELDS: &[&str] = &["type", "name"];
 /// Fields of `$index` and `$workers`.
 const PLAIN_FIELDS: &[&str] = &["type"];
@@ -85,15 +85,17 @@ pub(super) fn arg<'a>(json: &'a Json, node: &str, group: ArgGroup, k: usize) -> 
     };
     check_fields(pred, PRED_FIELDS, &[], pred_at)?;
     let pred_name = Cow::Borrowed(name_ref(pred, "name", pred_at, "name the node to read from")?);
-    edge(kind, pred_name, [pred.get("index"), pred.get("group_by"), pred.get("wrap")], at, pred_at).map(ArgSpec::Edge)
+    let fields = ["index", "group_by", "wrap", "absolute", "rule"].map(|field| pred.get(field));
+    edge(kind, pred_name, fields, at, pred_at).map(ArgSpec::Edge)
 }
 
-/// An edge of `kind` from `pred_name` with the predecessor's `[index, group_by, wrap]` as written;
+/// An edge of `kind` from `pred_name` with the predecessor's `[index, group_by, wrap, absolute,
+/// rule]` as written;
 /// `at` is the argument's place, `pred_at` its predecessor's.
 pub(crate) fn edge<'a>(
     kind: EdgeKind,
     pred_name: Cow<'a, str>,
-    [index_json, group_by, wrap]: [Option<&Json>; 3],
+    [index_json, group_by, wrap, absolute, rule]: [Option<&Json>; 5],
     at: Place<'_>,
     pred_at: Place<'_>,
 ) -> Result<EdgeSpec<'a>, Issue> {
@@ -107,12 +109,35 @@ pub(crate) fn edge<'a>(
         Some(Json::Bool(wrap)) => *wrap,
         Some(other) => return invalid(format!("{pred_at}: wrap must be true or false, got {}", show(other))),
     };
-    if group_by.is_some() && (wrap || !matches!(index, IndexSpec::Default)) {
+    let absolute = match absolute {
+        None | Some(Json::Null) => false,
+        Some(Json::Bool(absolute)) => *absolute,
+        Some(other) => return invalid(format!("{pred_at}: absolute must be true or false, got {}", show(other))),
+    };
+    let rule = match rule {
+        None | Some(Json::Null) => false,
+        Some(Json::String(rule)) if rule == "tomii-1.2" => true,
+        Some(other) => {
+            return invalid(format!(
+                r#"{pred_at}: rule {} is not a rule; the one rule is "tomii-1.2" (the index means what Tomii 1.2 made of it)"#,
+                show(other)
+            ));
+        }
+    };
+    if group_by.is_some() && (wrap || absolute || rule || !matches!(index, IndexSpec::Default)) {
         return invalid(format!(
             "{pred_at}: group_by selects the instances itself; give either group_by or an index (with wrap), not both"
         ));
     }
-    Ok(EdgeSpec { kind, pred: pred_name, index, group_by, wrap })
+    if absolute && wrap {
+        return invalid(format!("{pred_at}: absolute instances do not wrap; give absolute or wrap, not both"));
+    }
+    if rule && (absolute || wrap) {
+        return invalid(format!(
+            r#"{pred_at}: "rule": "tomii-1.2" decides the selection itself; leave out absolute and wrap"#
+        ));
+    }
+    Ok(EdgeSpec { kind, pred: pred_name, index, group_by, wrap, absolute, rule })
 }
 
 /// Fields of a `group_by` object.

@@ -192,6 +192,11 @@ pub(crate) struct EdgeSpec<'a> {
     pub group_by: Option<Groups>,
     /// `wrap`: offsets and ranges are taken modulo the predecessor's factor.
     pub wrap: bool,
+    /// `absolute`: the index names predecessor instances, the same for every successor instance.
+    pub absolute: bool,
+    /// `"rule": "tomii-1.2"`: the index means what Tomii 1.2 made of it, decided with the factors
+    /// when the graph compiles (`v12/rule.rs`).
+    pub rule: bool,
 }
 
 /// `group_by`: the predecessor's instances from `from` on, in groups of `size` consecutive ones;

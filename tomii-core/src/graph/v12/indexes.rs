@@ -10,8 +10,9 @@ use std::collections::HashMap;
 use serde_json::{Map, Value as Json, json};
 
 use super::super::literal::Literal;
-use super::super::select::Selection;
+use super::super::spec::EdgeKind;
 use super::super::typed::show;
+use super::rule::{self, Meaning};
 
 /// What the translation knows: the constant initializations and every node's factor.
 pub(crate) struct Known<'a> {
@@ -65,68 +66,108 @@ pub(crate) fn predecessor(
     }
     let mut out = Map::new();
     out.insert("name".to_owned(), Json::String(name.clone()));
-    let (selection, written) = match &indexes {
-        Indexes::Default if kind == "$barrier" => (Selection::All, None),
-        Indexes::Default => (Selection::Offsets(vec![0]), None),
-        Indexes::All => (Selection::All, Some(json!("all"))),
-        Indexes::Offsets(offsets, index) => (Selection::Offsets(offsets.clone()), Some(index.clone())),
-        Indexes::Range { lo, hi, text, .. } => (Selection::Range(*lo, *hi), Some(Json::String(text.clone()))),
+    let (offsets, written): (Vec<i64>, Json) = match &indexes {
+        // Absent (which 1.2's own files never are) is what the current format makes of it:
+        // every instance for a barrier, else offset 0, wrapped where needed; "all" every instance.
+        Indexes::Default if kind != "$barrier" => (vec![0], Json::Null),
+        Indexes::Default | Indexes::All => {
+            if matches!(indexes, Indexes::All) {
+                out.insert("index".to_owned(), json!("all"));
+            }
+            return Ok(Translated { pred: Json::Object(out), note: None });
+        }
+        Indexes::Offsets(offsets, index) => (offsets.clone(), index.clone()),
+        Indexes::Range { lo, hi, text, .. } => ((*lo..*hi).collect(), Json::String(text.clone())),
     };
-    if let Some(index) = written {
-        out.insert("index".to_owned(), index);
-    }
+    let edge_kind = match kind {
+        "$barrier" => EdgeKind::Barrier,
+        "$dep" => EdgeKind::Dep,
+        _ => EdgeKind::Res,
+    };
     let pred_factor = known.factors.get(&name).copied();
-    let wraps = match (factor, pred_factor) {
-        (Some(factor), Some(pred_factor)) => selection.first_out_of_range(factor, pred_factor),
-        _ => None,
+    let (Some(factor), Some(pred_factor)) = (factor, pred_factor) else {
+        // A factor given by a computed initialization: the compiler decides with the factors.
+        out.insert("index".to_owned(), if written.is_null() { json!(0) } else { written });
+        out.insert("rule".to_owned(), json!("tomii-1.2"));
+        return Ok(Translated { pred: Json::Object(out), note: None });
     };
-    if wraps.is_some() {
-        out.insert("wrap".to_owned(), Json::Bool(true));
-    }
-    let inclusive = matches!(indexes, Indexes::Range { inclusive: true, .. });
-    let note = (inclusive || wraps.is_some()).then(|| {
-        note(
-            pred.get("indexes"),
-            &name,
-            &selection,
-            inclusive,
-            wraps,
-            pred_factor.unwrap_or(0),
-            &Json::Object(out.clone()),
-        )
-    });
-    Ok(Translated { pred: Json::Object(out), note })
-}
-
-/// What the edge selects in 1.2 terms and how the current format writes it.
-fn note(
-    indexes: Option<&Json>,
-    name: &str,
-    selection: &Selection,
-    inclusive: bool,
-    wraps: Option<(u32, i64)>,
-    pred_factor: u32,
-    written: &Json,
-) -> String {
-    let shown = indexes.map_or_else(|| "no indexes".to_owned(), |i| format!("indexes {}", show(i)));
+    let meaning = rule::meaning(edge_kind, &offsets, factor, pred_factor).map_err(|e| {
+        format!("reads {name:?} with indexes {}: {e}", show(pred.get("indexes").unwrap_or(&Json::Null)))
+    })?;
     let mut parts = Vec::new();
-    if let (true, Selection::Range(lo, hi)) = (inclusive, selection) {
+    if let Indexes::Range { lo, hi, inclusive: true, .. } = &indexes {
         parts.push(format!(
             "Tomii 1.2 read the literal end inclusively: offsets {lo}..={} ({} instances)",
             hi - 1,
             hi - lo
         ));
     }
-    if let Some((i, k)) = wraps {
-        let at = i64::from(i) + k;
-        parts.push(format!(
+    let ring = |i: i64, k: i64| {
+        let at = i + k;
+        format!(
             "instance {i} selects {at}, outside the {pred_factor} instance(s) of {name:?}, which Tomii 1.2 took \
              modulo {pred_factor}: instance {}",
             at.rem_euclid(i64::from(pred_factor.max(1)))
-        ));
+        )
+    };
+    // The first instance that leaves the predecessor: i + largest offset = P.
+    let first_wrap = |offsets: &[i64]| {
+        let largest = offsets.iter().copied().max().unwrap_or(0);
+        Some(ring((i64::from(pred_factor) - largest).max(0), largest))
+    };
+    match meaning {
+        Meaning::AsWritten { wrap } => {
+            if !written.is_null() {
+                out.insert("index".to_owned(), written);
+            }
+            if wrap {
+                out.insert("wrap".to_owned(), Json::Bool(true));
+                parts.extend(first_wrap(&offsets));
+            }
+        }
+        Meaning::Offset { k, wrap } => {
+            if offsets.len() > 1 {
+                parts.push(format!(
+                    "Tomii 1.2 gave each of the {factor} instances one of the {} selected instances, instance i the \
+                     i-th (offset {k})",
+                    offsets.len()
+                ));
+            }
+            match written {
+                _ if offsets.len() > 1 => drop(out.insert("index".to_owned(), json!(k))),
+                Json::Null => {}
+                written => drop(out.insert("index".to_owned(), written)),
+            }
+            if wrap {
+                out.insert("wrap".to_owned(), Json::Bool(true));
+                parts.extend(first_wrap(&[k]));
+            }
+        }
+        Meaning::All => {
+            // A barrier without an index waits for every instance.
+            if edge_kind != EdgeKind::Barrier {
+                out.insert("index".to_owned(), json!("all"));
+            }
+            parts.push(format!(
+                "Tomii 1.2 made every instance wait for all {pred_factor} instance(s) of {name:?}{}",
+                if edge_kind == EdgeKind::Res { "" } else { " (the edge passes no value)" }
+            ));
+        }
+        Meaning::Absolute { lo, hi } => {
+            out.insert("index".to_owned(), if hi == lo + 1 { json!(lo) } else { json!(format!("{lo}-{hi}")) });
+            out.insert("absolute".to_owned(), Json::Bool(true));
+            parts.push(format!("Tomii 1.2 made every instance wait for instances {lo}..={} of {name:?}", hi - 1));
+        }
     }
-    let written = super::super::write::flat(written);
-    format!("reads {name:?} with {shown}: {}; in the current format: \"predecessor\": {written}", parts.join("; and "))
+    let note = (!parts.is_empty()).then(|| {
+        let shown = pred.get("indexes").map_or_else(|| "no indexes".to_owned(), |i| format!("indexes {}", show(i)));
+        let written = super::super::write::flat(&Json::Object(out.clone()));
+        format!(
+            "reads {name:?} with {shown}: {}; in the current format: \"predecessor\": {written}",
+            parts.join("; and ")
+        )
+    });
+    Ok(Translated { pred: Json::Object(out), note })
 }
 
 /// A 1.2 `indexes` string.

@@ -10,6 +10,7 @@ mod computed;
 mod detect;
 mod grouped;
 mod indexes;
+pub(crate) mod rule;
 mod schema;
 mod values;
 
