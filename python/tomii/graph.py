@@ -172,8 +172,12 @@ class _Edge:
                 )
             if isinstance(self.group_by, int) and self.group_by < 1:
                 raise GraphError(f"group_by must be positive, got {self.group_by}")
-            if self.start not in (None, 0) or self.end is not None:
-                raise GraphError("group_by replaces the selection: do not give start or end too")
+            ranged = self.start not in (None, 0) or self.end is not None
+            if ranged and (self.KIND == "$res" or isinstance(self.start, list)):
+                raise GraphError(
+                    "group_by with a range groups a barrier or a dep (Tomii 1.2's wait(0, n, "
+                    "group_by=g)); for results give group_by alone, or the range alone"
+                )
         if isinstance(self.start, list):
             if self.end is not None:
                 raise GraphError("a list of offsets cannot have an end")
@@ -255,7 +259,10 @@ class _Edge:
                         "graph is written (a var with a value, not one computed by a function)"
                     )
                 group_by = known
-            predecessor["group_by"] = group_by
+            if self.start not in (None, 0) or self.end is not None:
+                predecessor["group_by"] = self._groups(group_by, factors[0], value)
+            else:
+                predecessor["group_by"] = group_by
         elif self.wrap is not None:
             index = _start_index(self._index(False), self.KIND)
             if index is not None:
@@ -267,6 +274,32 @@ class _Edge:
         else:
             predecessor.update(self._tomii12(factors, value))
         return {"type": self.KIND, "predecessor": predecessor}
+
+    def _groups(
+        self, size: int, factor: int | None, value: Callable[[str], int | None]
+    ) -> dict[str, int]:
+        """Tomii 1.2's `wait(start, end, group_by=G)`: the range L splits into B = |L| / G groups
+        of G instances; successor instance i waits for group i / E, E = F / B (the current
+        format's group_by object; tomii-core/src/graph/v12/grouped.rs reads 1.2 files the same)."""
+        call = f"{self.node}.{_METHODS[self.KIND]}({self._index(True)!r}, group_by={size})"
+        offsets = self._offsets(value)
+        if offsets is None or factor is None:
+            raise GraphError(
+                f"{call}: the range and the node's factor must be known when the graph is written "
+                "(ints, or vars with a value)"
+            )
+        groups = len(offsets) // size
+        if groups == 0:
+            raise GraphError(
+                f"{call} selects {len(offsets)} instance(s), fewer than one group, so Tomii 1.2 "
+                "never released the node (it hung); give a range over whole groups"
+            )
+        if factor < groups or factor % groups:
+            raise GraphError(
+                f"{call} makes {groups} group(s) for a node of {factor} instance(s); Tomii 1.2 "
+                "released no instance or hung: give the node a multiple of that many instances"
+            )
+        return {"size": size, "from": min(offsets), "shared": factor // groups, "take": size}
 
     def _tomii12(self, factors: _Factors, value: Callable[[str], int | None]) -> dict[str, Any]:
         index = self._index(True)

@@ -569,3 +569,38 @@ def test_the_critical_path_reads_absolute_instances_and_refuses_an_undecided_rul
     }
     with pytest.raises(ValueError, match="decided when the graph compiles"):
         graphs.critical_path_us(undecided)
+
+
+def test_a_grouped_wait_built_as_1_2_scripts_build_it_matches_the_1_2_file(
+    tmp_path: Path,
+) -> None:
+    """stream-analytics' `generate.wait(0, total_readings, group_by=readings_per_sensor)`: the
+    builder's grouped barrier compiles to the edges of the same graph as a 1.2 file."""
+    g = tomii.Graph()
+    sensors = g.var("sensor_count", 4)
+    per_sensor = g.var("samples_per_sensor", 8)
+    samples = g.var("all_samples", 32)
+    bands = g.var("bands", tomii.u64(5))
+    sample = g.node("sample", func="checksum", factor=samples, args=[tomii.INDEX])
+    band = g.node("band", func="modulo", factor=samples, args=[sample.out(), bands])
+    stats = g.node(
+        "sensor_stats",
+        func="checksum",
+        factor=sensors,
+        args=[tomii.INDEX, sample.wait(0, samples, group_by=per_sensor)],
+    )
+    g.node("tally", func="checksum", args=[band.dep(0, samples)])
+    summary = g.node(
+        "summary",
+        func="checksum",
+        factor=sensors,
+        args=[stats.out(), band.wait(0, samples, group_by=per_sensor)],
+    )
+    g.node("publish", func="checksum_list", args=[summary.out(0, sensors)])
+    old = json.loads((ROOT / "tomii-core/tests/graphs/v12/sensor_windows.json").read_text())
+    built = _quiet_edges(g.to_dict(), tmp_path, "built")
+    assert built == _quiet_edges(old, tmp_path, "old")
+    assert "sensor_stats[1] waits sample[8..16]" in built
+    with pytest.raises(tomii.GraphError, match="fewer than one group"):
+        g.node("short", func="checksum", args=[sample.wait(0, 3, group_by=per_sensor)])
+        g.to_dict()
