@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
@@ -35,6 +35,7 @@ _TRACE_HEADER = ",".join(trace_csv_columns())
 def simulate(
     graph: GraphSource,
     *,
+    dylibs: Sequence[str | Path] = (),
     workers: int = 1,
     slots: int = 1,
     frames: int = 100,
@@ -64,7 +65,8 @@ def simulate(
     `overhead_pop_ns` and `overhead_task_ns` add the host's cost of a pop and of a task. `trace`,
     `trace_format`, `report` and `record_decisions` are `run_graph`'s (a decisions file records
     the seed, cost model and arrivals too, for `tomii replay`); `quiet` and `verbose` are accepted as
-    the CLI's (nothing is printed). Raises what `run_graph` raises; a scheduler
+    the CLI's (nothing is printed). `dylibs` are kernel libraries, needed only when a count of the
+    graph names a computed initialization (computed once before the graph compiles). Raises what `run_graph` raises; a scheduler
     that breaks its contract raises SchedulerFault with the real run's message, carrying the
     partial result."""
     from .run import _prepare, _run_result

@@ -604,3 +604,21 @@ def test_a_grouped_wait_built_as_1_2_scripts_build_it_matches_the_1_2_file(
     with pytest.raises(tomii.GraphError, match="fewer than one group"):
         g.node("short", func="checksum", args=[sample.wait(0, 3, group_by=per_sensor)])
         g.to_dict()
+
+
+def test_a_count_naming_a_computed_initialization_runs_and_simulates_with_its_kernels() -> None:
+    graph = {
+        "initializations": [
+            {"name": "a", "args": [{"type": "usize", "value": "3"}]},
+            {
+                "name": "n",
+                "function": "product",
+                "args": [{"type": "$ref", "value": "a"}, {"type": "$ref", "value": "a"}],
+            },
+        ],
+        "nodes": [{"name": "work", "function": "noop", "factor": "n", "args": []}],
+    }
+    assert tomii.run_graph(graph, dylibs=[SYNTHETIC], frames=3).report["tasks"] == 27
+    assert tomii.simulate(graph, dylibs=[SYNTHETIC], frames=3).report["tasks"] == 27
+    with pytest.raises(tomii.GraphError, match="--dylib"):
+        tomii.simulate(graph, frames=3)

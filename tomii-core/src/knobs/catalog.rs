@@ -32,7 +32,8 @@ pub const CATALOG: &[Knob] = &[
         role: Role::Io,
         description: "Kernel libraries (.so) whose kernels the graph's nodes call; on the CLI, repeat the flag for several",
         search_hint: "not a tuning knob: the graph needs the libraries that hold its kernels",
-        takes: Takes::RUN.and(Takes::SESSION),
+        // A simulation runs no kernel, but computes the initializations a count names.
+        takes: Takes::RUN.and(Takes::SESSION).and(Takes::SIMULATE),
         flag: Flag { value_name: "PATH", ..Flag::PLAIN },
         apply: |s, v| s.dylibs = v.paths(),
         simulate_default: None,
