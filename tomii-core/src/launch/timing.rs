@@ -94,16 +94,14 @@ impl Rows {
         for (r, &resolved_ns) in records.iter().zip(resolved.iter().chain(std::iter::repeat(&0))) {
             let (worker, id) = (self.worker(r.worker), self.ids[r.node as usize]);
             writeln!(file, "{},{},{},{},{worker},{id},{}", r.slot, r.frame, r.start_ns, r.end_ns, r.instance)?;
+            // In the executing worker's system slot, not the task's: 1.2's average_time counts
+            // every row of a worker slot as busy time, and a task waits while others run.
+            let slot = self.system_slot(r.worker);
             if (1..=MAX_LATENCY_NODE).contains(&id) && r.ready_ns <= r.start_ns {
                 let latency = RESOLUTION_ID - 3 * id;
-                writeln!(
-                    file,
-                    "{},{},{},{},{worker},{latency},{}",
-                    r.slot, r.frame, r.ready_ns, r.start_ns, r.instance
-                )?;
+                writeln!(file, "{slot},{},{},{},{worker},{latency},{}", r.frame, r.ready_ns, r.start_ns, r.instance)?;
             }
             if resolved_ns >= r.end_ns && resolved_ns > 0 {
-                let slot = self.system_slot(r.worker);
                 writeln!(file, "{slot},{},{},{resolved_ns},{worker},{RESOLUTION_ID},0", r.frame, r.end_ns)?;
             }
         }

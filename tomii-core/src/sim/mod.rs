@@ -542,7 +542,8 @@ impl<'a> Sim<'a> {
                     instance: self.graph.inst_index[member as usize],
                     slot,
                     worker,
-                    resolved: 0,
+                    // The model gives the resolution after a task no time.
+                    resolved: to,
                 });
                 if self.chunk.len() == TRACE_CHUNK {
                     let full = std::mem::replace(&mut self.chunk, Vec::with_capacity(TRACE_CHUNK));
