@@ -508,6 +508,77 @@ fn tomii_1_2_scripts_find_workers_busy_within_the_span_on_a_steady_run() {
     assert!(idle.values().all(|p| (0.0..=100.0).contains(p)), "per-worker idle as average_time reads it: {idle:?}");
 }
 
+/// A Tomii 1.2 network graph: `$network` packets decoded one by one, then combined.
+const NETWORK: &str = r#"{
+  "initializations": [{"name": "antennas", "args": [{"type": "usize", "value": "4"}]}],
+  "nodes": [
+    {"name": "decode", "function": "checksum", "factor": "antennas",
+     "args": [{"type": "$res", "predecessor": {"name": "$network", "indexes": "0"}}]},
+    {"name": "combine", "function": "checksum_list",
+     "args": [{"type": "$res", "predecessor": {"name": "decode", "indexes": "0-3"}}]}
+  ],
+  "network_config": {"socket_type": "udp", "num_sockets": 1, "packet_length": 64, "stream_packets": "antennas",
+                     "address": "127.0.0.1", "start_port": 0}
+}"#;
+
+#[test]
+fn a_network_record_has_1_2_packet_rows_and_numbers_network_0() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("net.json"), NETWORK).unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tomii"));
+    command.current_dir(dir.path()).args(["run", "--json", "net.json", "--dylib"]).arg(synthetic_lib());
+    command.args(["--workers", "2", "--slots", "2", "--max-streams", "5", "--record", "rec.csv"]);
+    let mut child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    // "listening on udp 127.0.0.1:PORT (Ctrl-C stops)" on stderr, its line ended later.
+    let mut out = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = Vec::new();
+    while !String::from_utf8_lossy(&line).contains("stops)") {
+        let before = line.len();
+        out.read_until(b')', &mut line).unwrap();
+        assert!(line.len() > before, "the run ended before it listened: {}", String::from_utf8_lossy(&line));
+    }
+    let line = String::from_utf8_lossy(&line).into_owned();
+    let port = line
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{line}"));
+    let sent = std::process::Command::new(env!("CARGO_BIN_EXE_tomii"))
+        .args(["send", "--udp", "--quiet", "--port", port, "--packet-length", "64", "--frame-packets", "4"])
+        .args(["--frames", "5", "--rate", "2000"])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the run did not end after its 5 frames");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(child.wait().unwrap().success());
+    let rows = record_rows(&dir.path().join("rec.csv"));
+    let read = as_scripts_read(&rows);
+    assert_eq!(read.max, 65535);
+    // Slots 0, 1 run tasks; 2, 3 are the workers' system slots; 4 (slots + system threads) the packets.
+    assert_eq!((read.worker_slots.clone(), read.system_slots.clone()), (vec![0, 1], vec![2, 3]));
+    assert_eq!(read.receiver_slots, vec![4]);
+    let packets: Vec<&Row> = rows.iter().filter(|r| r[R_SLOT] == 4).collect();
+    assert_eq!(packets.len(), 20, "one row per packet");
+    let mut indexes: Vec<u64> = packets.iter().map(|r| r[6]).collect();
+    indexes.sort();
+    assert_eq!(indexes, [0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3]);
+    // `$network` is node 0 and never runs: decode is 1, combine 2, as 1.2 numbered them.
+    let mut ran: Vec<u64> = read.executions.iter().map(|r| r[R_TASK]).collect();
+    ran.dedup();
+    assert_eq!(read.executions.len(), 25);
+    assert!(ran.iter().all(|id| *id == 1 || *id == 2), "{ran:?}");
+    let latency: BTreeMap<u64, usize> = read.latency.iter().fold(BTreeMap::new(), |mut m, r| {
+        *m.entry((65535 - r[R_TASK]) / 3).or_default() += 1;
+        m
+    });
+    assert_eq!(latency, BTreeMap::from([(1, 20), (2, 5)]));
+}
+
 #[test]
 fn a_bare_record_goes_where_1_2_put_it() {
     let dir = tempfile::tempdir().unwrap();
