@@ -388,7 +388,7 @@ fn as_scripts_read(rows: &[Row]) -> AsScriptsRead {
     let max = rows.iter().map(|r| r[R_TASK]).max().unwrap();
     let is_latency = |r: &Row| {
         let offset = max - r[R_TASK];
-        offset > 0 && offset % 3 == 0 && (1..=999).contains(&(offset / 3))
+        offset > 0 && offset.is_multiple_of(3) && (1..=999).contains(&(offset / 3))
     };
     let (latency, rest): (Vec<Row>, Vec<Row>) = rows.iter().partition(|r| is_latency(r));
     let mut by_slot: BTreeMap<u64, Vec<Row>> = BTreeMap::new();
