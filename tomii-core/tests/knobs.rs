@@ -188,7 +188,8 @@ fn run_config_defaults_are_the_catalog_defaults() {
         inline_continuation,
         trace,
         trace_file,
-        trace_taps: _, // library-only: the CLI's --timing and --record write their files through them
+        trace_taps: _,  // library-only: the CLI's --timing and --record write their files through them
+        record_taps: _, // library-only: the CLI's --record writes its file through it
         warmup_frames,
         task_timing,
         collect_outputs: _, // library-only: tests keep the sink outputs of every frame

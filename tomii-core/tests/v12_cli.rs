@@ -322,6 +322,7 @@ const INSTANCE: usize = 0;
 const FRAME: usize = 1;
 const SLOT: usize = 2;
 const WORKER: usize = 3;
+const READY: usize = 4;
 const START: usize = 5;
 const END: usize = 6;
 
@@ -526,24 +527,231 @@ fn the_timing_file_says_what_the_report_and_the_trace_say() {
 
 // ---- the scheduler record ----
 
+/// A record row: `slot,job_id,start_ns,end_ns,worker,task_id,index`.
+type Row = [u64; 7];
+const R_SLOT: usize = 0;
+const R_START: usize = 2;
+const R_END: usize = 3;
+const R_WORKER: usize = 4;
+const R_TASK: usize = 5;
+
+fn record_rows(path: &Path) -> Vec<Row> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("slot,job_id,start_ns,end_ns,worker,task_id,index"));
+    lines.map(|l| l.split(',').map(|f| f.parse().unwrap()).collect::<Vec<u64>>().try_into().unwrap()).collect()
+}
+
+/// The record read as Tomii 1.2's analysis scripts read it (TOMII-1.2 scripts `utils.py`,
+/// `analyze_sched.py`, `average_time.py`, as the fact sheet describes them): IdType::MAX is the
+/// largest task id; a latency row is one whose offset from it is a positive multiple of 3 with
+/// offset / 3 in 1..=999; slots holding MAX or MAX − 1 are system slots, slots holding only task
+/// id 0 receiver slots, the others worker slots.
+struct AsScriptsRead {
+    max: u64,
+    latency: Vec<Row>,
+    /// Rows of worker slots that are not latency rows: executions.
+    executions: Vec<Row>,
+    system_slots: Vec<u64>,
+    receiver_slots: Vec<u64>,
+    worker_slots: Vec<u64>,
+    /// Every row (average_time's span is over all of them).
+    all: Vec<Row>,
+}
+
+fn as_scripts_read(rows: &[Row]) -> AsScriptsRead {
+    let max = rows.iter().map(|r| r[R_TASK]).max().unwrap();
+    let is_latency = |r: &Row| {
+        let offset = max - r[R_TASK];
+        offset > 0 && offset.is_multiple_of(3) && (1..=999).contains(&(offset / 3))
+    };
+    let (latency, rest): (Vec<Row>, Vec<Row>) = rows.iter().partition(|r| is_latency(r));
+    let mut by_slot: BTreeMap<u64, Vec<Row>> = BTreeMap::new();
+    rest.iter().for_each(|r| by_slot.entry(r[R_SLOT]).or_default().push(*r));
+    let (mut system_slots, mut receiver_slots, mut worker_slots) = (vec![], vec![], vec![]);
+    for (slot, rows) in &by_slot {
+        if max >= 10_000 && rows.iter().any(|r| r[R_TASK] == max || r[R_TASK] == max - 1) {
+            system_slots.push(*slot);
+        } else if rows.iter().all(|r| r[R_TASK] == 0) {
+            receiver_slots.push(*slot);
+        } else {
+            worker_slots.push(*slot);
+        }
+    }
+    let executions = rest.iter().filter(|r| worker_slots.contains(&r[R_SLOT])).copied().collect();
+    AsScriptsRead { max, latency, executions, system_slots, receiver_slots, worker_slots, all: rows.to_vec() }
+}
+
+impl AsScriptsRead {
+    /// average_time's per-worker idle: the span of all rows less the worker's busy time (its rows
+    /// of worker slots, latency rows included, as average_time leaves them in), as a percentage
+    /// of the worker's own span.
+    fn idle_percent(&self) -> BTreeMap<u64, f64> {
+        let start = self.all.iter().map(|r| r[R_START]).min().unwrap();
+        let end = self.all.iter().map(|r| r[R_END]).max().unwrap();
+        let mut per_worker: BTreeMap<u64, Vec<Row>> = BTreeMap::new();
+        let in_worker_slots =
+            self.latency.iter().chain(&self.executions).filter(|r| self.worker_slots.contains(&r[R_SLOT]));
+        in_worker_slots.for_each(|r| per_worker.entry(r[R_WORKER]).or_default().push(*r));
+        per_worker
+            .into_iter()
+            .map(|(worker, rows)| {
+                let busy: u64 = rows.iter().map(|r| r[R_END] - r[R_START]).sum();
+                let first = rows.iter().map(|r| r[R_START]).min().unwrap();
+                let last = rows.iter().map(|r| r[R_END]).max().unwrap();
+                (worker, 100.0 * ((end - start) as f64 - busy as f64) / (last - first) as f64)
+            })
+            .collect()
+    }
+}
+
 #[test]
-fn the_record_is_the_trace_in_1_2_columns() {
+fn the_record_holds_the_trace_in_1_2_columns_and_1_2_row_kinds() {
     let dir = tempfile::tempdir().unwrap();
     let flags = ["--workers", "2", "--slots", "3", "--frames", "12", "--trace", "t.csv", "--record", "rec.csv"];
     ok(run_in(dir.path(), "diamond.json", &flags));
-    let text = std::fs::read_to_string(dir.path().join("rec.csv")).unwrap();
-    let mut lines = text.lines();
-    assert_eq!(lines.next(), Some("slot,job_id,start_ns,end_ns,worker,task_id,index"));
-    let mut record: Vec<Vec<u64>> = lines.map(|l| l.split(',').map(|f| f.parse().unwrap()).collect()).collect();
+    let rows = record_rows(&dir.path().join("rec.csv"));
+    let read = as_scripts_read(&rows);
     let node_index = |name: &str| ["src", "sink"].iter().position(|n| *n == name).unwrap() as u64;
-    let mut trace: Vec<Vec<u64>> = trace_rows(&dir.path().join("t.csv"))
+    let traced = trace_rows(&dir.path().join("t.csv"));
+    let mut trace: Vec<Vec<u64>> = traced
         .iter()
         .map(|(name, f)| vec![f[SLOT], f[FRAME], f[START], f[END], f[WORKER], node_index(name), f[INSTANCE]])
         .collect();
-    record.sort();
+    let mut executions: Vec<Vec<u64>> = read.executions.iter().map(|r| r.to_vec()).collect();
     trace.sort();
-    assert_eq!(record.len(), 36);
-    assert_eq!(record, trace);
+    executions.sort();
+    // Every task row, and nothing else, is what the scripts take for an execution.
+    assert_eq!(executions.len(), 36);
+    assert_eq!(executions, trace);
+    assert_eq!(read.max, 65535);
+    assert_eq!((read.worker_slots.clone(), read.receiver_slots.clone()), (vec![0, 1, 2], vec![]));
+    // System slots follow the task slots, one per worker: resolution and dispatch rows only.
+    assert!(!read.system_slots.is_empty() && read.system_slots.iter().all(|s| (3..5).contains(s)));
+    let system: Vec<&Row> = rows.iter().filter(|r| r[R_SLOT] >= 3).collect();
+    assert!(system.iter().all(|r| [65535, 65534, 65532].contains(&r[R_TASK])));
+    assert_eq!(system.iter().filter(|r| r[R_TASK] == 65534).count(), 12, "one dispatch per frame");
+    assert_eq!(system.iter().filter(|r| r[R_TASK] == 65532).count(), 12, "the latency rows are there too");
+    assert_eq!(system.iter().filter(|r| r[R_TASK] == 65535).count(), 36, "one resolution per task");
+    // A resolution row starts where its task ended, on the same worker.
+    for r in system.iter().filter(|r| r[R_TASK] == 65535) {
+        assert!(traced.iter().any(|(_, f)| f[END] == r[R_START] && f[WORKER] == r[R_WORKER] && f[FRAME] == r[1]));
+        assert!(r[R_END] >= r[R_START]);
+    }
+    // Latency rows: node 1 (sink) only, ready -> start of each of its executions; node 0's would
+    // carry 65535, the resolution id, and are left out.
+    assert_eq!(read.latency.len(), 12);
+    for r in &read.latency {
+        assert_eq!(r[R_TASK], 65535 - 3);
+        let ran = traced.iter().find(|(n, f)| n == "sink" && f[FRAME] == r[1]).unwrap();
+        assert_eq!((r[R_START], r[R_END], r[R_WORKER]), (ran.1[READY], ran.1[START], ran.1[WORKER]));
+        assert_eq!(r[R_SLOT], 3 + ran.1[WORKER], "in the executing worker's system slot");
+    }
+}
+
+/// A Tomii 1.2 graph file of kernels that take real time: a stage of 4 instances of 300 µs, each
+/// followed by its own of 200 µs, gathered by one of 100 µs.
+const STEADY: &str = r#"{
+  "initializations": [{"name": "width", "args": [{"type": "usize", "value": "4"}]}],
+  "nodes": [
+    {"name": "front", "function": "spin", "factor": "width", "args": [{"type": "u64", "value": "300"}]},
+    {"name": "back", "function": "spin", "factor": "width",
+     "args": [{"type": "u64", "value": "200"}, {"type": "$res", "predecessor": {"name": "front", "indexes": "0"}}]},
+    {"name": "gather", "function": "spin", "factor": 1,
+     "args": [{"type": "u64", "value": "100"}, {"type": "$res", "predecessor": {"name": "back", "indexes": "0-4"}}]}
+  ]
+}"#;
+
+#[test]
+fn tomii_1_2_scripts_find_workers_busy_within_the_span_on_a_steady_run() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("steady.json"), STEADY).unwrap();
+    let flags = ["--workers", "2", "--slots", "2", "--max-streams", "30", "--record", "rec.csv"];
+    let mut command = tomii();
+    command.current_dir(dir.path()).args(["run", "--json", "steady.json", "--dylib"]).arg(synthetic_lib());
+    command.args(flags);
+    ok(finish(command));
+    let read = as_scripts_read(&record_rows(&dir.path().join("rec.csv")));
+    assert_eq!(read.max, 65535);
+    assert_eq!(read.worker_slots, vec![0, 1]);
+    assert_eq!(read.system_slots, vec![2, 3]);
+    // 30 frames of 9 tasks: every one is an execution, and those of nodes 1 and 2 have latency rows.
+    assert_eq!(read.executions.len(), 30 * 9);
+    assert_eq!(read.latency.len(), 30 * 5);
+    let idle = read.idle_percent();
+    assert_eq!(idle.len(), 2, "{idle:?}");
+    assert!(idle.values().all(|p| (0.0..=100.0).contains(p)), "per-worker idle as average_time reads it: {idle:?}");
+}
+
+/// A Tomii 1.2 network graph: `$network` packets decoded one by one, then combined.
+const NETWORK: &str = r#"{
+  "initializations": [{"name": "antennas", "args": [{"type": "usize", "value": "4"}]}],
+  "nodes": [
+    {"name": "decode", "function": "checksum", "factor": "antennas",
+     "args": [{"type": "$res", "predecessor": {"name": "$network", "indexes": "0"}}]},
+    {"name": "combine", "function": "checksum_list",
+     "args": [{"type": "$res", "predecessor": {"name": "decode", "indexes": "0-3"}}]}
+  ],
+  "network_config": {"socket_type": "udp", "num_sockets": 1, "packet_length": 64, "stream_packets": "antennas",
+                     "address": "127.0.0.1", "start_port": 0}
+}"#;
+
+#[test]
+fn a_network_record_has_1_2_packet_rows_and_numbers_network_0() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("net.json"), NETWORK).unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tomii"));
+    command.current_dir(dir.path()).args(["run", "--json", "net.json", "--dylib"]).arg(synthetic_lib());
+    command.args(["--workers", "2", "--slots", "2", "--max-streams", "5", "--record", "rec.csv"]);
+    let mut child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    // "listening on udp 127.0.0.1:PORT (Ctrl-C stops)" on stderr, its line ended later.
+    let mut out = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = Vec::new();
+    while !String::from_utf8_lossy(&line).contains("stops)") {
+        let before = line.len();
+        out.read_until(b')', &mut line).unwrap();
+        assert!(line.len() > before, "the run ended before it listened: {}", String::from_utf8_lossy(&line));
+    }
+    let line = String::from_utf8_lossy(&line).into_owned();
+    let port = line
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{line}"));
+    let sent = std::process::Command::new(env!("CARGO_BIN_EXE_tomii"))
+        .args(["send", "--udp", "--quiet", "--port", port, "--packet-length", "64", "--frame-packets", "4"])
+        .args(["--frames", "5", "--rate", "2000"])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the run did not end after its 5 frames");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(child.wait().unwrap().success());
+    let rows = record_rows(&dir.path().join("rec.csv"));
+    let read = as_scripts_read(&rows);
+    assert_eq!(read.max, 65535);
+    // Slots 0, 1 run tasks; 2, 3 are the workers' system slots; 4 (slots + system threads) the packets.
+    assert_eq!((read.worker_slots.clone(), read.system_slots.clone()), (vec![0, 1], vec![2, 3]));
+    assert_eq!(read.receiver_slots, vec![4]);
+    let packets: Vec<&Row> = rows.iter().filter(|r| r[R_SLOT] == 4).collect();
+    assert_eq!(packets.len(), 20, "one row per packet");
+    let mut indexes: Vec<u64> = packets.iter().map(|r| r[6]).collect();
+    indexes.sort();
+    assert_eq!(indexes, [0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3]);
+    // `$network` is node 0 and never runs: decode is 1, combine 2, as 1.2 numbered them.
+    let mut ran: Vec<u64> = read.executions.iter().map(|r| r[R_TASK]).collect();
+    ran.dedup();
+    assert_eq!(read.executions.len(), 25);
+    assert!(ran.iter().all(|id| *id == 1 || *id == 2), "{ran:?}");
+    let latency: BTreeMap<u64, usize> = read.latency.iter().fold(BTreeMap::new(), |mut m, r| {
+        *m.entry((65535 - r[R_TASK]) / 3).or_default() += 1;
+        m
+    });
+    assert_eq!(latency, BTreeMap::from([(1, 20), (2, 5)]));
 }
 
 #[test]
@@ -554,5 +762,6 @@ fn a_bare_record_goes_where_1_2_put_it() {
     assert!(dir.path().join("out/run_sched.csv").is_file(), "no out/run_sched.csv");
     ok(run_in(dir.path(), "diamond.json", &["--frames", "2", "--record"]));
     let text = std::fs::read_to_string(dir.path().join("scheduler_record.csv")).expect("scheduler_record.csv");
-    assert_eq!(text.lines().count(), 1 + 2 * 3, "a header and one row per task");
+    let tasks = text.lines().skip(1).filter(|l| l.split(',').nth(5).is_some_and(|id| id == "0" || id == "1"));
+    assert_eq!(tasks.filter(|l| l.split(',').next() == Some("0")).count(), 2 * 3, "one row per task");
 }

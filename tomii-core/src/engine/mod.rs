@@ -29,6 +29,7 @@ mod trace;
 mod worker;
 
 pub use advice::Suggestion;
+pub(crate) use affinity::Placement;
 pub use analysis::{CriticalPathReport, NodeTimes, OverheadDiagnostic, ResourceUtilization, Summary};
 pub use chrome_trace::{ChromeLayout, ChromeTrace, ChromeTraceFile};
 pub(crate) use clock::Clock;
@@ -44,7 +45,7 @@ pub use slots::MAX_SLOTS;
 pub use source::{Capabilities, Counted, FrameDone, FrameSource, NextFrame};
 pub use task_record::{Field, FieldType, TaskRecord};
 pub(crate) use trace::TraceSink;
-pub use trace::{TraceRecord, TraceTap};
+pub use trace::{RecordTap, RecordTapRef, SystemKind, SystemRecord, TraceRecord, TraceTap};
 pub(crate) use worker::{latency_histogram, scheduler_setup, templates};
 
 /// The computation of a graph's initializations before it compiles (`graph::Evaluate`), with
@@ -108,6 +109,10 @@ pub struct RunConfig {
     /// workers hand them over), for writers of other trace formats (`tomii run --timing`,
     /// `--record`). Setting one records the trace, as `trace_file` does.
     pub trace_taps: Vec<TraceTap>,
+    /// The scheduler record's taps (`--record`): like trace taps, with each task's dependency
+    /// resolution time and the engine's frame starts and deliveries (`RecordTap`). Setting one
+    /// records the trace and measures those, off the path of runs without one.
+    pub record_taps: Vec<RecordTapRef>,
     /// Warm-up: the frames numbered below this run as any other, but the report's figures leave
     /// them out (latencies, throughput and wall time, per-node and per-worker figures) and count
     /// them in `frames_excluded` (README.md, "Warm-up frames"). 0: none.
@@ -229,6 +234,13 @@ impl RunConfig {
     }
 }
 
+impl RunConfig {
+    /// Whether a run with this configuration records a trace (in memory, to a file or for a tap).
+    pub fn tracing(&self) -> bool {
+        self.trace || self.trace_file.is_some() || !self.trace_taps.is_empty() || !self.record_taps.is_empty()
+    }
+}
+
 impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
@@ -240,6 +252,7 @@ impl Default for RunConfig {
             trace: false,
             trace_file: None,
             trace_taps: Vec::new(),
+            record_taps: Vec::new(),
             warmup_frames: 0,
             task_timing: true,
             collect_outputs: false,

@@ -39,8 +39,95 @@ pub struct TraceRecord {
     pub instance: u32,
     pub slot: u32,
     pub worker: u32,
+    /// When the worker had counted its arrivals on its successors and pushed those it made ready
+    /// (the dependency resolution after it); measured only for a record tap ([`RecordTap`]), else
+    /// 0. Under groups, set on the group's last member.
+    pub resolved: Ticks,
 }
 
+/// What the engine does besides running tasks, as the scheduler record shows it (README.md,
+/// "Trace and counters"): measured on the thread that did it, once per frame start or packet,
+/// never per task, and only for a record tap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SystemKind {
+    /// A frame started in its slot: its root tasks staged and pushed and its inputs given.
+    Dispatch,
+    /// One value a source delivered on its own (a network packet) given to its input instance,
+    /// and the tasks it made ready pushed.
+    Delivery,
+}
+
+/// One [`SystemKind`] activity, in ns since the run started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SystemRecord {
+    pub kind: SystemKind,
+    pub frame: u64,
+    pub slot: u32,
+    /// The worker that did it (`TOMII_NO_WORKER`: the host thread).
+    pub worker: u32,
+    /// The input instance's index in its input (Delivery), else 0.
+    pub instance: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// The scheduler record's view of the trace (see `RunConfig::record_taps`), called on the host
+/// thread: every chunk of task records with, per record, when its dependency resolution ended
+/// (ns; 0 where none was measured), and the engine's other activities as they are taken.
+pub trait RecordTap: Send + Sync {
+    fn tasks(&self, records: &[TaskRecord], resolved_ns: &[u64]);
+    /// `lost`: activities the log had no room for so far (the host fell behind).
+    fn system(&self, records: &[SystemRecord], lost: u64);
+}
+
+/// Shared handle of a [`RecordTap`].
+#[derive(Clone)]
+pub struct RecordTapRef(pub Arc<dyn RecordTap>);
+
+impl std::fmt::Debug for RecordTapRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RecordTap")
+    }
+}
+
+/// Room for system activities between two of the host's looks; beyond it they are counted lost.
+const SYSTEM_LOG: usize = 1 << 16;
+
+/// The system activities of a run with a record tap, queued by the threads that did them (frame
+/// starts, deliveries: never per task) and taken by the host thread.
+pub struct SystemLog {
+    queue: ArrayQueue<(SystemKind, u64, u32, u32, u32, Ticks, Ticks)>,
+    lost: AtomicU64,
+    host: Thread,
+}
+
+impl SystemLog {
+    pub fn new(host: Thread) -> Self {
+        SystemLog { queue: ArrayQueue::new(SYSTEM_LOG), lost: AtomicU64::new(0), host }
+    }
+
+    /// Logs one activity of `worker`: `kind` for (`frame`, `slot`, `instance`) from `start` to
+    /// `end` (ticks). Never blocks: a full log counts it lost.
+    pub fn log(
+        &self,
+        kind: SystemKind,
+        (frame, slot, instance): (u64, u32, u32),
+        worker: u32,
+        (start, end): (Ticks, Ticks),
+    ) {
+        if self.queue.push((kind, frame, slot, worker, instance, start, end)).is_err() {
+            self.lost.fetch_add(1, Ordering::Relaxed);
+        }
+        if self.queue.len() == SYSTEM_LOG / 2 {
+            self.host.unpark();
+        }
+    }
+
+    /// Activities lost because the log was full.
+    fn lost(&self) -> u64 {
+        self.lost.load(Ordering::Relaxed)
+    }
+}
 /// A consumer of the trace as the run goes (see `RunConfig::trace_taps`): called on the host
 /// thread with every chunk of records the workers hand over, and with what is left of each
 /// worker's chunk when it stops. It must not block for long: the workers' chunks wait for the host.
@@ -111,6 +198,14 @@ impl WorkerTrace {
         self.current.push(record);
     }
 
+    /// Sets when the dependency resolution after the last record ended.
+    #[inline]
+    pub fn resolved(&mut self, at: Ticks) {
+        if let Some(last) = self.current.last_mut() {
+            last.resolved = at;
+        }
+    }
+
     #[cold]
     fn hand_over(&mut self, pool: &TracePool) {
         match pool.empty.pop() {
@@ -139,6 +234,11 @@ pub struct TraceSink {
     /// The first write error; the file is not written to after it.
     file_error: Option<String>,
     taps: Vec<TraceTap>,
+    record_taps: Vec<RecordTapRef>,
+    /// The chunk's resolution ends in ns, for the record taps.
+    resolved_ns: Vec<u64>,
+    /// System activities taken from the log, in ns.
+    system: Vec<SystemRecord>,
     /// The chunk being taken, as exported records (for the file and the taps).
     exported: Vec<TaskRecord>,
     memory: Option<VecDeque<Vec<TraceRecord>>>,
@@ -171,6 +271,9 @@ impl TraceSink {
             file,
             file_error: None,
             taps,
+            record_taps: Vec::new(),
+            resolved_ns: Vec::new(),
+            system: Vec::new(),
             exported: Vec::new(),
             memory: memory_limit.map(|_| VecDeque::new()),
             memory_limit: memory_limit.unwrap_or(0),
@@ -178,6 +281,26 @@ impl TraceSink {
             records: 0,
             released: 0,
         })
+    }
+
+    /// Hands every chunk to these record taps too.
+    pub fn with_record_taps(mut self, taps: Vec<RecordTapRef>) -> Self {
+        self.record_taps = taps;
+        self
+    }
+
+    /// Takes the system activities logged so far and hands them to the record taps.
+    pub fn drain_system(&mut self, log: &SystemLog, clock: &Clock) {
+        self.system.clear();
+        while let Some((kind, frame, slot, worker, instance, start, end)) = log.queue.pop() {
+            let (start_ns, end_ns) = (clock.ns_since_start(start), clock.ns_since_start(end));
+            self.system.push(SystemRecord { kind, frame, slot, worker, instance, start_ns, end_ns });
+        }
+        if !self.system.is_empty() || log.lost() > 0 {
+            for tap in &self.record_taps {
+                tap.0.system(&self.system, log.lost());
+            }
+        }
     }
 
     /// Takes every full chunk the workers handed over.
@@ -214,13 +337,21 @@ impl TraceSink {
 
     /// Hands `chunk`, as exported records, to the taps and the file.
     fn export(&mut self, chunk: &[TraceRecord], clock: &Clock) {
-        if self.taps.is_empty() && self.file.is_none() {
+        if self.taps.is_empty() && self.record_taps.is_empty() && self.file.is_none() {
             return;
         }
         self.exported.clear();
         self.exported.extend(chunk.iter().map(|record| TaskRecord::of(record, clock)));
         for tap in &self.taps {
             (tap.0)(&self.exported);
+        }
+        if !self.record_taps.is_empty() {
+            self.resolved_ns.clear();
+            let ns = |r: &TraceRecord| if r.resolved == 0 { 0 } else { clock.ns_since_start(r.resolved) };
+            self.resolved_ns.extend(chunk.iter().map(ns));
+            for tap in &self.record_taps {
+                tap.0.tasks(&self.exported, &self.resolved_ns);
+            }
         }
         let Some((path, out)) = &mut self.file else { return };
         if let Err(error) = out.records(&self.exported) {

@@ -143,6 +143,7 @@ impl Launch {
         let mut config = self.settings.run.clone();
         config.trace_file = self.settings.files.csv_trace();
         config.trace_taps.extend(self.outputs.taps());
+        config.record_taps.extend(self.outputs.record_taps());
         config.stop = hooks.stop;
         config.progress = hooks.progress;
         config.on_hang = hooks.on_hang;

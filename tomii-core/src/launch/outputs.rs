@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::engine::{ChromeLayout, ChromeTraceFile, Report, RunConfig, TraceTap};
+use crate::engine::{ChromeLayout, ChromeTraceFile, RecordTapRef, Report, RunConfig, TraceTap};
 use crate::graph::CompiledGraph;
 use crate::replay::DecisionsFile;
 
@@ -59,7 +59,8 @@ impl Outputs {
             .chrome_trace()
             .map(|path| ChromeTraceFile::create(&path, ChromeLayout::of(graph, config)))
             .transpose()?;
-        let record = files.record_path().map(|path| Record::create(&path, files.record_frame)).transpose()?;
+        let record =
+            files.record_path().map(|path| Record::create(&path, graph, config, files.record_frame)).transpose()?;
         Ok(Outputs {
             report: files.report.clone(),
             trace: files.csv_trace(),
@@ -73,8 +74,12 @@ impl Outputs {
     /// The taps that feed the files as the trace streams in.
     pub(super) fn taps(&self) -> Vec<TraceTap> {
         let timing = self.timing.iter().map(Timing::tap);
-        let record = self.record.iter().map(Record::tap);
-        timing.chain(record).chain(self.chrome.iter().map(ChromeTraceFile::tap)).collect()
+        timing.chain(self.chrome.iter().map(ChromeTraceFile::tap)).collect()
+    }
+
+    /// The scheduler record's tap, if it is written.
+    pub(super) fn record_taps(&self) -> Vec<RecordTapRef> {
+        self.record.iter().map(Record::tap).collect()
     }
 
     /// Keeps the decisions file, created when the run starts; its tap.
@@ -97,7 +102,11 @@ impl Outputs {
             keep("the timing file", timing.path(), timing.write(report));
         }
         if let Some(record) = &self.record {
-            keep("the record", record.path(), record.finish());
+            let what = match record.lost() {
+                0 => "the record".to_owned(),
+                lost => format!("the record, without {lost} dispatch and packet rows the host fell behind on,"),
+            };
+            keep(&what, record.path(), record.finish());
         }
         if let Some(chrome) = &self.chrome {
             keep("the trace", chrome.path(), chrome.finish(report));

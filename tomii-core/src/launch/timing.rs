@@ -1,8 +1,10 @@
 //! Tomii 1.2's two files about a run, which its users' scripts read: the timing file (`--timing
-//! FILE`: plain-text statistics) and the scheduler record (`--record FILE`: one CSV row per task
-//! execution). Both are made from the run's trace through trace taps (`RunConfig::trace_taps`),
+//! FILE`: plain-text statistics) and the scheduler record (`--record FILE`: Tomii 1.2's CSV rows: task
+//! executions, latencies, resolutions, dispatches, packets). Both are made from the run's trace through trace taps (`RunConfig::trace_taps`),
 //! on the host thread, chunk by chunk as the trace streams in: the workers record exactly what
-//! they record for `--trace`, and memory stays constant however long the run. The repository's
+//! they record for `--trace` (the record adds each task's resolution time and the engine's frame
+//! starts and packets, measured only when a record is written), and memory stays constant however
+//! long the run. The repository's
 //! README.md, "Tomii 1.2's timing file and scheduler record", gives both layouts.
 //!
 //! Nothing here runs on a worker; a write error is kept and reported once, when the file is done.
@@ -13,50 +15,141 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::engine::{Report, RunConfig, TaskRecord, TraceTap};
+use crate::engine::{RecordTap, RecordTapRef, Report, RunConfig, SystemKind, SystemRecord, TaskRecord, TraceTap};
 use crate::graph::CompiledGraph;
 
 /// The scheduler record, written row by row as the trace comes in (rows in the order workers hand
-/// them over: sort by `start_ns` for time order).
+/// them over: sort by `start_ns` for time order), with the row kinds Tomii 1.2 wrote (README.md,
+/// "Tomii 1.2's timing file and scheduler record"): task executions, scheduling latencies,
+/// dependency resolutions, frame dispatches and packets.
 pub struct Record {
     path: PathBuf,
     out: Arc<Mutex<RecordOut>>,
-    /// Only this frame's rows, if given (Tomii 1.2's `--record-stream`).
-    frame: Option<u64>,
 }
 
 struct RecordOut {
     file: Option<std::io::BufWriter<std::fs::File>>,
     /// The first write error; nothing is written after it.
     error: Option<String>,
+    rows: Rows,
+    /// System activities the engine's log had no room for.
+    lost: u64,
+}
+
+/// How records become rows: Tomii 1.2's ids, slots and worker numbers for this graph and run.
+struct Rows {
+    /// Per node: its Tomii 1.2 id (with a network, `$network` is 0 and the nodes follow from 1).
+    ids: Vec<u32>,
+    /// Task slots; system slots follow from here (`slots + worker`), then the packet slot.
+    slots: u32,
+    /// Per worker: the number the `worker` column gives it (its CPU when workers are pinned).
+    workers: Vec<u64>,
+    /// Only this frame's rows, if given (Tomii 1.2's `--record-stream`).
+    frame: Option<u64>,
+}
+
+/// Tomii 1.2's `IdType::MAX`: the resolution row's task id, and the base of latency rows' ids.
+pub const RESOLUTION_ID: u32 = 65535;
+/// The dispatch row's task id.
+pub const DISPATCH_ID: u32 = 65534;
+/// The packet row's task id.
+pub const PACKET_ID: u32 = 0;
+/// The largest node id whose latency rows 1.2's scripts recognise (`offset / 3` in 1..=999).
+pub const MAX_LATENCY_NODE: u32 = 999;
+
+impl Rows {
+    fn new(graph: &CompiledGraph, config: &RunConfig, frame: Option<u64>) -> Rows {
+        let network = graph.network.as_ref().map(|n| n.input);
+        let mut next = u32::from(network.is_some());
+        let ids = (0..graph.nodes.len() as u32)
+            .map(|node| {
+                if Some(node) == network {
+                    return 0;
+                }
+                next += 1;
+                next - 1
+            })
+            .collect();
+        // The engine pins worker `w` to the `w mod n`-th CPU this thread may use (affinity.rs).
+        let cpus = config.pin_workers.then(crate::engine::Placement::of_this_thread).and_then(Result::ok);
+        let workers = (0..=config.workers)
+            .map(|w| cpus.as_ref().filter(|_| w < config.workers).map_or(u64::from(w), |p| p.cpu_of(w) as u64))
+            .collect();
+        Rows { ids, slots: config.slots, workers, frame }
+    }
+
+    /// The `worker` column of `worker` (the host thread: one past the last worker).
+    fn worker(&self, worker: u32) -> u64 {
+        let host = self.workers.len() - 1;
+        self.workers[(worker as usize).min(host)]
+    }
+
+    /// The system slot of `worker`'s own scheduling work (the host's: the first).
+    fn system_slot(&self, worker: u32) -> u32 {
+        let workers = self.workers.len() as u32 - 1;
+        self.slots + if worker < workers { worker } else { 0 }
+    }
+
+    /// The rows of task records: each execution, its scheduling latency (ready → start) and the
+    /// dependency resolution after it (end → its successors pushed), where measured.
+    fn tasks(&self, file: &mut impl std::io::Write, records: &[TaskRecord], resolved: &[u64]) -> std::io::Result<()> {
+        for (r, &resolved_ns) in records.iter().zip(resolved.iter().chain(std::iter::repeat(&0))) {
+            if self.frame.is_some_and(|frame| r.frame != frame) {
+                continue;
+            }
+            let (worker, id) = (self.worker(r.worker), self.ids[r.node as usize]);
+            writeln!(file, "{},{},{},{},{worker},{id},{}", r.slot, r.frame, r.start_ns, r.end_ns, r.instance)?;
+            // In the executing worker's system slot, not the task's: 1.2's average_time counts
+            // every row of a worker slot as busy time, and a task waits while others run.
+            let slot = self.system_slot(r.worker);
+            if (1..=MAX_LATENCY_NODE).contains(&id) && r.ready_ns <= r.start_ns {
+                let latency = RESOLUTION_ID - 3 * id;
+                writeln!(file, "{slot},{},{},{},{worker},{latency},{}", r.frame, r.ready_ns, r.start_ns, r.instance)?;
+            }
+            if resolved_ns >= r.end_ns && resolved_ns > 0 {
+                writeln!(file, "{slot},{},{},{resolved_ns},{worker},{RESOLUTION_ID},0", r.frame, r.end_ns)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The rows of the engine's other activities: frame dispatches and packets.
+    fn system(&self, file: &mut impl std::io::Write, records: &[SystemRecord]) -> std::io::Result<()> {
+        for r in records.iter().filter(|r| self.frame.is_none_or(|frame| r.frame == frame)) {
+            let worker = self.worker(r.worker);
+            let (slot, id, index) = match r.kind {
+                SystemKind::Dispatch => (self.system_slot(r.worker), DISPATCH_ID, 0),
+                SystemKind::Delivery => (self.slots + self.workers.len() as u32 - 1, PACKET_ID, r.instance),
+            };
+            writeln!(file, "{slot},{},{},{},{worker},{id},{index}", r.frame, r.start_ns, r.end_ns)?;
+        }
+        Ok(())
+    }
 }
 
 impl Record {
-    /// The CSV's header: `job_id` is the frame, `task_id` the node (its index in the graph file's
-    /// `nodes`), `index` the instance of that node, times in ns since the run started.
+    /// The CSV's header: `job_id` is the frame, `task_id` the node's Tomii 1.2 id (or a system
+    /// row's), `index` the instance of that node, times in ns since the run started.
     pub const HEADER: &'static str = "slot,job_id,start_ns,end_ns,worker,task_id,index";
 
-    /// Creates the file and writes its header; with `frame`, only that frame's rows follow.
-    pub fn create(path: &Path, frame: Option<u64>) -> Result<Record, String> {
+    /// Creates the file for a run of `graph` with `config` and writes its header; with `frame`,
+    /// only that frame's rows follow.
+    pub fn create(
+        path: &Path,
+        graph: &CompiledGraph,
+        config: &RunConfig,
+        frame: Option<u64>,
+    ) -> Result<Record, String> {
         let failed = |error: std::io::Error| format!("{}: cannot write the scheduler record: {error}", path.display());
         let mut file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path).map_err(failed)?);
         writeln!(file, "{}", Self::HEADER).map_err(failed)?;
-        let out = RecordOut { file: Some(file), error: None };
-        Ok(Record { path: path.to_owned(), out: Arc::new(Mutex::new(out)), frame })
+        let out = RecordOut { file: Some(file), error: None, rows: Rows::new(graph, config, frame), lost: 0 };
+        Ok(Record { path: path.to_owned(), out: Arc::new(Mutex::new(out)) })
     }
 
-    /// The tap that writes the trace's records here.
-    pub fn tap(&self) -> TraceTap {
-        let (out, path, frame) = (Arc::clone(&self.out), self.path.clone(), self.frame);
-        TraceTap(Arc::new(move |records: &[TaskRecord]| {
-            let mut out = lock(&out);
-            let Some(file) = &mut out.file else { return };
-            let kept = records.iter().filter(|r| frame.is_none_or(|frame| r.frame == frame));
-            if let Err(error) = write_rows(file, kept) {
-                out.error = Some(format!("{}: cannot write the scheduler record: {error}", path.display()));
-                out.file = None;
-            }
-        }))
+    /// The tap that writes the trace's records and the engine's activities here.
+    pub fn tap(&self) -> RecordTapRef {
+        RecordTapRef(Arc::new(RecordWriter { out: Arc::clone(&self.out), path: self.path.clone() }))
     }
 
     /// Flushes the file; the first write error, if any.
@@ -70,19 +163,44 @@ impl Record {
         out.error.clone().map_or(Ok(()), Err)
     }
 
+    /// Frame dispatches and packets the run did but the record could not keep (the host thread
+    /// fell behind the engine's log of them).
+    pub fn lost(&self) -> u64 {
+        lock(&self.out).lost
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
 }
 
-fn write_rows<'a>(
-    file: &mut impl std::io::Write,
-    records: impl Iterator<Item = &'a TaskRecord>,
-) -> std::io::Result<()> {
-    for r in records {
-        writeln!(file, "{},{},{},{},{},{},{}", r.slot, r.frame, r.start_ns, r.end_ns, r.worker, r.node, r.instance)?;
+/// The record's tap.
+struct RecordWriter {
+    out: Arc<Mutex<RecordOut>>,
+    path: PathBuf,
+}
+
+impl RecordWriter {
+    fn write(&self, rows: impl FnOnce(&Rows, &mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>) {
+        let mut out = lock(&self.out);
+        let RecordOut { file, rows: layout, .. } = &mut *out;
+        let Some(file) = file else { return };
+        if let Err(error) = rows(layout, file) {
+            out.error = Some(format!("{}: cannot write the scheduler record: {error}", self.path.display()));
+            out.file = None;
+        }
     }
-    Ok(())
+}
+
+impl RecordTap for RecordWriter {
+    fn tasks(&self, records: &[TaskRecord], resolved_ns: &[u64]) {
+        self.write(|rows, file| rows.tasks(file, records, resolved_ns));
+    }
+
+    fn system(&self, records: &[SystemRecord], lost: u64) {
+        lock(&self.out).lost = lost;
+        self.write(|rows, file| rows.system(file, records));
+    }
 }
 
 /// The timing file: per-node execution times gathered from the trace (warm-up frames left out),

@@ -73,6 +73,7 @@ pub fn simulate(
     let instance = SchedulerInstance::create(scheduler, &setup).map_err(RunError::from)?;
     let names: Vec<String> = graph.nodes.iter().map(|n| n.name.clone()).collect();
     let sink = TraceSink::new(run.trace_file.as_deref(), run.trace.then_some(4 << 20), &names, run.trace_taps.clone())
+        .map(|sink| sink.with_record_taps(run.record_taps.clone()))
         .map_err(|error| {
             let path = run.trace_file.clone().unwrap_or_default();
             RunError::Io { reason: format!("cannot write the trace: {error}"), path }
@@ -531,7 +532,7 @@ impl<'a> Sim<'a> {
                 per_node.max_ticks = per_node.max_ticks.max(to - from);
                 counters.durations.record(node, to - from);
             }
-            if self.run.trace || self.run.trace_file.is_some() || !self.run.trace_taps.is_empty() {
+            if self.run.tracing() {
                 self.chunk.push(TraceRecord {
                     frame,
                     ready,
@@ -541,6 +542,8 @@ impl<'a> Sim<'a> {
                     instance: self.graph.inst_index[member as usize],
                     slot,
                     worker,
+                    // The model gives the resolution after a task no time.
+                    resolved: to,
                 });
                 if self.chunk.len() == TRACE_CHUNK {
                     let full = std::mem::replace(&mut self.chunk, Vec::with_capacity(TRACE_CHUNK));

@@ -26,6 +26,7 @@ use super::task::Claimed;
 use crate::engine::clock::Ticks;
 use crate::engine::door::{Opened, Request, Serving};
 use crate::engine::source::{FrameDone, NextFrame};
+use crate::engine::trace::SystemKind;
 use crate::engine::{FrameOutputs, Output, RunError};
 
 /// The longest frame latency the histogram records (an hour, in ns); longer ones count as it.
@@ -98,6 +99,9 @@ impl Engine<'_> {
             completed |= self.give_input(pusher, claimed, value, now)?;
         }
         self.flush(pusher)?;
+        if let Some(log) = &self.shared.system_log {
+            log.log(SystemKind::Dispatch, (frame, slot, 0), pusher.worker, (now, self.shared.clock.now()));
+        }
         if completed {
             self.finish_frame(pusher, slot, frame, latency)?;
         }
@@ -164,10 +168,15 @@ impl Engine<'_> {
                     // A value for a frame no longer in its slot (abandoned, then completed) is
                     // dropped: it must not reach the slot's next frame.
                     let Some(claimed) = self.opened(frame, instance) else { continue };
-                    if self.give_input(pusher, claimed, value, self.shared.clock.now())? {
+                    let now = self.shared.clock.now();
+                    if self.give_input(pusher, claimed, value, now)? {
                         self.finish_frame(pusher, frame.slot, claimed.frame, latency)?;
                     }
                     self.flush(pusher)?;
+                    if let Some(log) = &self.shared.system_log {
+                        let at = (claimed.frame, frame.slot, self.plan.graph.inst_index[instance as usize]);
+                        log.log(SystemKind::Delivery, at, pusher.worker, (now, self.shared.clock.now()));
+                    }
                 }
                 Request::Abandon { frame } => self.abandon_frame(pusher, frame, latency)?,
                 Request::SetOption { key, value, reply } => {

@@ -49,10 +49,12 @@ impl Engine<'_> {
         let names: Vec<String> = self.plan.graph.nodes.iter().map(|n| n.name.clone()).collect();
         let file = self.plan.config.trace_file.as_deref();
         let memory = self.plan.config.trace.then_some(TRACE_MEMORY_LIMIT);
-        TraceSink::new(file, memory, &names, self.plan.config.trace_taps.clone()).map_err(|error| {
-            let path = file.map(|p| p.to_owned()).unwrap_or_default();
-            RunError::Io { path, reason: format!("cannot write the trace: {error}") }
-        })
+        TraceSink::new(file, memory, &names, self.plan.config.trace_taps.clone())
+            .map(|sink| sink.with_record_taps(self.plan.config.record_taps.clone()))
+            .map_err(|error| {
+                let path = file.map(|p| p.to_owned()).unwrap_or_default();
+                RunError::Io { path, reason: format!("cannot write the trace: {error}") }
+            })
     }
 
     /// Runs the workers to the end of the run (README.md, "The run") and returns its outcome.
@@ -133,6 +135,9 @@ impl Engine<'_> {
             let stopped = self.shared.stop.load(Ordering::Acquire);
             if let Some(pool) = &self.shared.trace_pool {
                 sink.drain(pool, &self.shared.clock);
+            }
+            if let Some(log) = &self.shared.system_log {
+                sink.drain_system(log, &self.shared.clock);
             }
             if let Some(request) = &self.plan.config.stop
                 && request.load(Ordering::Relaxed)

@@ -60,6 +60,9 @@ impl Engine<'_> {
             }
         }
         let latency = latency.unwrap_or_else(|| host_latency.clone());
+        if let Some(log) = &self.shared.system_log {
+            sink.drain_system(log, &self.shared.clock);
+        }
         let trace_error = sink.finish();
         let mut failure = self.shared.failure.lock().unwrap_or_else(|p| p.into_inner()).take();
         if failure.is_none() && !self.shared.door.is_finished() {

@@ -48,6 +48,9 @@ pub(super) struct Plan<'a> {
     pub(super) tracing: bool,
     /// Measure kernel durations and ready times.
     pub(super) timing: bool,
+    /// Measure each task's dependency resolution and log frame starts and deliveries, for the
+    /// scheduler record (`RunConfig::record_taps`).
+    pub(super) recording: bool,
     /// Whether the scheduler has a task hook (set once the scheduler is created).
     pub(super) task_hooks: bool,
     /// The CPUs the workers are pinned to (`RunConfig::pin_workers`), read on the host thread.
@@ -97,7 +100,7 @@ impl<'a> Plan<'a> {
         let (keeps_result, is_sink) = result_flags(graph, &sinks);
         let templates = templates(graph, config.workers);
         let records = Records::new(graph, config.workers, &runs, node_names, &keeps_result, &is_sink, templates);
-        let tracing = config.trace || config.trace_file.is_some() || !config.trace_taps.is_empty();
+        let tracing = config.tracing();
         let placement = config.pin_workers.then(Placement::of_this_thread).transpose().map_err(RunError::Config)?;
         Ok(Plan {
             graph,
@@ -113,6 +116,7 @@ impl<'a> Plan<'a> {
             records,
             tracing,
             timing: config.task_timing || tracing || plugin.needs_timing(),
+            recording: !config.record_taps.is_empty(),
             task_hooks: false,
             placement,
         })

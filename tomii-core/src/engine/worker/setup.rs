@@ -28,7 +28,7 @@ pub(super) fn check_config(graph: &CompiledGraph, config: &RunConfig) -> Result<
                 (cells * SlotTable::CELL_BYTES as u64) >> 30
             )));
         }
-        let tracing = config.trace || config.trace_file.is_some() || !config.trace_taps.is_empty();
+        let tracing = config.tracing();
         Ok(task_state_bytes(graph.instance_count() as u64, cells, tracing))
     })
 }

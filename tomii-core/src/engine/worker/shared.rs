@@ -34,7 +34,7 @@ use crate::engine::door::Door;
 use crate::engine::sleep::Sleep;
 use crate::engine::slots::SlotTable;
 use crate::engine::source::FrameDone;
-use crate::engine::trace::TracePool;
+use crate::engine::trace::{SystemLog, TracePool};
 
 /// Run state shared by every worker and the host thread.
 pub(super) struct Shared {
@@ -71,6 +71,8 @@ pub(super) struct Shared {
     /// Per (slot, instance) cell: when the task became ready (ticks), kept only with a trace.
     pub(super) ready_at: Box<[AtomicU64]>,
     pub(super) trace_pool: Option<TracePool>,
+    /// Frame starts and deliveries, for the scheduler record (`Plan::recording`).
+    pub(super) system_log: Option<SystemLog>,
     /// The host thread, woken when the run stops so that progress reporting ends at once.
     pub(super) host: std::thread::Thread,
     pub(super) containment: Containment,
@@ -106,6 +108,7 @@ impl Shared {
             costs: graph.nodes.iter().map(|_| AtomicU64::new(0)).collect(),
             ready_at: (0..cells).map(|_| AtomicU64::new(0)).collect(),
             trace_pool: plan.tracing.then(|| TracePool::new(config.workers, host.clone())),
+            system_log: plan.recording.then(|| SystemLog::new(host.clone())),
             host,
             containment: Containment::new(config.on_fault),
         }

@@ -125,6 +125,9 @@ impl Engine<'_> {
         }
         let continuation =
             self.release_successors(&mut local.pusher, claimed, end, self.plan.config.inline_continuation)?;
+        if self.plan.recording {
+            local.trace.resolved(self.shared.clock.now());
+        }
         if record.flags & SINK != 0 && self.shared.table.complete_sink(slot, generation) {
             self.finish_frame(&mut local.pusher, slot, frame, &mut local.latency)?;
         }
@@ -264,6 +267,7 @@ impl Engine<'_> {
             instance: self.plan.graph.inst_index[instance as usize],
             slot,
             worker,
+            resolved: 0,
         };
         trace.record(pool, record);
     }
