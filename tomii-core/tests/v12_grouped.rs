@@ -54,7 +54,8 @@ fn a_grouped_barrier_waits_for_exactly_its_own_group() {
         assert_eq!(preds_from(&graph, "summary", k, "sensor_stats"), [k], "summary[{k}]");
         assert_eq!(reads(&graph, "summary", k), [format!("sensor_stats[{k}]")]);
     }
-    assert!(graph.warnings.is_empty(), "{:?}", graph.warnings);
+    // The grouped edges need no warning; the ungrouped dep of "tally" keeps 1.2's meaning with one.
+    assert!(graph.warnings.iter().all(|w| w.contains(r#"node "tally""#)), "{:?}", graph.warnings);
 }
 
 #[test]

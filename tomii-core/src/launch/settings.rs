@@ -184,6 +184,8 @@ mod tests {
             (Kind::Int, Domain::Int { min, .. }, Preset::Int(default)) => {
                 Value::Int(if default == min { min + 1 } else { min })
             }
+            // An option unset by default (`record_stream`): any value sets it.
+            (Kind::Int, Domain::Int { min, .. }, Preset::Unset) => Value::Int(min),
             (Kind::Bool, _, Preset::Bool(default)) => Value::Bool(!default),
             (Kind::String, Domain::Choice(words), Preset::Text(default)) => {
                 Value::Text(words.iter().find(|word| **word != default).expect("two words").to_string())
