@@ -532,8 +532,8 @@ app.run(workers=8, system_threads=2, slots=4, max_frames=3,
 
 #: What the two Tomii 1.2 options without effect here warn.
 NO_EFFECT_WARNINGS = [
-    "UserWarning: run option 'system_threads' has no effect in this runtime",
-    "UserWarning: run option 'coalesce_barriers' has no effect in this runtime",
+    "UserWarning: run option 'system_threads': --system-threads (Tomii 1.2) has no effect here",
+    "UserWarning: run option 'coalesce_barriers': --coalesce-barriers (Tomii 1.2) has no effect here",
 ]
 
 
