@@ -134,7 +134,7 @@ class _Edge:
     node: str
     start: Start | None = None
     end: End | None = None
-    group_by: int | Var | None = None
+    group_by: int | Var | dict[str, int] | None = None
     wrap: bool | None = None
     instance: int | Var | None = None
     every: bool = False
@@ -163,12 +163,23 @@ class _Edge:
                 raise GraphError(f"instance must be 0 or more, got {self.instance}")
         if self.wrap and self.group_by is not None:
             raise GraphError("wrap does not apply to group_by, which is absolute")
-        if self.group_by is not None:
+        if isinstance(self.group_by, dict):
+            # The current format's group_by object, as `tomii convert` writes Tomii 1.2's groups.
+            fields = {"size", "from", "shared", "take"}
+            if "size" not in self.group_by or not set(self.group_by) <= fields:
+                raise GraphError(
+                    f"group_by {self.group_by!r}: an object has a size and may have from, "
+                    "shared and take (the graph README's group_by object)"
+                )
+            if any(isinstance(v, bool) or not isinstance(v, int) for v in self.group_by.values()):
+                raise GraphError(f"group_by {self.group_by!r}: its fields are ints")
+        elif self.group_by is not None:
             if not isinstance(self.group_by, Var) and (
                 isinstance(self.group_by, bool) or not isinstance(self.group_by, int)
             ):
                 raise GraphError(
-                    f"group_by must be an int or a Var, got {type(self.group_by).__name__}"
+                    f"group_by must be an int, a Var or a group_by object, "
+                    f"got {type(self.group_by).__name__}"
                 )
             if isinstance(self.group_by, int) and self.group_by < 1:
                 raise GraphError(f"group_by must be positive, got {self.group_by}")
@@ -259,7 +270,9 @@ class _Edge:
                         "graph is written (a var with a value, not one computed by a function)"
                     )
                 group_by = known
-            if self.start not in (None, 0) or self.end is not None:
+            if isinstance(group_by, dict):
+                predecessor["group_by"] = dict(group_by)
+            elif self.start not in (None, 0) or self.end is not None:
                 predecessor["group_by"] = self._groups(group_by, factors[0], value)
             else:
                 predecessor["group_by"] = group_by
@@ -379,7 +392,7 @@ class Node:
         start: Start | None = 0,
         end: End | None = None,
         *,
-        group_by: int | Var | None = None,
+        group_by: int | Var | dict[str, int] | None = None,
         wrap: bool | None = None,
         instance: int | Var | None = None,
         every: bool = False,
@@ -392,7 +405,7 @@ class Node:
         start: Start | None = 0,
         end: End | None = None,
         *,
-        group_by: int | Var | None = None,
+        group_by: int | Var | dict[str, int] | None = None,
         wrap: bool | None = None,
         instance: int | Var | None = None,
         every: bool = False,
@@ -405,7 +418,7 @@ class Node:
         start: Start | None = 0,
         end: End | None = None,
         *,
-        group_by: int | Var | None = None,
+        group_by: int | Var | dict[str, int] | None = None,
         wrap: bool | None = None,
         instance: int | Var | None = None,
         every: bool = False,
