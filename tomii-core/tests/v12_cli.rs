@@ -703,7 +703,19 @@ fn a_network_record_has_1_2_packet_rows_and_numbers_network_0() {
     std::fs::write(dir.path().join("net.json"), NETWORK).unwrap();
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tomii"));
     command.current_dir(dir.path()).args(["run", "--json", "net.json", "--dylib"]).arg(synthetic_lib());
-    command.args(["--workers", "2", "--slots", "2", "--max-streams", "5", "--record", "rec.csv"]);
+    // Frames that find both slots busy wait for one: with the default (drop), a dropped frame has no rows.
+    command.args([
+        "--workers",
+        "2",
+        "--slots",
+        "2",
+        "--max-streams",
+        "5",
+        "--record",
+        "rec.csv",
+        "--on-slots-busy",
+        "wait",
+    ]);
     let mut child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     // "listening on udp 127.0.0.1:PORT (Ctrl-C stops)" on stderr, its line ended later.
     let mut out = std::io::BufReader::new(child.stderr.take().unwrap());
@@ -735,7 +747,13 @@ fn a_network_record_has_1_2_packet_rows_and_numbers_network_0() {
     let read = as_scripts_read(&rows);
     assert_eq!(read.max, 65535);
     // Slots 0, 1 run tasks; 2, 3 are the workers' system slots; 4 (slots + system threads) the packets.
-    assert_eq!((read.worker_slots.clone(), read.system_slots.clone()), (vec![0, 1], vec![2, 3]));
+    // (A worker that ran no task of its own has no system slot: either or both may show.)
+    assert_eq!(read.worker_slots, vec![0, 1]);
+    assert!(
+        !read.system_slots.is_empty() && read.system_slots.iter().all(|s| [2, 3].contains(s)),
+        "{:?}",
+        read.system_slots
+    );
     assert_eq!(read.receiver_slots, vec![4]);
     let packets: Vec<&Row> = rows.iter().filter(|r| r[R_SLOT] == 4).collect();
     assert_eq!(packets.len(), 20, "one row per packet");
