@@ -261,21 +261,7 @@ class _Edge:
             instance = self.instance.name if isinstance(self.instance, Var) else self.instance
             predecessor.update(index=instance, absolute=True)
         elif self.group_by is not None:
-            group_by = self.group_by
-            if isinstance(group_by, Var):
-                known = value(group_by.name)
-                if known is None or known < 1:
-                    raise GraphError(
-                        f"group_by={group_by!r}: the var must hold a positive int known when the "
-                        "graph is written (a var with a value, not one computed by a function)"
-                    )
-                group_by = known
-            if isinstance(group_by, dict):
-                predecessor["group_by"] = dict(group_by)
-            elif self.start not in (None, 0) or self.end is not None:
-                predecessor["group_by"] = self._groups(group_by, factors[0], value)
-            else:
-                predecessor["group_by"] = group_by
+            predecessor.update(self._grouped(factors[0], value))
         elif self.wrap is not None:
             index = _start_index(self._index(False), self.KIND)
             if index is not None:
@@ -288,19 +274,34 @@ class _Edge:
             predecessor.update(self._tomii12(factors, value))
         return {"type": self.KIND, "predecessor": predecessor}
 
-    def _groups(
-        self, size: int, factor: int | None, value: Callable[[str], int | None]
-    ) -> dict[str, int]:
+    def _grouped(self, factor: int | None, value: Callable[[str], int | None]) -> dict[str, Any]:
+        """The predecessor's fields of a call with group_by. A count the graph computes (a var
+        with a function) is written by name, and the compiler applies Tomii 1.2's groups once it
+        is known (`"rule": "tomii-1.2"` beside the range, graph README's "Computed counts")."""
+        group_by = self.group_by
+        if isinstance(group_by, dict):
+            return {"group_by": dict(group_by)}
+        size: int | str | None = group_by if isinstance(group_by, int) else None
+        if isinstance(group_by, Var):
+            size = value(group_by.name)
+            if size is None:
+                size = group_by.name
+            elif size < 1:
+                raise GraphError(f"group_by={group_by!r}: the var must hold a positive int")
+        assert size is not None
+        if self.start in (None, 0) and self.end is None:
+            return {"group_by": size}
+        if isinstance(size, int) and factor is not None and self._offsets(value) is not None:
+            return {"group_by": self._groups(size, factor, value)}
+        return {"index": self._index(True), "group_by": size, "rule": "tomii-1.2"}
+
+    def _groups(self, size: int, factor: int, value: Callable[[str], int | None]) -> dict[str, int]:
         """Tomii 1.2's `wait(start, end, group_by=G)`: the range L splits into B = |L| / G groups
         of G instances; successor instance i waits for group i / E, E = F / B (the current
         format's group_by object; tomii-core/src/graph/v12/grouped.rs reads 1.2 files the same)."""
         call = f"{self.node}.{_METHODS[self.KIND]}({self._index(True)!r}, group_by={size})"
         offsets = self._offsets(value)
-        if offsets is None or factor is None:
-            raise GraphError(
-                f"{call}: the range and the node's factor must be known when the graph is written "
-                "(ints, or vars with a value)"
-            )
+        assert offsets is not None
         groups = len(offsets) // size
         if groups == 0:
             raise GraphError(
@@ -553,19 +554,29 @@ class Graph:
         self._built: BuildResult | None = None
 
     @classmethod
-    def from_json(cls, source: str | Path | dict[str, Any], *, workers: int | None = None) -> Graph:
+    def from_json(
+        cls,
+        source: str | Path | dict[str, Any],
+        *,
+        workers: int | None = None,
+        dylibs: Sequence[str | Path] = (),
+    ) -> Graph:
         """A builder holding the graph `source` (a file path, JSON text or a dict), in either
         dialect: a Tomii 1.2 file is rewritten in the current format as `tomii convert` does,
         with the same meaning, its warnings raised as `tomii.GraphWarning`. `workers` is what a
         Tomii 1.2 factor of `"$workers"` becomes (without it such a factor is a GraphError).
+        A count naming a computed initialization is computed with the kernels of `dylibs` and
+        the Python kernels the graph names (a Tomii 1.2 file's then holds the value).
 
         The graph is checked as a run would check it. Its nodes, inputs and vars are looked up by
         name (`graph["stage"]` is a Node, `graph["n"]` a Var), to add nodes that read them."""
         from ._tomii import convert_json
-        from .run import _graph_text
+        from .run import _graph_text, _kernels_of
 
         text, shown = _graph_text(source)
-        _dialect, current, notes = convert_json(text, shown, workers)
+        kernels = _kernels_of(text, source, (), missing_ok=True)
+        libraries = [str(Path(d)) for d in dylibs]
+        _dialect, current, notes = convert_json(text, shown, workers, libraries, kernels)
         warn_graph(notes)
         spec = json.loads(current)
         graph = cls()
@@ -658,7 +669,7 @@ class Graph:
         factor: int | Var | None = None,
         priority: str | int | None = None,
         use_workers: str | int | None = None,
-        group_size: int | None = None,
+        group_size: int | Var | None = None,
         loop: Loop | None = None,
         loop_args: list[Any] | None = None,
         condition: Condition | None = None,
@@ -679,7 +690,7 @@ class Graph:
         factor: int | Var | None = None,
         priority: str | int | None = None,
         use_workers: str | int | None = None,
-        group_size: int | None = None,
+        group_size: int | Var | None = None,
         loop: Loop | None = None,
         loop_args: list[Any] | None = None,
         condition: Condition | None = None,
@@ -700,7 +711,7 @@ class Graph:
         factor: int | Var | None = None,
         priority: str | int | None = None,
         use_workers: str | int | None = None,
-        group_size: int | None = None,
+        group_size: int | Var | None = None,
     ) -> Node:
         """A node whose body is a Python function decorated with `@tomii.export`.
 
@@ -758,7 +769,7 @@ class Graph:
         factor: int | Var | None,
         priority: str | int | None,
         use_workers: str | int | None,
-        group_size: int | None,
+        group_size: int | Var | None,
         loop: Loop | None,
         loop_args: list[Any] | None,
         condition: Condition | None,
@@ -779,9 +790,7 @@ class Graph:
         if use_workers is not None:
             spec["use_workers"] = _use_workers(name, use_workers)
         if group_size is not None:
-            if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
-                raise GraphError(f"node {name!r}: group_size must be a positive int")
-            spec["group_size"] = group_size
+            spec["group_size"] = self._group_size(name, group_size)
         if loop is not None:
             spec["loop"] = loop.to_json()
         if loop_args is not None:
@@ -792,6 +801,17 @@ class Graph:
             spec["condition"] = condition.to_json(edge)
         self._node_names.add(name)
         return spec
+
+    def _group_size(self, node: str, group_size: int | Var) -> int | str:
+        """A var's value, or a computed var's name (computed before the graph compiles)."""
+        if isinstance(group_size, Var):
+            known = self._value(group_size.name)
+            if known is None:
+                return group_size.name
+            group_size = known
+        if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
+            raise GraphError(f"node {node!r}: group_size must be a positive int or a Var")
+        return group_size
 
     def _value(self, name: str) -> int | None:
         """The int a var holds, if it has a value (not a computed one)."""

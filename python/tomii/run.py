@@ -30,7 +30,7 @@ from ._tomii import (
 )
 from ._warnings import user_stacklevel, warn_graph
 from .errors import ConfigError, GraphError, TomiiError
-from .export import ExportedKernel, find_exported
+from .export import ExportedKernel, TomiiExportError, find_exported
 from .graph import Graph, _environment
 from .plugins import find_scheduler
 
@@ -523,11 +523,28 @@ def _prepare(
         plugin = path
     else:
         plugin = find_scheduler(str(scheduler))
+    return text, source, plugin, _kernels_of(text, graph, python_kernels)
+
+
+def _kernels_of(
+    text: str,
+    graph: GraphSource,
+    python_kernels: Sequence[ExportedKernel],
+    *,
+    missing_ok: bool = False,
+) -> list[tuple[str, Any, bool]]:
+    """`python_kernels` and those the graph names ("module.function") that `@tomii.export`
+    registered, as `(name, function, variadic)`; with `missing_ok`, a name not registered is
+    left for the run to report."""
     kernels = {k.name: k for k in python_kernels}
     for name in _python_names(text, graph if isinstance(graph, dict) else None):
         if name not in kernels:
-            kernels[name] = find_exported(name)
-    return text, source, plugin, [(k.name, k.function, k.variadic) for k in kernels.values()]
+            try:
+                kernels[name] = find_exported(name)
+            except TomiiExportError:
+                if not missing_ok:
+                    raise
+    return [(k.name, k.function, k.variadic) for k in kernels.values()]
 
 
 def _trace_array(packed: tuple[bytes, list[str]]) -> tuple[np.ndarray[Any, Any], list[str]]:
@@ -568,15 +585,23 @@ def _python_names(text: str, spec: Any = None) -> list[str]:
     return names
 
 
-def validate(graph: GraphSource | Graph, *, workers: int | None = None) -> str:
+def validate(
+    graph: GraphSource | Graph,
+    *,
+    workers: int | None = None,
+    dylibs: Sequence[str | Path] = (),
+) -> str:
     """Loads `graph` (JSON text, a dict, a file path or a `Graph`) as a run would, without running
     it: raises GraphError naming the node, argument or field at fault, and returns the graph's
     dialect ("tomii", or "tomii-1.2" with its warnings raised as GraphWarning). `workers` is what
-    a Tomii 1.2 factor of "$workers" becomes. A graph with a `network_config` is checked without
-    binding its sockets."""
+    a Tomii 1.2 factor of "$workers" becomes. A count naming a computed initialization is
+    computed, as a run computes it, with the kernels of `dylibs` and the Python kernels the graph
+    names. A graph with a `network_config` is checked without binding its sockets."""
     if isinstance(graph, Graph):
         graph = graph.to_dict()
     text, source = _graph_text(graph)
-    dialect, _current, notes = convert_json(text, source, workers)
+    kernels = _kernels_of(text, graph, (), missing_ok=True)
+    libraries = [str(Path(d)) for d in dylibs]
+    dialect, _current, notes = convert_json(text, source, workers, libraries, kernels)
     warn_graph(notes)
     return dialect

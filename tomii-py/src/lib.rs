@@ -305,12 +305,30 @@ fn knobs_table() -> String {
 
 /// A graph given as JSON text of either dialect, parsed and compiled as a run would, in the
 /// current format: `(dialect, text, warnings)`; `workers` is what a Tomii 1.2 factor of
-/// `"$workers"` becomes. Raises GraphError naming the source and the node, argument or field at
-/// fault.
+/// `"$workers"` becomes. A count naming a computed initialization is computed with the kernels of
+/// `dylibs` and `python_kernels` (as in `run_json`), loaded only then, and written as its value.
+/// Raises GraphError naming the source and the node, argument or field at fault.
 #[pyfunction]
-#[pyo3(signature = (graph_json, source, workers=None))]
-fn convert_json(graph_json: &str, source: &str, workers: Option<u32>) -> PyResult<(&'static str, String, Vec<String>)> {
-    let converted = graph::convert_str(source, graph_json, workers).map_err(|e| GraphError::new_err(e.to_string()))?;
+#[pyo3(signature = (graph_json, source, workers=None, dylibs=Vec::new(), python_kernels=Vec::new()))]
+fn convert_json(
+    graph_json: &str,
+    source: &str,
+    workers: Option<u32>,
+    dylibs: Vec<PathBuf>,
+    python_kernels: Vec<(String, Py<PyAny>, bool)>,
+) -> PyResult<(&'static str, String, Vec<String>)> {
+    let python = (!python_kernels.is_empty()).then(|| PythonKernels::new(python_kernels));
+    let load = || {
+        let mut kernels = tomii_core::plugin::KernelSet::load(&dylibs)?;
+        if let Some(python) = &python {
+            kernels.add(python.library())?;
+        }
+        Ok(kernels)
+    };
+    let mut kernels = None;
+    let mut evaluate = tomii_core::launch::lazy_evaluator(load, &mut kernels);
+    let converted = graph::convert_str_evaluating(source, graph_json, workers, &mut evaluate)
+        .map_err(|e| GraphError::new_err(e.to_string()))?;
     Ok((converted.dialect.name(), converted.text, converted.warnings))
 }
 

@@ -38,7 +38,7 @@ pub fn simulate_json(
     // before the graph compiles); kept until the simulation ends.
     let mut kernels = None;
     let input = {
-        let mut evaluate = tomii_core::launch::lazy_evaluator(&settings, &mut kernels);
+        let mut evaluate = tomii_core::launch::lazy_evaluator(|| settings.kernels(None), &mut kernels);
         super::options::graph_input(source, graph_json, settings.run.workers, &mut evaluate)?
     };
     let graph = Arc::clone(&input.graph);

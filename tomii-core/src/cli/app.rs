@@ -219,8 +219,9 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         timed_out: launch.timed_out(),
         quiet,
     };
+    let interrupt = stop_on_interrupt()?;
     let hooks = Hooks {
-        stop: Some(stop_on_interrupt()?),
+        stop: Some(Arc::clone(&interrupt.stop)),
         progress: (!quiet && std::io::stderr().is_terminal()).then(progress_line),
         on_hang: Some(exit_when_stuck(ending.clone())),
         on_listening: (!quiet)
@@ -230,6 +231,7 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     let in_progress = super::crash::RunInProgress::start(&scheduler, &kernels);
     let result = launch.run(&kernels, &scheduler, hooks);
     drop(in_progress);
+    drop(interrupt);
     if progress {
         eprint!("\r\x1b[2K");
     }
@@ -464,16 +466,34 @@ fn print_scheduler(entry: &serde_json::Value) -> Result<()> {
 }
 
 /// A flag SIGINT and SIGTERM set: the run then stops starting frames, completes those in flight
-/// and reports. A second signal, with the flag already set, exits at once (status 130).
-pub(super) fn stop_on_interrupt() -> Result<Arc<AtomicBool>> {
+/// and reports. A second signal, with the flag already set, exits at once (status 130). The
+/// handlers last as long as this value: a command run inside a Python process (`tomii._tomii.
+/// cli_main`) leaves Python's own handler to serve the next Ctrl-C.
+pub(super) struct StopOnInterrupt {
+    pub stop: Arc<AtomicBool>,
+    handlers: Vec<signal_hook::SigId>,
+}
+
+pub(super) fn stop_on_interrupt() -> Result<StopOnInterrupt> {
     use signal_hook::consts::{SIGINT, SIGTERM};
-    let stop = Arc::new(AtomicBool::new(false));
+    let mut interrupt = StopOnInterrupt { stop: Arc::new(AtomicBool::new(false)), handlers: Vec::new() };
     for signal in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&stop))
-            .and_then(|_| signal_hook::flag::register(signal, Arc::clone(&stop)))
+        let shutdown = signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&interrupt.stop))
             .context("cannot install the interrupt handler")?;
+        interrupt.handlers.push(shutdown);
+        let flag = signal_hook::flag::register(signal, Arc::clone(&interrupt.stop))
+            .context("cannot install the interrupt handler")?;
+        interrupt.handlers.push(flag);
     }
-    Ok(stop)
+    Ok(interrupt)
+}
+
+impl Drop for StopOnInterrupt {
+    fn drop(&mut self) {
+        for handler in self.handlers.drain(..) {
+            signal_hook::low_level::unregister(handler);
+        }
+    }
 }
 
 /// A call stuck in a plugin cannot be stopped, and the run cannot end while it is stuck: finish

@@ -54,17 +54,26 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
     }
     let source = args.graph.display().to_string();
     let text = graph::read_file(&args.graph)?;
-    let converted = match args.dylibs.is_empty() {
-        true => graph::convert_str(&source, &text, args.workers)?,
-        false => {
-            let kernels = crate::plugin::KernelSet::load(&args.dylibs)?;
-            let mut evaluate = crate::engine::evaluator(&kernels);
-            graph::convert_str_evaluating(&source, &text, args.workers, &mut evaluate)?
+    // The kernels compute what a count names (before the graph compiles), when given.
+    let kernels = match args.dylibs.is_empty() {
+        true => None,
+        false => Some(crate::plugin::KernelSet::load(&args.dylibs)?),
+    };
+    let converted = match &kernels {
+        None => graph::convert_str(&source, &text, args.workers)?,
+        Some(kernels) => {
+            graph::convert_str_evaluating(&source, &text, args.workers, &mut crate::engine::evaluator(kernels))?
         }
     };
     warn(&converted.warnings, args.verbose);
     if args.edges {
-        let compiled = graph::parse_str_for_run(&source, &converted.text, args.workers.unwrap_or(1))?;
+        let workers = args.workers.unwrap_or(1);
+        let compiled = match &kernels {
+            None => graph::parse_str_for_run(&source, &text, workers)?,
+            Some(kernels) => {
+                graph::parse_str_evaluating(&source, &text, workers, &mut crate::engine::evaluator(kernels))?
+            }
+        };
         let text = graph::edges_text(&compiled);
         return match &args.output {
             None => say(text.trim_end()),

@@ -3,6 +3,7 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{ArgMatches, Args, FromArgMatches};
@@ -108,20 +109,22 @@ pub fn simulate(args: &SimulateArgs) -> Result<()> {
     let input = launch::graph_from_file_evaluating(
         &args.graph,
         settings.run.workers,
-        &mut launch::lazy_evaluator(&settings, &mut kernels),
+        &mut launch::lazy_evaluator(|| settings.kernels(None), &mut kernels),
     )?;
     super::convert::warn(&input.graph.warnings, settings.verbose);
     let scheduler = settings.scheduler()?;
     let sim = args.own.config()?;
     let launch = Launch::new(input, settings)?;
     let quiet = launch.settings().quiet;
+    let interrupt = stop_on_interrupt()?;
     let hooks = Hooks {
-        stop: Some(stop_on_interrupt()?),
+        stop: Some(Arc::clone(&interrupt.stop)),
         progress: (!quiet && std::io::stderr().is_terminal()).then(progress_line),
         ..Hooks::default()
     };
     let progress = hooks.progress.is_some();
     let result = launch.simulate(&scheduler, &sim, hooks);
+    drop(interrupt);
     if progress {
         eprint!("\r\x1b[2K");
     }

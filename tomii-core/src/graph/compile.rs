@@ -7,7 +7,7 @@
 use super::compiled::{ArgSource, CompiledGraph, CompiledNode, ComputedInit, PostNode};
 use super::error::{ArgGroup, Issue, quote};
 use super::order;
-use super::resolve::{Arg, Edge, MAX_INSTANCES, Resolved};
+use super::resolve::{Arg, Edge, MAX_INSTANCES, Resolved, Rule};
 use super::select::Selection;
 use super::spec::EdgeKind;
 use super::v12::rule::{self, Meaning};
@@ -59,23 +59,28 @@ fn apply_rules(
     post: &mut [(CompiledNode, Vec<Arg>)],
 ) -> Result<(), Issue> {
     let decide = |node: &CompiledNode, (group, k): (ArgGroup, usize), edge: &mut Edge| -> Result<(), Issue> {
-        if !edge.rule {
-            return Ok(());
-        }
+        let Some(edge_rule) = edge.rule.take() else { return Ok(()) };
         let pred = &nodes[edge.pred as usize];
         let offsets: Vec<i64> = match &edge.sel {
             Selection::Range(a, b) => (*a..*b).collect(),
             Selection::Offsets(offsets) => offsets.clone(),
             _ => Vec::new(),
         };
-        let meaning = rule::meaning(edge.kind, &offsets, node.factor, pred.factor).map_err(|e| {
+        let refused = |e: String| {
             Issue::Invalid(format!(
                 "node {} {group} {k} ({} from {}, rule \"tomii-1.2\"): {e}",
                 quote(&node.name),
                 edge.kind.name(),
                 quote(&pred.name)
             ))
-        })?;
+        };
+        let meaning = match edge_rule {
+            Rule::Groups { size } => {
+                edge.sel = Selection::Group(rule::groups(&offsets, size, node.factor).map_err(refused)?);
+                return Ok(());
+            }
+            Rule::Offsets => rule::meaning(edge.kind, &offsets, node.factor, pred.factor).map_err(refused)?,
+        };
         edge.sel = match (meaning, std::mem::replace(&mut edge.sel, Selection::All)) {
             (Meaning::AsWritten { wrap: false }, sel) => sel,
             (Meaning::AsWritten { wrap: true }, Selection::Range(a, b)) => Selection::WrappedRange(a, b),
@@ -86,7 +91,6 @@ fn apply_rules(
             (Meaning::All, _) => Selection::All,
             (Meaning::Absolute { lo, hi }, _) => Selection::Absolute(lo, hi),
         };
-        edge.rule = false;
         Ok(())
     };
     for (id, node) in nodes.iter().enumerate() {

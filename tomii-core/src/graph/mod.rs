@@ -11,6 +11,7 @@
 
 mod compile;
 mod compiled;
+mod counts;
 mod edges;
 mod error;
 mod inits;
@@ -240,7 +241,7 @@ struct InCurrentFormat {
     json: serde_json::Value,
     dialect: Dialect,
     warnings: Vec<String>,
-    precomputed: Option<(Vec<Vec<tomii_types::kernel::Value>>, Vec<ShapeUse>)>,
+    precomputed: Option<counts::Evaluated>,
 }
 
 fn in_current_format(
@@ -253,7 +254,10 @@ fn in_current_format(
         .map_err(|e| GraphError::Syntax { file: error::one_line(source_name), message: e.to_string() })?;
     let dialect = v12::detect(&json).map_err(|issue| issue.into_error(source_name))?;
     if dialect == Dialect::Tomii {
-        return Ok(InCurrentFormat { json, dialect, warnings: Vec::new(), precomputed: None });
+        let (rewritten, precomputed) =
+            counts::in_current(&json, workers, evaluate, source_name).map_err(|issue| issue.into_error(source_name))?;
+        let json = rewritten.unwrap_or(json);
+        return Ok(InCurrentFormat { json, dialect, warnings: Vec::new(), precomputed });
     }
     let translation =
         v12::translate(&json, workers, evaluate, source_name).map_err(|issue| issue.into_error(source_name))?;

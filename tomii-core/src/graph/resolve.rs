@@ -62,7 +62,16 @@ pub(crate) struct Edge {
     pub sel: Selection,
     /// `"rule": "tomii-1.2"`: `sel` holds the offsets as written; compile decides what they
     /// select with the factors (`v12/rule.rs`).
-    pub rule: bool,
+    pub rule: Option<Rule>,
+}
+
+/// What a `"rule": "tomii-1.2"` edge decides when the graph compiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rule {
+    /// What its offsets select.
+    Offsets,
+    /// How its range splits into groups of `size` (a `group_by` beside the range).
+    Groups { size: u32 },
 }
 
 /// What an initialization name refers to.
@@ -500,9 +509,13 @@ impl Scope<'_> {
                 quote(&edge.pred)
             ))
         })?;
-        let sel = match (&edge.index, edge.group_by) {
+        let rule = edge.rule.then_some(match edge.group_by {
+            Some(groups) => Rule::Groups { size: groups.size },
+            None => Rule::Offsets,
+        });
+        let sel = match (&edge.index, edge.group_by.filter(|_| rule.is_none())) {
             (_, Some(groups)) => Selection::Group(groups),
-            (IndexSpec::Default, None) if edge.kind == EdgeKind::Barrier && !edge.rule => Selection::All,
+            (IndexSpec::Default, None) if edge.kind == EdgeKind::Barrier && rule.is_none() => Selection::All,
             (IndexSpec::Default, None) => Selection::offset(0),
             (IndexSpec::Offset(k), None) => Selection::offset(*k),
             (IndexSpec::Offsets(offsets), None) => Selection::Offsets(offsets.clone()),
@@ -518,7 +531,12 @@ impl Scope<'_> {
                 ));
             }
         };
-        if edge.rule && !matches!(sel, Selection::Range(..) | Selection::Offsets(_)) {
+        if matches!(rule, Some(Rule::Groups { .. })) && !matches!(sel, Selection::Range(..)) {
+            return invalid(format!(
+                r#"{at}: "rule": "tomii-1.2" with group_by splits a range "a-b" into groups; give the range as the index"#
+            ));
+        }
+        if rule.is_some() && !matches!(sel, Selection::Range(..) | Selection::Offsets(_)) {
             return invalid(format!(
                 r#"{at}: "rule": "tomii-1.2" applies to offsets and ranges; "all" and group_by select absolutely"#
             ));
@@ -532,6 +550,6 @@ impl Scope<'_> {
             }
         };
         let pred = u32::try_from(pred).map_err(|_| Issue::TooLarge(format!("{at}: too many nodes")))?;
-        Ok(Edge { kind: edge.kind, pred, sel, rule: edge.rule })
+        Ok(Edge { kind: edge.kind, pred, sel, rule })
     }
 }

@@ -198,26 +198,27 @@ pub fn graph_from_text(
     Ok(GraphInput { graph: Arc::new(graph), source: source.to_owned(), text, file })
 }
 
-/// Computes initializations with the kernels of `settings`, loading them on first use (a graph
-/// whose counts name none never loads them here); `loaded` keeps them, and must outlive the
-/// graph and its runs.
+/// Computes initializations with the kernels `load` gives, calling it on first use (a graph whose
+/// counts name none never loads them here; `|| settings.kernels(None)` loads a run's libraries);
+/// `loaded` keeps them, and must outlive the graph and its runs.
 pub fn lazy_evaluator<'a>(
-    settings: &'a Settings,
+    load: impl FnOnce() -> Result<KernelSet, crate::plugin::PluginError> + 'a,
     loaded: &'a mut Option<KernelSet>,
 ) -> impl FnMut(
     &crate::graph::PendingInits<'_>,
     &mut Vec<Vec<tomii_types::kernel::Value>>,
 ) -> Result<(), crate::graph::InitFailure>
 + 'a {
+    let mut load = Some(load);
     move |pending, values| {
-        if loaded.is_none() {
-            let kernels = settings.kernels(None).map_err(|error| crate::graph::InitFailure {
-                init: pending.computed.get(values.len()).map(|init| init.name.clone()).unwrap_or_default(),
-                message: error.to_string(),
-            })?;
-            *loaded = Some(kernels);
+        let failure = |message: String| crate::graph::InitFailure {
+            init: pending.computed.get(values.len()).map(|init| init.name.clone()).unwrap_or_default(),
+            message,
+        };
+        if let Some(load) = load.take() {
+            *loaded = Some(load().map_err(|error| failure(error.to_string()))?);
         }
-        let kernels = loaded.as_ref().expect("loaded above");
+        let kernels = loaded.as_ref().ok_or_else(|| failure("its kernels could not be loaded".to_owned()))?;
         engine::evaluator(kernels)(pending, values)
     }
 }

@@ -124,7 +124,13 @@ pub(crate) fn edge<'a>(
             ));
         }
     };
-    if group_by.is_some() && (wrap || absolute || rule || !matches!(index, IndexSpec::Default)) {
+    let grouped_range = rule && matches!(index, IndexSpec::Text(_));
+    if rule && group_by.is_some_and(|g| !grouped_range || !g.is_plain()) {
+        return invalid(format!(
+            r#"{pred_at}: "rule": "tomii-1.2" with group_by is Tomii 1.2's grouped range: give the range "a-b" as the index and group_by as an integer"#
+        ));
+    }
+    if group_by.is_some() && !rule && (wrap || absolute || !matches!(index, IndexSpec::Default)) {
         return invalid(format!(
             "{pred_at}: group_by selects the instances itself; give either group_by or an index (with wrap), not both"
         ));
@@ -151,7 +157,7 @@ fn groups(json: &Json, pred_at: Place<'_>) -> Result<Groups, Issue> {
     }
     let Json::Object(object) = json else {
         return invalid(format!(
-            r#"{pred_at}: group_by {} is not a positive integer or {{"size": G, "from": A, "shared": E, "take": T}}"#,
+            r#"{pred_at}: group_by {} is not a positive integer (or the name of a computed initialization) or {{"size": G, "from": A, "shared": E, "take": T}}"#,
             show(json)
         ));
     };

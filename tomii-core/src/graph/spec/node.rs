@@ -85,7 +85,10 @@ pub(crate) fn group_size(json: Option<&Json>, at: Place<'_>) -> Result<Option<u3
             Some(g) => Ok(Some(g)),
             None => invalid(format!("{at}: group_size {n} is not a positive integer")),
         },
-        Some(other) => invalid(format!("{at}: group_size must be a positive integer, got {}", show(other))),
+        Some(other) => invalid(format!(
+            "{at}: group_size must be a positive integer (or name a computed initialization), got {}",
+            show(other)
+        )),
     }
 }
 

@@ -373,7 +373,7 @@ fn computed_initialization_errors_name_it_and_what_to_do() {
     let both = graph(json!([{"name": "a", "function": "k", "value": 1}]), plain.clone());
     assert_mentions(&both, &[r#"initialization "a""#, "not both"]);
     let factor = graph(json!([{"name": "a", "function": "k"}]), json!({"name": "x", "function": "f", "factor": "a"}));
-    assert_mentions(&factor, &[r#"node "x": factor "a" is computed when the run starts"#]);
+    assert_mentions(&factor, &[r#"node "x": factor names the computed initialization "a""#, "--dylib"]);
     let elements = graph(
         json!([{"name": "a", "function": "k", "factor": 2}]),
         json!({"name": "x", "function": "f", "factor": 3, "args": [{"type": "$ref", "name": "a"}]}),

@@ -86,9 +86,6 @@ pub(crate) fn detect(root: &Json) -> Result<Dialect, Issue> {
 
 fn node_marks(node: &Json, at: &str, marks: &mut Marks) {
     let Json::Object(node) = node else { return };
-    if matches!(node.get("group_size"), Some(Json::String(_))) {
-        marks.v12(at, "a group_size written as a name");
-    }
     args(node.get("args"), at, marks);
     args(node.get("loop_args"), at, marks);
     if let Some(Json::Object(condition)) = node.get("condition") {
@@ -161,9 +158,6 @@ fn pred_marks(pred: &Map<String, Json>, at: &str, marks: &mut Marks) {
         if pred.contains_key(field) {
             marks.current(at, &format!("a predecessor's {} (Tomii 1.2 has \"indexes\")", quote(field)));
         }
-    }
-    if matches!(pred.get("group_by"), Some(Json::String(_))) {
-        marks.v12(at, "a group_by written as a name");
     }
 }
 

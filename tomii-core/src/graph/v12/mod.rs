@@ -6,7 +6,6 @@
 //! Every 1.2 specific is checked here, so an error names the node and the 1.2 field; what both
 //! dialects share (names, cycles) is left to the reader. Never panics on any JSON.
 
-mod computed;
 mod detect;
 mod grouped;
 mod indexes;
@@ -22,6 +21,7 @@ pub use detect::Dialect;
 pub(crate) use detect::detect;
 pub use schema::schema;
 
+use super::counts::{Counts, Evaluated};
 use super::error::{Issue, quote};
 use super::inits::Evaluate;
 use super::literal::Literal;
@@ -36,8 +36,8 @@ pub(crate) struct Translation {
     pub json: Json,
     pub warnings: Vec<String>,
     /// The computed initializations evaluated for the counts that name one, and those counts
-    /// (`computed.rs`); none when no count names one.
-    pub precomputed: Option<(Vec<Vec<tomii_types::kernel::Value>>, Vec<crate::graph::inits::ShapeUse>)>,
+    /// (`graph/counts.rs`); none when no count names one.
+    pub precomputed: Option<Evaluated>,
 }
 
 const TOP_FIELDS: &[&str] = &["initializations", "nodes", "post_nodes", "network_config"];
@@ -47,7 +47,7 @@ const NODE_FIELDS: &[&str] =
 const CONDITION_FIELDS: &[&str] = &["operation", "value", "value_type", "function", "func", "args"];
 const OPERATIONS: &[&str] = &["Eq", "Neq", "Gt", "Lt"];
 /// `network_config` fields holding a number (or the name of an initialization holding one).
-const NETWORK_NUMBERS: &[&str] =
+pub(crate) const NETWORK_NUMBERS: &[&str] =
     &["num_sockets", "packet_length", "frame_packets", "stream_packets", "buffer_depth", "start_port"];
 const NETWORK_TEXTS: &[&str] = &["socket_type", "address", "extract_packet_func", "id_function"];
 
@@ -73,7 +73,7 @@ pub(crate) fn translate(
     }
     let mut front = Front { workers, ..Front::default() };
     let mut out = Map::new();
-    let mut counts = computed::Counts::new(evaluate, workers, source);
+    let mut counts = Counts::new(evaluate, workers, source, Dialect::Tomii12);
     let mut inits = Vec::new();
     for (k, init) in list(top, "initializations")?.iter().enumerate() {
         let mut translated = front.init(init, k)?;
@@ -104,8 +104,7 @@ pub(crate) fn translate(
     if let Some(network) = top.get("network_config").filter(|n| !n.is_null()) {
         out.insert("network_config".to_owned(), front.network(network)?);
     }
-    let precomputed = (!counts.shape.is_empty()).then(|| (std::mem::take(&mut counts.values), counts.shape));
-    Ok(Translation { json: Json::Object(out), warnings: front.warnings, precomputed })
+    Ok(Translation { json: Json::Object(out), warnings: front.warnings, precomputed: counts.evaluated() })
 }
 
 /// What the translation has learnt so far.

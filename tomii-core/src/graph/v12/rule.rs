@@ -14,10 +14,13 @@
 //! - otherwise the successor reads every `(i + l) mod P`, in order, and waits for them (a `$dep`
 //!   of a factor-1 successor waits for every instance, as 1.2's count did).
 //!
+//! A range with `group_by` G (1.2's `wait(a, b, group_by=G)`, [`groups`]) splits into B = |L| / G
+//! groups of G; successor instance i waits for group i / (F / B).
+//!
 //! Where 1.2 hung or crashed (negative offsets, a filtered range past the predecessor, a list of
 //! |L| = F that is not contiguous), the rule is an error saying what to write instead.
 
-use super::super::spec::EdgeKind;
+use super::super::spec::{EdgeKind, Groups};
 
 /// What a 1.2 edge selects, in the current format's terms.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,6 +73,32 @@ fn past_end(lo: i64, hi: i64, pred_factor: u32) -> String {
         "Tomii 1.2 waited for instances {lo}..={hi} of a predecessor of {pred_factor} instance(s), some of which \
          never exist, and hung; select instances below {pred_factor}"
     )
+}
+
+/// Tomii 1.2's grouped selection of `offsets` (a range) in groups of `size`, read by a node of
+/// `factor` instances: B = |L| / `size` groups, each shared by F / B successor instances (the
+/// 1.2 reader's `v12/grouped.rs` and the Python builder's `_Edge._groups` make the same object).
+pub(crate) fn groups(offsets: &[i64], size: u32, factor: u32) -> Result<Groups, String> {
+    let (Some(&lo), Some(&hi)) = (offsets.iter().min(), offsets.iter().max()) else {
+        return Err("an empty range selects nothing; give an end above the start".to_owned());
+    };
+    let from = u32::try_from(lo).map_err(|_| format!("the range starts at {lo}, which is not an instance"))?;
+    let count = hi - lo + 1;
+    let groups = count / i64::from(size.max(1));
+    if groups == 0 {
+        return Err(format!(
+            "the range selects {count} instance(s), fewer than one group of {size}, so Tomii 1.2 never released the \
+             node (it hung); give a range over whole groups"
+        ));
+    }
+    let f = i64::from(factor);
+    if f < groups || f % groups != 0 {
+        return Err(format!(
+            "the range makes {groups} group(s) of {size} for a node of {factor} instance(s); Tomii 1.2 released no \
+             instance or hung: give the node a multiple of that many instances"
+        ));
+    }
+    Ok(Groups { size, from, shared: (f / groups) as u32, take: size })
 }
 
 #[cfg(test)]

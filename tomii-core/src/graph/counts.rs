@@ -1,11 +1,14 @@
 //! Counts that name a computed initialization (a factor, `group_size`, `loop.factor`, a
-//! `group_by`, a range end, a network number, `address`, an initialization's own `factor`): Tomii
-//! 1.2 ran its initializations while it loaded the graph and read instance 0 of the named one.
-//! So does this front end, through the caller's [`Evaluate`]: the initializations run in file
-//! order, each named value is written into the file in its place (a range's name end, exclusive,
-//! becomes the literal end before it), and the values are kept for the run (README.md, "Tomii 1.2
-//! graph files", "Computed counts"). Without an evaluator such a count is refused, naming the
-//! field and the initialization and saying how to give its value.
+//! `group_by`, a range end, a network number, `address`, an initialization's own `factor`), in
+//! either dialect: the initializations run before the graph compiles, through the caller's
+//! [`Evaluate`], in file order, and instance 0 of the named one is written into the file in its
+//! place; the values are kept for the run, which does not compute them again (README.md,
+//! "Computed counts"). Tomii 1.2 did the same while it loaded a graph. Without an evaluator such a
+//! count is refused, naming the field and the initialization and saying how to give its value.
+//!
+//! The dialects differ in how a value is written: a Tomii 1.2 range's end is inclusive (a name
+//! end, exclusive, becomes the literal end before it) and its numbers are strings; the current
+//! format's range ends are exclusive and its counts are numbers.
 //!
 //! Never panics on any JSON.
 
@@ -16,14 +19,51 @@ use tomii_types::kernel::Value;
 
 use crate::graph::error::{Issue, quote};
 use crate::graph::inits::{Evaluate, PendingInits, ShapeUse, ShapeValue, count_of, describe};
+use crate::graph::v12::{Dialect, NETWORK_NUMBERS};
 use crate::graph::{ArgSource, compile, resolve, spec};
+
+/// The computed initializations' values and the counts that took one.
+pub(crate) type Evaluated = (Vec<Vec<Value>>, Vec<ShapeUse>);
+
+/// A current-format file with every count that names a computed initialization replaced by its
+/// value (a copy; none when no count names one), and what was evaluated for it.
+pub(crate) fn in_current(
+    root: &Json,
+    workers: Option<u32>,
+    evaluate: Option<Evaluate<'_>>,
+    source: &str,
+) -> Result<(Option<Json>, Option<Evaluated>), Issue> {
+    let Json::Object(top) = root else { return Ok((None, None)) };
+    let Some(Json::Array(listed)) = top.get("initializations") else { return Ok((None, None)) };
+    let mut counts = Counts::new(evaluate, workers, source, Dialect::Tomii);
+    let mut inits = Vec::with_capacity(listed.len());
+    for init in listed {
+        let mut init = init.clone();
+        if let Json::Object(object) = &mut init
+            && object.contains_key("function")
+        {
+            let name = object.get("name").and_then(Json::as_str).unwrap_or_default().to_owned();
+            counts.init_factor(object, &format!("initialization {}", quote(&name)), &inits)?;
+            counts.add(&name);
+        }
+        inits.push(init);
+    }
+    let file = counts.file(top, &inits)?;
+    if counts.shape.is_empty() {
+        return Ok((None, None));
+    }
+    let mut file = file.unwrap_or_else(|| top.clone());
+    counts.finish(&inits)?;
+    file.insert("initializations".to_owned(), Json::Array(inits));
+    Ok((Some(Json::Object(file)), counts.evaluated()))
+}
 
 /// What a field needs of the value it names.
 #[derive(Clone, Copy, PartialEq)]
 enum Want {
     /// A non-negative integer.
     Count,
-    /// The exclusive end of a range: written as the literal end before it.
+    /// The exclusive end of a range (in a Tomii 1.2 file, written as the literal end before it).
     RangeEnd,
     /// A String (`network_config` `address`).
     Text,
@@ -36,6 +76,7 @@ pub(super) struct Counts<'e, 'f> {
     evaluate: Option<Evaluate<'e>>,
     workers: Option<u32>,
     source: &'f str,
+    dialect: Dialect,
     /// The values made so far, in file order.
     pub values: Vec<Vec<Value>>,
     /// The fields that took a value.
@@ -43,23 +84,28 @@ pub(super) struct Counts<'e, 'f> {
 }
 
 impl<'e, 'f> Counts<'e, 'f> {
-    pub(super) fn new(evaluate: Option<Evaluate<'e>>, workers: Option<u32>, source: &'f str) -> Self {
-        Counts { positions: HashMap::new(), evaluate, workers, source, values: Vec::new(), shape: Vec::new() }
+    pub(crate) fn new(evaluate: Option<Evaluate<'e>>, workers: Option<u32>, source: &'f str, dialect: Dialect) -> Self {
+        Counts { positions: HashMap::new(), evaluate, workers, source, dialect, values: Vec::new(), shape: Vec::new() }
+    }
+
+    /// The computed initializations and the counts that took a value, once any did.
+    pub(crate) fn evaluated(self) -> Option<Evaluated> {
+        (!self.shape.is_empty()).then_some((self.values, self.shape))
     }
 
     /// Records that the next computed initialization is `name`.
-    pub(super) fn add(&mut self, name: &str) {
+    pub(crate) fn add(&mut self, name: &str) {
         let position = self.positions.len();
         self.positions.insert(name.to_owned(), position);
     }
 
-    pub(super) fn is_computed(&self, name: &str) -> bool {
+    pub(crate) fn is_computed(&self, name: &str) -> bool {
         self.positions.contains_key(name)
     }
 
     /// An initialization's own `factor` naming an earlier computed one, replaced by its value;
     /// `inits` are the initializations translated so far (current format).
-    pub(super) fn init_factor(&mut self, init: &mut Map<String, Json>, at: &str, inits: &[Json]) -> Result<(), Issue> {
+    pub(crate) fn init_factor(&mut self, init: &mut Map<String, Json>, at: &str, inits: &[Json]) -> Result<(), Issue> {
         let Some(Json::String(name)) = init.get("factor") else { return Ok(()) };
         let name = name.trim().to_owned();
         if !self.is_computed(&name) {
@@ -73,7 +119,7 @@ impl<'e, 'f> Counts<'e, 'f> {
 
     /// Every count of the nodes and `network_config` of `top` that names a computed
     /// initialization, replaced by its value (a copy of the file); none when no count names one.
-    pub(super) fn file(&mut self, top: &Map<String, Json>, inits: &[Json]) -> Result<Option<Map<String, Json>>, Issue> {
+    pub(crate) fn file(&mut self, top: &Map<String, Json>, inits: &[Json]) -> Result<Option<Map<String, Json>>, Issue> {
         if self.positions.is_empty() {
             return Ok(None);
         }
@@ -88,7 +134,7 @@ impl<'e, 'f> Counts<'e, 'f> {
             }
         }
         if let Some(Json::Object(network)) = out.get_mut("network_config") {
-            for field in super::NETWORK_NUMBERS.iter().copied().chain(["address"]) {
+            for field in NETWORK_NUMBERS.iter().copied().chain(["address"]) {
                 let want = if field == "address" { Want::Text } else { Want::Count };
                 changed |= self.field(network, field, &format!("network_config {field}"), want, inits)?;
             }
@@ -110,18 +156,27 @@ impl<'e, 'f> Counts<'e, 'f> {
                 let Some(Json::Object(pred)) = arg.get_mut("predecessor") else { continue };
                 let place = format!("{at} {list}[{k}] predecessor");
                 changed |= self.field(pred, "group_by", &format!("{place} group_by"), Want::Count, inits)?;
-                if let Some(Json::String(indexes)) = pred.get("indexes") {
+                let field = self.index_field();
+                if let Some(Json::String(indexes)) = pred.get(field) {
                     let indexes = indexes.clone();
                     if let Some(written) =
-                        self.indexes(&indexes, &format!("{place} indexes {}", quote(&indexes)), inits)?
+                        self.indexes(&indexes, &format!("{place} {field} {}", quote(&indexes)), inits)?
                     {
-                        pred.insert("indexes".to_owned(), Json::String(written));
+                        pred.insert(field.to_owned(), Json::String(written));
                         changed = true;
                     }
                 }
             }
         }
         Ok(changed)
+    }
+
+    /// The predecessor's field that holds its selection.
+    fn index_field(&self) -> &'static str {
+        match self.dialect {
+            Dialect::Tomii12 => "indexes",
+            Dialect::Tomii => "index",
+        }
     }
 
     /// `"k"` or `"a-b"` with its computed names replaced by their values.
@@ -172,10 +227,10 @@ impl<'e, 'f> Counts<'e, 'f> {
         let position = self.positions[name];
         if self.evaluate.is_none() {
             return Err(Issue::Invalid(format!(
-                "{at} names the computed initialization {}: Tomii 1.2 ran it while loading the graph and used its \
-                 instance 0, and so does this runtime when it has the kernels: give the kernel libraries \
-                 (tomii run/simulate/convert --dylib LIB, run_graph(dylibs=[...]), or Python kernels), or write \
-                 its value there",
+                "{at} names the computed initialization {}, whose instance 0 is known once its kernel has run: \
+                 give the kernel libraries, so that it is computed before the graph compiles (tomii \
+                 run/simulate/convert --dylib LIB, run_graph(dylibs=[...]), or Python kernels), or write its value \
+                 there",
                 quote(name)
             )));
         }
@@ -209,14 +264,16 @@ impl<'e, 'f> Counts<'e, 'f> {
                         "a count is an unsigned integer or a non-negative signed one (not an isize or a float)",
                     )
                 })?;
-                let written = match want {
-                    Want::RangeEnd if count == 0 => {
-                        return Err(refused("0".to_owned(), "the range it ends (exclusive) would be empty"));
-                    }
-                    Want::RangeEnd => count - 1,
-                    _ => count,
+                if want == Want::RangeEnd && count == 0 {
+                    return Err(refused("0".to_owned(), "the range it ends (exclusive) would be empty"));
+                }
+                let written = match (self.dialect, want) {
+                    (Dialect::Tomii12, Want::RangeEnd) => Json::String((count - 1).to_string()),
+                    (Dialect::Tomii12, _) => Json::String(count.to_string()),
+                    (Dialect::Tomii, Want::RangeEnd) => Json::String(count.to_string()),
+                    (Dialect::Tomii, _) => Json::from(count),
                 };
-                (Json::String(written.to_string()), ShapeValue::Count(count))
+                (written, ShapeValue::Count(count))
             }
         };
         self.shape.push(ShapeUse { init: position as u32, at: at.to_owned(), value: shape });
@@ -237,7 +294,7 @@ impl<'e, 'f> Counts<'e, 'f> {
 
     /// Evaluates every computed initialization not evaluated yet, once some value was taken (the
     /// run is handed them all).
-    pub(super) fn finish(&mut self, inits: &[Json]) -> Result<(), Issue> {
+    pub(crate) fn finish(&mut self, inits: &[Json]) -> Result<(), Issue> {
         if self.shape.is_empty() || self.values.len() >= self.positions.len() {
             return Ok(());
         }
