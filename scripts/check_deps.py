@@ -2,9 +2,10 @@
 """Checks the crate dependency rules of ARCHITECTURE.md §2 over `cargo metadata`.
 
 Every workspace member gets a role from its directory (tomii-types/, tomii-core/, schedulers/*,
-plugins/*, tomii-py/, bench/, tests/, experiments/); each role may depend only on the workspace
-crates listed for it, whatever the dependency kind (normal, build or dev). A member in no known
-directory is itself a violation, so a new crate gets a role here before it lands.
+plugins/* and examples/*/kernels, tomii-py/, bench/, tests/, experiments/); each role may depend
+only on the workspace crates listed for it, whatever the dependency kind (normal, build or dev).
+A member in no known directory is itself a violation, so a new crate gets a role here before it
+lands.
 
 One exception, by directory: tomii-types/macros (the `tomii-macros` proc-macro crate behind
 `#[tomii_export]`) has the TYPES role and tomii-types may depend on it. A proc-macro must be a
@@ -89,6 +90,8 @@ def role_of(rel_dir: PurePosixPath) -> str | None:
         return AT[rel_dir.as_posix()]
     if len(parts) == 2 and parts[0] in ONE_LEVEL_UNDER:
         return ONE_LEVEL_UNDER[parts[0]]
+    if len(parts) == 3 and parts[0] == "examples" and parts[2] == "kernels":
+        return PLUGIN  # an example's kernel library (examples/<name>/kernels) is a kernel plugin
     if parts and parts[0] in ANYWHERE_UNDER:
         return ANYWHERE_UNDER[parts[0]]
     return None

@@ -53,17 +53,23 @@ step_python_venv() {
 
 step_python() {
     step_python_venv
-    run "$PY_VENV/bin/ruff" check scripts python tests/python bench plugins
-    run "$PY_VENV/bin/ruff" format --check scripts python tests/python bench plugins
+    run "$PY_VENV/bin/ruff" check scripts python tests/python bench plugins examples
+    run "$PY_VENV/bin/ruff" format --check scripts python tests/python bench plugins examples
     run "$PY_VENV/bin/mypy" --strict scripts python tests/python bench plugins
+    # Each example is its own program (a run.py and a verify.py apiece), so each is checked alone.
+    local example
+    for example in examples/*/; do
+        if compgen -G "$example*.py" >/dev/null; then run "$PY_VENV/bin/mypy" --strict "$example"; fi
+    done
 }
 
-# Installs Debian PACKAGES with apt-get unless COMMAND is on PATH (the package lists are updated
-# once when they do not know a package yet); fails, saying what WHAT needs, if it cannot.
+# Installs Debian PACKAGES with apt-get unless COMMAND is on PATH (or, for a library, unless the
+# absolute path COMMAND exists: one of its files); the package lists are updated once when they do
+# not know a package yet. Fails, saying what WHAT needs, if it cannot.
 need_apt() {
     local command=$1 what=$2
     shift 2
-    command -v "$command" >/dev/null && return
+    { command -v "$command" >/dev/null || [[ $command == /* && -e $command ]]; } && return
     command -v apt-get >/dev/null || { echo "error: $what needs $*, and apt-get is not available to install them" >&2; return 1; }
     run apt-get install -y -q "$@" || { run apt-get update -q && run apt-get install -y -q "$@"; } || {
         echo "error: $what needs $*, and apt-get could not install them" >&2
@@ -72,10 +78,12 @@ need_apt() {
 }
 
 # The Python package, built with maturin into the test virtualenv, and its tests; the browser
-# tests (tests/python/browser.py) drive Debian's chromium through chromium-driver.
+# tests (tests/python/browser.py) drive Debian's chromium through chromium-driver, and the
+# Cholesky example (examples/cholesky) links OpenBLAS and LAPACKE.
 step_pytest() {
     need_apt chromium "the browser tests" chromium chromium-driver
     need_apt chromedriver "the browser tests" chromium-driver
+    need_apt /usr/include/lapacke.h "the Cholesky example" libopenblas-dev liblapacke-dev
     step_python_venv
     VIRTUAL_ENV="$PWD/$PY_VENV" run "$PY_VENV/bin/maturin" develop --quiet
     run "$PY_VENV/bin/pytest" -q tests/python

@@ -233,7 +233,7 @@ def _priority_knob(graph: dict[str, Any], position: int, node: dict[str, Any]) -
         domain={"kind": "choice", "values": values},
         description="The node's priority, read by priority-aware schedulers",
         search_hint="raise the nodes on the critical path; only matters with a scheduler that "
-        "reads priorities (priority, critical-path)",
+        "reads priorities (the priority scheduler)",
     )
 
 
