@@ -6,6 +6,11 @@ name that repeats the call that made it. Kernels come from plugins/synthetic: a 
 (`noop` when it drew 0), or by `checksum` with `kernel="checksum"` so that outputs can be checked.
 `critical_path_us` and `total_work_us` read the spin arguments back. Nothing here runs a graph.
 
+Real workloads join them as `Workload`s: a graph of real kernels with its kernel libraries and,
+once measured on this machine, the cost model a simulation of it draws task durations from.
+`workloads(directory, ...)` loads them from example directories (examples/cholesky and the like:
+each holds a `workload.py`).
+
 Costs are drawn once per node: spin's argument is a literal shared by a node's instances, and no
 synthetic kernel can hand each instance its own value. Where tasks differ (layered_random, the
 "cell" wavefront) every task is a node of its own, with its own draw.
@@ -13,12 +18,17 @@ synthetic kernel can hand each instance its own value. Where tasks differ (layer
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import random
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Literal, Union
+
+from .errors import ConfigError
 
 __all__ = [
     "Cost",
@@ -26,6 +36,7 @@ __all__ = [
     "Fixed",
     "LogNormal",
     "Uniform",
+    "Workload",
     "critical_path_us",
     "fork_join",
     "layered_random",
@@ -35,6 +46,7 @@ __all__ = [
     "streaming_pipeline",
     "total_work_us",
     "wavefront",
+    "workloads",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -457,6 +469,79 @@ def standard_set(
         mimo_uplink(*((8, 4, 4) if small else (64, 32, 16)), **options),
         map_reduce(*((8, 4) if small else (64, 16)), **options),
     ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Real workloads
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A graph of real kernels, as a sweep takes it in its `graphs`.
+
+    `graph`: the graph-format dict (its "name" names the workload in a sweep's rows). `dylibs`:
+    the kernel libraries it runs on (a real run uses these instead of the sweep's). `cost_model`:
+    what a simulation of it draws each task's duration from (`tomii.simulate`'s cost_model, the
+    JSON form); None until measured: a simulating sweep then measures it first, from a traced
+    run on one worker of this machine (`tomii.experiments.measure_costs`). `mechanism`: in a
+    sentence, what should make schedulers differ on it; a sweep's table prints it under the
+    workload's verdict. `run_options`: run_graph options the workload needs in every trial (a
+    sweep's knobs override them)."""
+
+    graph: Mapping[str, Any]
+    dylibs: tuple[str, ...] = ()
+    cost_model: Mapping[str, Any] | None = None
+    mechanism: str = ""
+    run_options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return str(self.graph.get("name") or "workload")
+
+
+#: The function a workload directory's workload.py defines.
+_WORKLOAD_FUNCTION = "workload"
+
+
+def workloads(*directories: str | Path, scale: str = "small") -> list[Workload]:
+    """The workloads of `directories`, in order: each directory's `workload.py` defines
+    `workload(scale: str) -> Workload` ("small": sized for a sweep on a 2-core machine; each
+    workload documents its other scales), which builds its kernels and its graph. The file runs
+    with its directory first on sys.path, so that it imports its siblings (graph.py and the
+    like); the modules it imported from there are forgotten afterwards, so that two workloads
+    may each have a graph.py. Raises ConfigError naming the directory when it holds no
+    workload.py, or when `workload` is missing or returns something else."""
+    return [_load_workload(Path(directory), scale) for directory in directories]
+
+
+def _load_workload(directory: Path, scale: str) -> Workload:
+    path = directory.resolve() / "workload.py"
+    if not path.is_file():
+        raise ConfigError(f"{directory}: no workload.py here; a workload directory defines one")
+    before = set(sys.modules)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(f"_tomii_workload_{path.parent.name}", path)
+        assert spec is not None and spec.loader is not None  # a .py file always has one
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses and the like look their module up
+        spec.loader.exec_module(module)
+        make = getattr(module, _WORKLOAD_FUNCTION, None)
+        if not callable(make):
+            raise ConfigError(f"{path}: defines no function {_WORKLOAD_FUNCTION}(scale)")
+        made = make(scale)
+    finally:
+        sys.path.remove(str(path.parent))
+        for name in set(sys.modules) - before:
+            where = getattr(sys.modules[name], "__file__", None) or ""
+            if name == f"_tomii_workload_{path.parent.name}" or Path(where).parent == path.parent:
+                del sys.modules[name]
+    if not isinstance(made, Workload):
+        raise ConfigError(
+            f"{path}: {_WORKLOAD_FUNCTION}({scale!r}) returned {type(made).__name__}, "
+            "not a tomii.graphs.Workload"
+        )
+    return made
 
 
 # ---------------------------------------------------------------------------------------------

@@ -252,7 +252,7 @@ def _as_count(value: Value) -> int | None:
 class Selection:
     """Which predecessor instances instance i selects (README, "Selections")."""
 
-    kind: str  # offsets | range | all | wrap-offsets | wrap-range | group | groups
+    kind: str  # offsets | range | all | wrap-offsets | wrap-range | absolute | group | groups
     offsets: tuple[int, ...] = ()
     group: int = 1
     #: `groups`: the group_by object's (size, from, shared, take).
@@ -267,6 +267,8 @@ class Selection:
             size, first, shared, take = self.groups
             start = first + (i // shared) * size
             return list(range(start, start + take))
+        if self.kind == "absolute":
+            return list(self.offsets)
         picked = [i + k for k in self.offsets]
         return [j % pred_factor for j in picked] if self.kind.startswith("wrap") else picked
 
@@ -454,6 +456,12 @@ class _Parser:
             selection = self._text_selection(index.strip())
         else:
             raise ModelError(f"index {index!r} is not a selection")
+        if pred.get("absolute") is True:
+            if wrap or selection.kind not in ("offsets", "range") or len(selection.offsets) < 1:
+                raise ModelError("absolute applies to one instance or a range, without wrap")
+            if selection.kind == "offsets" and len(selection.offsets) > 1:
+                raise ModelError("absolute applies to one instance or a range, not a list")
+            return Selection("absolute", selection.offsets)
         if not wrap:
             return selection
         if selection.kind not in ("offsets", "range"):

@@ -13,7 +13,7 @@ own module, needs matplotlib) draws them. `import tomii` never imports this pack
 
 from __future__ import annotations
 
-from .sweep import Scheduler, SupportsSubmit, environment, run_trial, sweep
+from .sweep import Scheduler, SupportsSubmit, environment, measure_costs, run_trial, sweep
 from .table import COLUMNS, FRAME_COLUMNS, SweepResult, Trace
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "SweepResult",
     "Trace",
     "environment",
+    "measure_costs",
     "run_trial",
     "sweep",
 ]

@@ -13,6 +13,8 @@
     standard = "small"                     # tomii.graphs.standard_set(scale)
     cost = { fixed = 5 }                   # or { uniform = [1, 10] }, { lognormal = [5, 0.5] }
     files = ["../../examples/graphs/pipeline.json"]        # relative to the config file
+    workloads = ["../../examples/cholesky"]  # tomii.graphs.workloads: real kernels, relative too
+    scale = "small"                        # the workloads' size
     [[graphs.generate]]                    # any generator of tomii.graphs, with its arguments
     generator = "streaming_pipeline"
     width = 16
@@ -59,7 +61,7 @@ __all__ = ["load_config", "main", "summary"]
 
 _TOP = {"schedulers", "repeats", "warmup", "frames", "seed", "out", "graphs", "knobs", "plots"}
 _TOP |= {"executor", "check", "mode"}
-_GRAPHS = {"standard", "cost", "files", "generate", "seed"}
+_GRAPHS = {"standard", "cost", "files", "generate", "seed", "workloads", "scale"}
 _PLOTS = {"formats", "percentile", "baseline"}
 _EXECUTOR = {"dask"}
 _GENERATORS = (
@@ -160,6 +162,14 @@ def _graphs(path: Path, table: Any) -> list[Any]:
             raise _fail(path, f"[graphs] standard: {error}") from None
     for file in table.get("files") or []:
         chosen.append(path.parent / file)
+    if "scale" in table and "workloads" not in table:
+        raise _fail(path, "[graphs] scale: it sizes workloads, and no workloads are given")
+    directories = [path.parent / directory for directory in table.get("workloads") or []]
+    try:
+        chosen += generators.workloads(*directories, scale=str(table.get("scale", "small")))
+    except (TomiiError, ValueError) as error:
+        where = "" if str(path) in str(error) else "[graphs] workloads: "
+        raise _fail(path, f"{where}{error}") from None
     for k, spec in enumerate(table.get("generate") or []):
         where = f"[[graphs.generate]] #{k + 1}"
         arguments = dict(spec)
@@ -173,7 +183,7 @@ def _graphs(path: Path, table: Any) -> list[Any]:
         except (TypeError, ValueError) as error:
             raise _fail(path, f"{where}: {error}") from None
     if not chosen:
-        raise _fail(path, "[graphs] selects no graph: give standard, files or generate")
+        raise _fail(path, "[graphs] selects no graph: give standard, files, generate or workloads")
     return chosen
 
 
@@ -205,11 +215,18 @@ def load_config(path: str | Path) -> dict[str, Any]:
     }
 
 
-def summary(rows: Sequence[Mapping[str, Any]], *, baseline: str | None = None) -> str:
+def summary(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    baseline: str | None = None,
+    environment: Mapping[str, Any] | None = None,
+) -> str:
     """A text table: per graph, varying knobs and scheduler, the medians over the valid repeats of
     throughput (and its ratio to `baseline`'s), latencies and efficiency, and how many repeats
-    were valid; then a verdict per graph (`verdict.verdict`). `baseline`: default fifo when the
-    sweep ran it, else its first scheduler."""
+    were valid; then a verdict per graph (`verdict.verdict`), each workload's with its mechanism
+    under it, and how busy the machine was during the trials. `baseline`: default fifo when the
+    sweep ran it, else its first scheduler. `environment`: the sweep's (SweepResult.environment),
+    for the mechanisms and the machine's CPU count."""
     varying = [k for k in run_knobs(rows) if len(distinct(row.get(k) for row in rows)) > 1]
     valid = [row for row in rows if is_valid(row)]
     chosen = choose_baseline(valid or rows, baseline) if rows else ""
@@ -239,7 +256,41 @@ def summary(rows: Sequence[Mapping[str, Any]], *, baseline: str | None = None) -
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     table = ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines]
-    return "\n".join([*table, *_verdicts(cells, varying)])
+    environment = environment or {}
+    mechanisms = (environment.get("parameters") or {}).get("mechanisms") or {}
+    machine = _machine(rows, environment.get("cpu_count"))
+    return "\n".join([*table, *_verdicts(cells, varying, mechanisms), *machine])
+
+
+#: A trial's machine counts as loaded beyond this share of stolen CPU time (%).
+LOADED_STEAL_PERCENT = 2.0
+
+
+def _machine(rows: Sequence[Mapping[str, Any]], cpus: int | None) -> list[str]:
+    """One line: the load average and steal time over the trials, and whether the machine was
+    otherwise idle (load at most its CPUs, under LOADED_STEAL_PERCENT stolen) or loaded."""
+    loads = [r.get("load_average_1m", math.nan) for r in rows]
+    steals = [r.get("steal_percent", math.nan) for r in rows]
+    loads = [float(v) for v in loads if isinstance(v, (int, float)) and math.isfinite(v)]
+    steals = [float(v) for v in steals if isinstance(v, (int, float)) and math.isfinite(v)]
+    if not loads and not steals:
+        return []
+    parts = []
+    if loads:
+        cores = f" on {cpus} CPUs" if cpus else ""
+        parts.append(f"load average {min(loads):.2f}–{max(loads):.2f}{cores} as trials started")
+    if steals:
+        parts.append(f"{statistics.median(steals):.1f} % of CPU time stolen (median)")
+    loaded = (bool(loads) and cpus is not None and statistics.median(loads) > cpus) or (
+        bool(steals) and statistics.median(steals) > LOADED_STEAL_PERCENT
+    )
+    verdict_of_load = (
+        "LOADED: other work shared the CPUs, so these intervals are wider, and the verdicts "
+        "weaker, than on an otherwise idle machine"
+        if loaded
+        else "otherwise idle"
+    )
+    return ["", f"machine: {', '.join(parts)}: {verdict_of_load}"]
 
 
 def _median(values: list[float]) -> str:
@@ -251,8 +302,11 @@ def _figure(value: float, spec: str) -> str:
     return format(value, spec) if math.isfinite(value) else "-"
 
 
-def _verdicts(cells: Sequence[Comparisons], varying: list[str]) -> list[str]:
-    """The verdict lines: one per graph (and value of each varying knob)."""
+def _verdicts(
+    cells: Sequence[Comparisons], varying: list[str], mechanisms: Mapping[str, str]
+) -> list[str]:
+    """The verdict lines: one per graph (and value of each varying knob), each followed by its
+    graph's mechanism (a workload's) after its graph's last verdict."""
     if not cells or len(cells[0].schedulers) < 2:
         return []
     baseline = cells[0].baseline
@@ -270,8 +324,12 @@ def _verdicts(cells: Sequence[Comparisons], varying: list[str]) -> list[str]:
         for cell in cells
     ]
     width = max(len(name) for name in names)
-    for name, cell in zip(names, cells):
+    for k, (name, cell) in enumerate(zip(names, cells)):
         lines.append(f"  {name.ljust(width)}  {verdict(cell)}")
+        graph = str(cell.cell[0])
+        last = k + 1 == len(cells) or str(cells[k + 1].cell[0]) != graph
+        if last and mechanisms.get(graph):
+            lines.append(f"  {''.ljust(width)}  why: {mechanisms[graph]}")
     return lines
 
 
@@ -364,7 +422,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = "" if str(args.config) in str(error) else f"{args.config}: "
         print(f"error: {where}{error}", file=sys.stderr)
         return 1
-    print(summary(result.rows, baseline=_swept(result.rows, baseline)))
+    baseline = _swept(result.rows, baseline)
+    print(summary(result.rows, baseline=baseline, environment=result.environment))
     written = [out / "results.csv"]
     if not args.no_plots and result.rows:
         from .plot import plot
@@ -377,7 +436,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out_dir=out,
                 formats=tuple(plots.get("formats", ("png",))),
                 percentile=plots.get("percentile", "p50"),
-                baseline=_swept(result.rows, baseline),
+                baseline=baseline,
             )
         except (ValueError, OSError) as error:
             print(f"error: no figures: {error}; {written[0]} holds the trials", file=sys.stderr)

@@ -23,7 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import as_completed as std_as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol, Union
@@ -31,9 +31,9 @@ from typing import Any, Protocol, Union
 import numpy as np
 from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
-from ..errors import ConfigError, GraphError, HangError, PluginError
+from ..errors import ConfigError, GraphError, HangError, PluginError, TomiiError
 from ..graph import Graph
-from ..graphs import critical_path_us, standard_set, total_work_us
+from ..graphs import Workload, critical_path_us, standard_set, total_work_us
 from ..isolation import ChildFailed, Isolated
 from ..plugins import find_plugin, find_scheduler
 from ..run import TRACE_DTYPE, run_graph
@@ -47,7 +47,15 @@ from .table import (
     write_environment,
 )
 
-__all__ = ["ISOLATIONS", "MODES", "Scheduler", "SupportsSubmit", "run_trial", "sweep"]
+__all__ = [
+    "ISOLATIONS",
+    "MODES",
+    "Scheduler",
+    "SupportsSubmit",
+    "measure_costs",
+    "run_trial",
+    "sweep",
+]
 
 
 @dataclass(frozen=True)
@@ -62,7 +70,7 @@ class Scheduler:
 
 
 SchedulerSpec = Union[str, Path, Scheduler, tuple[Union[str, Path], Mapping[str, Any]]]
-GraphSpec = Union[Mapping[str, Any], Graph, str, Path]
+GraphSpec = Union[Mapping[str, Any], Graph, str, Path, Workload]
 
 
 class SupportsSubmit(Protocol):
@@ -131,18 +139,43 @@ def scheduler_labels(specs: Sequence[SchedulerSpec]) -> list[str]:
     return [_scheduler(spec).label for spec in specs]
 
 
-def _graph(spec: GraphSpec, position: int) -> tuple[str, dict[str, Any]]:
+@dataclass(frozen=True)
+class _Graph:
+    """One graph of the sweep; a workload's brings its own kernel libraries, cost model, run
+    options and mechanism (tomii.graphs.Workload)."""
+
+    name: str
+    graph: dict[str, Any]
+    dylibs: list[str] | None = None
+    cost_model: dict[str, Any] | None = None
+    run_options: dict[str, Any] = field(default_factory=dict)
+    mechanism: str = ""
+
+
+def _graph(spec: GraphSpec, position: int) -> _Graph:
+    if isinstance(spec, Workload):
+        return _Graph(
+            spec.name,
+            dict(spec.graph),
+            [str(Path(d).resolve()) for d in spec.dylibs],
+            None if spec.cost_model is None else dict(spec.cost_model),
+            dict(spec.run_options),
+            spec.mechanism,
+        )
     if isinstance(spec, Graph):
-        return f"graph{position}", spec.to_dict()
+        return _Graph(f"graph{position}", spec.to_dict())
     if isinstance(spec, Mapping):
-        return str(spec.get("name") or f"graph{position}"), dict(spec)
+        return _Graph(str(spec.get("name") or f"graph{position}"), dict(spec))
     if isinstance(spec, (str, Path)):
         try:
             graph = json.loads(Path(spec).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as error:
             raise GraphError(f"{spec}: cannot read the graph: {error}") from None
-        return str(graph.get("name") or Path(spec).stem), graph
-    raise TypeError(f"sweep: a graph is a dict, a tomii.Graph or a JSON path, got {spec!r}")
+        return _Graph(str(graph.get("name") or Path(spec).stem), graph)
+    raise TypeError(
+        f"sweep: a graph is a dict, a tomii.Graph, a JSON path or a tomii.graphs.Workload, "
+        f"got {spec!r}"
+    )
 
 
 def _unique(kind: str, names: Sequence[str]) -> None:
@@ -216,7 +249,7 @@ class _Trial:
 @dataclass
 class _Plan:
     schedulers: list[_Scheduler]
-    graphs: list[tuple[str, dict[str, Any]]]
+    graphs: list[_Graph]
     combinations: list[dict[str, Any]]
     extra_knobs: list[str]
     dylibs: list[str]
@@ -252,23 +285,30 @@ class _Plan:
             if name not in ("workers", "slots")
             and len({repr(c[name]) for c in self.combinations}) > 1
         ]
-        parts = [self.schedulers[trial.scheduler].label, self.graphs[trial.graph][0]]
+        parts = [self.schedulers[trial.scheduler].label, self.graphs[trial.graph].name]
         parts += [f"{name}={knobs[name]}" for name in ("workers", "slots", *varying)]
         return "|".join(parts)
 
     def label(self, trial: _Trial) -> str:
-        return f"{self.schedulers[trial.scheduler].label} {self.graphs[trial.graph][0]}"
+        return f"{self.schedulers[trial.scheduler].label} {self.graphs[trial.graph].name}"
 
     def arguments(self, trial: _Trial) -> tuple[Any, ...]:
         """`run_trial`'s arguments: plain, picklable data."""
         scheduler = self.schedulers[trial.scheduler]
+        graph = self.graphs[trial.graph]
+        knobs = {**graph.run_options, **self.combinations[trial.combination]}
+        if self.mode == "simulate":
+            if graph.cost_model is not None and "cost_model" not in knobs:
+                knobs["cost_model"] = graph.cost_model
+            # Each repeat draws its own durations: the repeats' spread is that of the costs.
+            knobs["seed"] = int(knobs.get("seed", 0)) + trial.repeat
         return (
             trial.trial,
-            self.graphs[trial.graph][1],
+            graph.graph,
             scheduler.path,
             scheduler.options,
-            self.dylibs,
-            self.combinations[trial.combination],
+            self.dylibs if graph.dylibs is None else graph.dylibs,
+            knobs,
             trial.warmup,
             self.check,
             trial.repeat == 0,
@@ -284,7 +324,7 @@ class _Plan:
             "order": trial.order,
             "scheduler": scheduler.label,
             "scheduler_options": json.dumps(scheduler.options, sort_keys=True),
-            "graph": self.graphs[trial.graph][0],
+            "graph": self.graphs[trial.graph].name,
             **{name: knobs[name] for name in _BASE_KNOBS},
             "repeat": trial.repeat,
         }
@@ -341,6 +381,8 @@ def _measures(
         "efficiency": throughput / bound if bound > 0 else math.nan,
         "busy_mean": sum(busy) / len(busy) if busy else math.nan,
         "busy_per_worker": json.dumps(busy),
+        "load_average_1m": float(outcome.get("load_average_1m", math.nan)),
+        "steal_percent": float(outcome.get("steal_percent", math.nan)),
     }
 
 
@@ -394,7 +436,9 @@ def run_trial(
                 raise
             except Exception:  # noqa: BLE001, S110
                 pass
+        machine = _MachineLoad()
         result = runner(graph, trace=True, **options)
+        outcome.update(machine.since())
     except Exception as error:  # noqa: BLE001 (any failure is the row's problem, not the sweep's)
         outcome["problem"] = f"{type(error).__name__}: {error}"
         outcome["stuck"] = isinstance(error, HangError)
@@ -417,6 +461,41 @@ def run_trial(
     if keep_trace:
         outcome["trace"], outcome["node_names"] = trace, list(result.node_names)
     return outcome
+
+
+class _MachineLoad:
+    """How busy the machine was around a trial's recorded run: the 1-minute load average when it
+    started, and the share of CPU time the hypervisor stole from this machine while it ran
+    (/proc/stat's steal column, over every CPU; NaN where unknown)."""
+
+    def __init__(self) -> None:
+        try:
+            self.load = round(os.getloadavg()[0], 2)
+        except (AttributeError, OSError):
+            self.load = math.nan
+        self.ticks = _cpu_ticks()
+
+    def since(self) -> dict[str, float]:
+        ticks, steal = _cpu_ticks(), math.nan
+        if ticks is not None and self.ticks is not None:
+            total = sum(ticks) - sum(self.ticks)
+            if total > 0 and len(ticks) > 7:
+                steal = round(100.0 * (ticks[7] - self.ticks[7]) / total, 2)
+        return {"load_average_1m": self.load, "steal_percent": steal}
+
+
+def _cpu_ticks() -> list[int] | None:
+    """/proc/stat's first line (every CPU): user, nice, system, idle, iowait, irq, softirq,
+    steal, ... in clock ticks; None where there is no /proc/stat."""
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    # guest and guest_nice are already counted in user and nice.
+    return [int(value) for value in fields[1:9]]
 
 
 def frame_latencies_us(trace: np.ndarray[Any, Any], frames: int) -> np.ndarray[Any, Any]:
@@ -713,7 +792,9 @@ def sweep(
     plan = _plan(schedulers, graphs, knobs, frames=frames, dylibs=dylibs, check=check, mode=mode)
     plan.arrange(_count("repeats", repeats, 1), _count("warmup", warmup, 0), seed)
     columns = [*COLUMNS, *plan.extra_knobs, PID_COLUMN]
+    measured = _measure_workloads(plan, isolation, trial_timeout_s, out)
     parameters = _parameters(plan, repeats, warmup, frames, seed, executor)
+    parameters["measured_costs"] = measured
     parameters.update(isolation=isolation, trial_timeout_s=trial_timeout_s, mode=mode)
     result = SweepResult([], [], {}, environment(parameters, source=source), columns)
     with closing(_OneByOne(plan, isolation, trial_timeout_s)) as trials:
@@ -733,6 +814,70 @@ def sweep(
     if out is not None:
         result.save(out)
     return result
+
+
+#: How a simulating sweep measures a workload's costs: frames of a traced run on one worker.
+MEASURE_FRAMES = 20
+MEASURE_WARMUP = 2
+
+
+def measure_costs(
+    workload: Workload, *, frames: int = MEASURE_FRAMES, warmup_frames: int = MEASURE_WARMUP
+) -> dict[str, Any]:
+    """The cost model of `workload` on this machine: the duration of every task of `frames`
+    frames of a traced run on one worker with fifo, after `warmup_frames` left out, as samples
+    per node (`tomii.simulate`'s cost_model, JSON form). Raises what run_graph raises."""
+    options = {**workload.run_options, "workers": 1, "slots": 1}
+    options.update(frames=frames + warmup_frames, warmup_frames=warmup_frames)
+    result = run_graph(
+        dict(workload.graph), dylibs=list(workload.dylibs), trace=True, collect_outputs=False,
+        **options,
+    )  # fmt: skip
+    trace = result.trace if result.trace is not None else np.zeros(0, TRACE_DTYPE)
+    kept = trace[trace["frame"] >= warmup_frames]
+    samples: dict[str, list[int]] = {}
+    for node, start, end in zip(kept["node"], kept["start_ns"], kept["end_ns"]):
+        samples.setdefault(result.node_names[node], []).append(max(0, int(end) - int(start)))
+    return {"nodes": {name: {"samples": {"ns": ns}} for name, ns in samples.items()}}
+
+
+def _measure_workloads(
+    plan: _Plan, isolation: str, timeout_s: float | None, out: str | Path | None
+) -> dict[str, Any]:
+    """In a simulating sweep, measures the cost model of every workload that has none (in a child
+    process unless `isolation` is "none"), and writes each to OUT/costs/NAME.json; returns what
+    the environment records of them. Raises TomiiError naming the workload when a measurement
+    fails: its simulations would have no costs."""
+    if plan.mode != "simulate":
+        return {}
+    measured: dict[str, Any] = {}
+    for position, graph in enumerate(plan.graphs):
+        if graph.dylibs is None or graph.cost_model is not None:
+            continue
+        workload = Workload(graph.graph, tuple(graph.dylibs), None, "", graph.run_options)
+        print(f"sweep: measuring the costs of {graph.name} (a traced run on 1 worker)",
+              file=sys.stderr)  # fmt: skip
+        try:
+            if isolation == "process":
+                with Isolated() as child:
+                    model = child.call(measure_costs, workload, timeout_s=timeout_s)
+            else:
+                model = measure_costs(workload)
+        except Exception as error:  # noqa: BLE001 (the sweep cannot go on without costs)
+            raise TomiiError(
+                f"sweep: measuring the costs of workload {graph.name!r} failed: "
+                f"{type(error).__name__}: {error}"
+            ) from None
+        plan.graphs[position] = replace(graph, cost_model=model)
+        samples = [len(node["samples"]["ns"]) for node in model.get("nodes", {}).values()]
+        record: dict[str, Any] = {"frames": MEASURE_FRAMES, "workers": 1, "tasks": sum(samples)}
+        if out is not None:
+            path = Path(out) / "costs" / f"{graph.name}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(model) + "\n", encoding="utf-8")
+            record["file"] = str(path)
+        measured[graph.name] = record
+    return measured
 
 
 def _plan(
@@ -755,11 +900,11 @@ def _plan(
     if not read:
         raise ValueError("sweep: graphs must not be empty")
     _unique("scheduler", [s.label for s in chosen])
-    _unique("graph", [name for name, _ in read])
+    _unique("graph", [each.name for each in read])
     libraries = [find_plugin("synthetic")] if dylibs is None else list(dylibs)
     combinations = _combinations(knobs or {}, _count("frames", frames, 1), mode)
     extra = [name for name in (knobs or {}) if name not in _BASE_KNOBS]
-    bounds = [_graph_bounds(graph) for _, graph in read]
+    bounds = [_graph_bounds(each.graph) for each in read]
     paths = [str(Path(d).resolve()) for d in libraries]
     return _Plan(chosen, read, combinations, extra, paths, check, bounds, mode)
 
@@ -817,7 +962,8 @@ def _parameters(
         "schedulers": [
             {"label": s.label, "path": s.path, "options": s.options} for s in plan.schedulers
         ],
-        "graphs": [name for name, _ in plan.graphs],
+        "graphs": [each.name for each in plan.graphs],
+        "mechanisms": {each.name: each.mechanism for each in plan.graphs if each.mechanism},
         "knobs": [dict(c) for c in plan.combinations],
         "repeats": repeats,
         "warmup": warmup,

@@ -52,6 +52,8 @@ COLUMNS: dict[str, type] = {
     "efficiency": float,
     "busy_mean": float,
     "busy_per_worker": str,  # JSON list
+    "load_average_1m": float,  # the machine's, when the recorded run started
+    "steal_percent": float,  # of the machine's CPU time, stolen by its hypervisor during the run
     "valid": bool,
     "problem": str,
 }

@@ -1,0 +1,30 @@
+"""The tiled Cholesky factorisation as a sweep's workload (tomii.graphs.workloads): its OpenBLAS
+kernels built, and the graph of `SCALES[scale]` tiles, with work copies for up to `SLOTS` frames
+in flight."""
+
+from __future__ import annotations
+
+from graph import cholesky_graph
+from run import kernels
+
+import tomii
+
+#: (tiles per side, order of a tile) per scale; "small" is 817 tasks a frame.
+SCALES = {"quick": (4, 16), "small": (16, 32), "medium": (24, 64)}
+#: The most frames in flight a sweep may give the workload (its matrix holds a copy for each).
+SLOTS = 8
+
+MECHANISM = (
+    "critical path: each step's POTRF → TRSM → SYRK chain gates the next panel; with more "
+    "workers than ready updates, serving that chain first (critical-path, priority) keeps "
+    "workers busy that FIFO order leaves idle"
+)
+
+
+def workload(scale: str) -> tomii.graphs.Workload:
+    if scale not in SCALES:
+        raise ValueError(f"cholesky: scale must be one of {', '.join(SCALES)}, got {scale!r}")
+    tiles, tile = SCALES[scale]
+    graph = cholesky_graph(tiles, tile, slots=SLOTS).to_dict()
+    graph["name"] = f"cholesky_{tiles}x{tiles}"
+    return tomii.graphs.Workload(graph, dylibs=(str(kernels()),), mechanism=MECHANISM)

@@ -1,0 +1,36 @@
+"""The stream analytics as a sweep's workload (tomii.graphs.workloads): its C kernels built, and
+the graph of `SCALES[scale]` sensors with their grouped barriers, condition, priorities and
+post-node."""
+
+from __future__ import annotations
+
+import graph
+import readings
+from run import HEADER, SIGNAL
+
+import tomii
+from tomii.build import build
+
+#: (sensors, readings a window, sensors a group) per scale; "small" is 210 tasks a frame.
+SCALES = {"quick": (16, 256, 4), "small": (64, 4096, 4)}
+
+MECHANISM = (
+    "a wide stage (read, stats, detect: one task a sensor) then narrow groups and a serial tail "
+    "(alert, report): with frames in flight, which frame's wide stage fills the workers while "
+    "another's tail runs decides how long workers wait"
+)
+
+
+def workload(scale: str) -> tomii.graphs.Workload:
+    if scale not in SCALES:
+        raise ValueError(
+            f"stream-analytics: scale must be one of {', '.join(SCALES)}, got {scale!r}"
+        )
+    sensors, window, group = SCALES[scale]
+    params = readings.Params(
+        sensors=sensors, window=window, group=group, seed=1, period=4.0 * window, **SIGNAL
+    )
+    made = graph.build(params).to_dict()
+    made["name"] = f"stream_{sensors}"
+    library = build(func_path=HEADER).path
+    return tomii.graphs.Workload(made, dylibs=(str(library),), mechanism=MECHANISM)
