@@ -2,9 +2,12 @@
 # The main job: `bash scripts/main.sh [SWEEP OPTIONS...]` from any directory.
 # Installs the package (`pip install .`: release build, every shipped scheduler, the `tomii`
 # command) into the project-local virtualenv .venv-main/ (or with `pip install --user` when venv
-# cannot be created), then runs the scheduler sweep of experiments/which-scheduler-wins with
-# `tomii sweep` (options such as --repeats are passed on). Results and figures go to out/main/.
-# Needs only cargo, python3 (with pip) and a C compiler. Safe to rerun: it reuses the venv.
+# cannot be created), then runs the two scheduler sweeps of experiments/real-workloads with
+# `tomii sweep` (options such as --repeats are passed on to both): the examples' real workloads
+# on this machine's workers, then simulated on 8 to 32 workers with the task costs measured here.
+# Results and figures go to out/main/run/ and out/main/simulate/. Needs cargo, python3 (with pip)
+# and a C compiler; the Cholesky workload's OpenBLAS and LAPACKE are installed with apt-get when
+# missing. Safe to rerun: it reuses the venv.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -12,7 +15,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 VENV=.venv-main
 REQUIREMENTS=scripts/requirements-main.txt
-SWEEP=experiments/which-scheduler-wins/sweep.toml
+SWEEPS=(experiments/real-workloads/run.toml experiments/real-workloads/simulate.toml)
 
 run() {
     echo "+ $*"
@@ -54,14 +57,33 @@ setup_python() {
     echo python3
 }
 
+# The Cholesky workload's kernels link OpenBLAS and LAPACKE (Debian: libopenblas-dev,
+# liblapacke-dev): installed with apt-get when their header is missing, else the job stops here.
+need_blas() {
+    [[ -e /usr/include/lapacke.h ]] && return
+    echo "the Cholesky workload needs OpenBLAS and LAPACKE: installing libopenblas-dev liblapacke-dev"
+    if command -v apt-get >/dev/null &&
+        { run apt-get install -y -q libopenblas-dev liblapacke-dev ||
+            { run apt-get update -q && run apt-get install -y -q libopenblas-dev liblapacke-dev; }; }; then
+        return
+    fi
+    echo "error: install libopenblas-dev and liblapacke-dev (or your system's OpenBLAS with LAPACKE), then rerun" >&2
+    return 1
+}
+
 start=$SECONDS
-printf '==> [1/2] the package (pip install ., release build)\n'
+printf '==> [1/3] the workloads'"'"' system libraries, and the package (pip install ., release build)\n'
+need_blas
 python=$(setup_python)
 echo "sweep python: $python"
 
-printf '\n==> [2/2] scheduler sweep (%s)\n' "$SWEEP"
 status=0
-run "$python" -m tomii.experiments "$SWEEP" --out out/main "$@" || status=$?
+printf '\n==> [2/3] real workloads on this machine (%s)\n' "${SWEEPS[0]}"
+run "$python" -m tomii.experiments "${SWEEPS[0]}" --out out/main/run "$@" || status=$?
+if ((status == 0)); then
+    printf '\n==> [3/3] the same workloads simulated on 8 to 32 workers (%s)\n' "${SWEEPS[1]}"
+    run "$python" -m tomii.experiments "${SWEEPS[1]}" --out out/main/simulate "$@" || status=$?
+fi
 
 printf '\n==> main job finished in %ds (exit %d)\n' $((SECONDS - start)) "$status"
 exit "$status"

@@ -19,9 +19,9 @@ EXPONENT = 1.1
 SEED = 1
 
 MECHANISM = (
-    "a barrier: no reduce starts before the last map ends, so a frame's tail is one reduce "
-    "stage; only frames in flight (slots > 1) let a policy overlap one frame's reduces with "
-    "the next frame's maps"
+    "frames in flight: a frame keeps its slot until its last reduce ends, behind a barrier (no "
+    "reduce before the last map); serving the oldest frame first (priority, multi-slot-batch) "
+    "finishes frames and frees their slots sooner than FIFO's interleaving of every frame's maps"
 )
 
 

@@ -15,9 +15,10 @@ from tomii.build import build
 SCALES = {"quick": (16, 256, 4), "small": (64, 4096, 4)}
 
 MECHANISM = (
-    "a wide stage (read, stats, detect: one task a sensor) then narrow groups and a serial tail "
-    "(alert, report): with frames in flight, which frame's wide stage fills the workers while "
-    "another's tail runs decides how long workers wait"
+    "frames in flight: a wide stage (read, stats, detect: one task a sensor) narrows to groups "
+    "and a serial tail (alert, report); a frame keeps its slot until its tail ends, and serving "
+    "the oldest frame first (multi-slot-batch, priority) finishes frames, and frees their slots, "
+    "sooner than FIFO, which queues one frame's tail behind the next frames' wide stages"
 )
 
 

@@ -103,6 +103,7 @@ def test_a_simulating_sweep_measures_a_workload_first_and_each_repeat_draws_anew
     measured = result.environment["parameters"]["measured_costs"]
     assert list(measured) == [graph["name"]]
     model = json.loads((out / "costs" / f"{graph['name']}.json").read_text())
+    assert measured[graph["name"]]["tasks"] == 40 * sum(n["factor"] for n in graph["nodes"])
     spins = [n["name"] for n in graph["nodes"] if n["function"] == "spin"]
     assert sorted(model["nodes"]) == sorted(n["name"] for n in graph["nodes"])
     # Measured: a spin(30 µs) lasts at least 30 µs, and not exactly the same every time.
@@ -119,11 +120,20 @@ def test_a_simulating_sweep_measures_a_workload_first_and_each_repeat_draws_anew
     assert "why: forks and joins" not in text  # one scheduler: no verdict, so no mechanism
 
 
-def test_measure_costs_gives_every_task_of_every_frame() -> None:
+def test_measure_costs_gives_every_task_of_every_frame_but_the_far_out() -> None:
     graph = fork_join(4, 2, cost=Fixed(5))
-    model = measure_costs(Workload(graph, dylibs=(str(SYNTHETIC),)), frames=6, warmup_frames=1)
+    costs = measure_costs(Workload(graph, dylibs=(str(SYNTHETIC),)), frames=6, warmup_frames=1)
     tasks = sum(node["factor"] for node in graph["nodes"])
-    assert sum(len(n["samples"]["ns"]) for n in model["nodes"].values()) == 6 * tasks
+    kept = sum(len(n["samples"]["ns"]) for n in costs.model["nodes"].values())
+    assert costs.tasks == 6 * tasks and kept == costs.tasks - costs.far_out
+
+
+def test_far_out_durations_are_left_out_of_a_measured_model() -> None:
+    from tomii.experiments.sweep import _without_far_out
+
+    durations = [100, 101, 102, 103, 104, 105, 106, 107, 5_000]
+    assert _without_far_out(durations) == durations[:-1]  # Q3 + 3 IQR = 106 + 3 × 4 = 118
+    assert _without_far_out([1, 1_000]) == [1, 1_000]  # too few to tell
 
 
 def test_the_table_says_why_under_a_workloads_verdict_and_how_busy_the_machine_was() -> None:

@@ -13,12 +13,21 @@ own module, needs matplotlib) draws them. `import tomii` never imports this pack
 
 from __future__ import annotations
 
-from .sweep import Scheduler, SupportsSubmit, environment, measure_costs, run_trial, sweep
+from .sweep import (
+    MeasuredCosts,
+    Scheduler,
+    SupportsSubmit,
+    environment,
+    measure_costs,
+    run_trial,
+    sweep,
+)
 from .table import COLUMNS, FRAME_COLUMNS, SweepResult, Trace
 
 __all__ = [
     "COLUMNS",
     "FRAME_COLUMNS",
+    "MeasuredCosts",
     "Scheduler",
     "SupportsSubmit",
     "SweepResult",

@@ -50,6 +50,7 @@ from .table import (
 __all__ = [
     "ISOLATIONS",
     "MODES",
+    "MeasuredCosts",
     "Scheduler",
     "SupportsSubmit",
     "measure_costs",
@@ -817,16 +818,31 @@ def sweep(
 
 
 #: How a simulating sweep measures a workload's costs: frames of a traced run on one worker.
-MEASURE_FRAMES = 20
+MEASURE_FRAMES = 40
 MEASURE_WARMUP = 2
+#: A duration beyond its node's third quartile plus this many interquartile ranges (Tukey's
+#: "far out") is taken for interference (a preemption, a page fault), not the kernel's cost.
+FAR_OUT_IQRS = 3.0
+
+
+@dataclass(frozen=True)
+class MeasuredCosts:
+    """A workload's cost model as measured on this machine: `model` (`tomii.simulate`'s
+    cost_model, JSON form: every node's durations as samples), how many task durations the run
+    measured (`tasks`) and how many of them were left out of the model as far out (`far_out`)."""
+
+    model: dict[str, Any]
+    tasks: int
+    far_out: int
 
 
 def measure_costs(
     workload: Workload, *, frames: int = MEASURE_FRAMES, warmup_frames: int = MEASURE_WARMUP
-) -> dict[str, Any]:
+) -> MeasuredCosts:
     """The cost model of `workload` on this machine: the duration of every task of `frames`
     frames of a traced run on one worker with fifo, after `warmup_frames` left out, as samples
-    per node (`tomii.simulate`'s cost_model, JSON form). Raises what run_graph raises."""
+    per node, without the far-out ones (beyond the node's Q3 + FAR_OUT_IQRS × IQR: another
+    process ran, a page faulted). Raises what run_graph raises."""
     options = {**workload.run_options, "workers": 1, "slots": 1}
     options.update(frames=frames + warmup_frames, warmup_frames=warmup_frames)
     result = run_graph(
@@ -835,10 +851,22 @@ def measure_costs(
     )  # fmt: skip
     trace = result.trace if result.trace is not None else np.zeros(0, TRACE_DTYPE)
     kept = trace[trace["frame"] >= warmup_frames]
-    samples: dict[str, list[int]] = {}
+    durations: dict[str, list[int]] = {}
     for node, start, end in zip(kept["node"], kept["start_ns"], kept["end_ns"]):
-        samples.setdefault(result.node_names[node], []).append(max(0, int(end) - int(start)))
-    return {"nodes": {name: {"samples": {"ns": ns}} for name, ns in samples.items()}}
+        durations.setdefault(result.node_names[node], []).append(max(0, int(end) - int(start)))
+    samples = {name: _without_far_out(ns) for name, ns in durations.items()}
+    far_out = sum(len(durations[name]) - len(ns) for name, ns in samples.items())
+    model = {"nodes": {name: {"samples": {"ns": ns}} for name, ns in samples.items()}}
+    return MeasuredCosts(model, len(kept), far_out)
+
+
+def _without_far_out(durations: list[int]) -> list[int]:
+    """`durations` without those beyond Q3 + FAR_OUT_IQRS × IQR (all of them when fewer than 4)."""
+    if len(durations) < 4:
+        return durations
+    q1, q3 = np.percentile(durations, [25, 75])
+    fence = q3 + FAR_OUT_IQRS * (q3 - q1)
+    return [ns for ns in durations if ns <= fence]
 
 
 def _measure_workloads(
@@ -855,26 +883,36 @@ def _measure_workloads(
         if graph.dylibs is None or graph.cost_model is not None:
             continue
         workload = Workload(graph.graph, tuple(graph.dylibs), None, "", graph.run_options)
-        print(f"sweep: measuring the costs of {graph.name} (a traced run on 1 worker)",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"sweep: measuring the costs of {graph.name}: {MEASURE_FRAMES} traced frames on 1 worker",
+            file=sys.stderr,
+        )
         try:
             if isolation == "process":
                 with Isolated() as child:
-                    model = child.call(measure_costs, workload, timeout_s=timeout_s)
+                    costs = child.call(measure_costs, workload, timeout_s=timeout_s)
             else:
-                model = measure_costs(workload)
+                costs = measure_costs(workload)
         except Exception as error:  # noqa: BLE001 (the sweep cannot go on without costs)
             raise TomiiError(
                 f"sweep: measuring the costs of workload {graph.name!r} failed: "
                 f"{type(error).__name__}: {error}"
             ) from None
-        plan.graphs[position] = replace(graph, cost_model=model)
-        samples = [len(node["samples"]["ns"]) for node in model.get("nodes", {}).values()]
-        record: dict[str, Any] = {"frames": MEASURE_FRAMES, "workers": 1, "tasks": sum(samples)}
+        plan.graphs[position] = replace(graph, cost_model=costs.model)
+        print(
+            f"sweep: {graph.name}: {costs.tasks} task durations, {costs.far_out} far out left out",
+            file=sys.stderr,
+        )
+        record: dict[str, Any] = {
+            "frames": MEASURE_FRAMES,
+            "workers": 1,
+            "tasks": costs.tasks,
+            "far_out": costs.far_out,
+        }
         if out is not None:
             path = Path(out) / "costs" / f"{graph.name}.json"
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(model) + "\n", encoding="utf-8")
+            path.write_text(json.dumps(costs.model) + "\n", encoding="utf-8")
             record["file"] = str(path)
         measured[graph.name] = record
     return measured
