@@ -198,7 +198,12 @@ def test_a_column_beyond_the_measures_is_a_knob_and_never_pooled(tmp_path: Path)
     assert summary.cells[("fifo", "chain")].n == 1  # repeat 1 alone
     assert summary.config["stall_timeout_ms"] == 2000
     paths = plot.plot(rows, out_dir=tmp_path)  # shows the largest value, and says so
-    assert [p.name for p in paths] == ["speedup.png", "throughput.png", "latency_p50.png"]
+    assert [p.name for p in paths] == [
+        "speedup.png",
+        "speedup_stall_timeout_ms1000.png",  # the other value's verdicts
+        "throughput.png",
+        "latency_p50.png",
+    ]
 
 
 # --- the figures ----------------------------------------------------------------------------
@@ -332,13 +337,16 @@ def assert_images(paths: list[Path]) -> None:
 
 
 #: What `plot.plot` draws, beside a Gantt chart per graph, from trials over several slot counts
-#: (sorted by name, after the Gantt charts).
+#: (sorted by name, after the Gantt charts): the figures at the largest slot count, and a speed-up
+#: figure for each other one.
 FIGURES = [
     "latency_cdf.png",
     "latency_p50.png",
     "scaling_slots_latency_p50.png",
     "scaling_slots_throughput.png",
     "speedup.png",
+    "speedup_slots1.png",
+    "speedup_slots4.png",
     "throughput.png",
 ]
 
@@ -428,7 +436,10 @@ def test_real_runs_make_every_figure(tmp_path: Path) -> None:
                 )
     paths = plot.plot(rows, frames, traces, out_dir=tmp_path)
     gantt = "gantt_streaming_pipeline_width_4_cost_Fixed_0_seed_0.png"
-    assert sorted(p.name for p in paths) == [gantt, *FIGURES]
+    assert sorted(p.name for p in paths) == [
+        gantt,
+        *(f for f in FIGURES if f != "speedup_slots4.png"),
+    ]
     assert_images(paths)
     figure = plot.gantts(traces)
     assert len(figure.axes) == 4 and all(len(ax.collections) == 2 for ax in figure.axes)

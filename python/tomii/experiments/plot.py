@@ -450,7 +450,8 @@ def plot(
 
     - speedup.EXT: which scheduler wins, a panel per graph: each scheduler's median throughput
       over `baseline`'s with its interval and the verdict (see `speedup`), when the rows hold
-      several schedulers;
+      several schedulers; where run knobs vary, speedup_KNOBVALUE....EXT too for each of their
+      other combinations (speedup_workers8_slots1.png), so that every verdict has its figure;
     - throughput.EXT, latency_PCT.EXT: a panel per graph, a bar per scheduler, medians with
       their intervals (see `bars`);
     - latency_cdf.EXT: when `frames` (dicts: trial, frame, latency_us) are given;
@@ -471,6 +472,10 @@ def plot(
     figures = []
     if len(distinct(row.get("scheduler") for row in rows if is_valid(row))) > 1:
         figures.append(("speedup", speedup(rows, baseline=baseline, where=where)))
+        for combination in _combinations_of(rows, list(where)):
+            if combination != where:
+                stem = "speedup_" + "_".join(f"{k}{v}" for k, v in combination.items())
+                figures.append((_slug(stem), speedup(rows, baseline=baseline, where=combination)))
     figures += [
         ("throughput", throughput(rows, where=where)),
         (f"latency_{percentile}", latency(rows, percentile=percentile, where=where)),
@@ -533,6 +538,15 @@ def _representative(rows: Sequence[Row]) -> dict[str, Any]:
         if any(len(values) > 1 for values in ran):
             chosen[knob] = _largest(set.intersection(*ran) or set.union(*ran))
     return chosen
+
+
+def _combinations_of(rows: Sequence[Row], knobs: Sequence[str]) -> list[dict[str, Any]]:
+    """Every combination of the values of `knobs` that a valid trial ran, in sorted order."""
+    if not knobs:
+        return []
+    ran = distinct(tuple(row.get(k) for k in knobs) for row in rows if is_valid(row))
+    ordered = sorted(ran, key=lambda values: tuple(_knob_order(str(v)) for v in values))
+    return [dict(zip(knobs, values)) for values in ordered]
 
 
 def _largest(values: set[Any]) -> Any:
