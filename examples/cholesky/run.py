@@ -4,9 +4,11 @@
     python examples/cholesky/run.py --tiles 8 --tile 64 --schedulers fifo,priority --repeats 5
     python examples/cholesky/run.py --quick --out chol.npz && python examples/cholesky/verify.py chol.npz
 
-Prints, per scheduler, the median over the repeats of frames/s, milliseconds per factorisation and
-GFLOP/s (n³/3 flops a factorisation). `--out` writes A, the last run's L and every frame's digest
-of every run, for verify.py. OpenBLAS runs one thread per call: the workers are the parallelism.
+One run of one scheduler prints its frames/s, milliseconds per factorisation and GFLOP/s (n³/3
+flops a factorisation); `--out` writes A, its L and every frame's digest, for verify.py.
+`--schedulers` compares them with tomii.experiments.sweep instead (`--simulate`: on virtual
+workers) and prints its summary and verdict, then each one's GFLOP/s. OpenBLAS runs one thread
+per call: the workers are the parallelism.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import argparse
 import os
 import statistics
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,14 +28,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from graph import PRIORITIES, cholesky_graph, tasks_per_frame
+from workload import HEADER, MECHANISM, build_kernels
 
 import tomii
-from tomii.build import build
+from tomii.experiments import sweep
+from tomii.experiments.config import summary
+from tomii.graphs import Fixed, Workload
 
-HEADER = HERE / "include" / "cholesky.h"
-#: What the kernels link: OpenBLAS (CBLAS) and LAPACKE (Debian: libopenblas-dev, liblapacke-dev).
-LDFLAGS = "-llapacke -lopenblas"
-QUICK = {"tiles": 4, "tile": 32, "frames": 5, "warmup": 0, "repeats": 1}
+QUICK = {"tiles": 4, "tile": 32, "frames": 5, "warmup": 0}
 
 
 @dataclass(frozen=True)
@@ -87,22 +90,29 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--tiles", type=positive, help="tiles per side, nt (default 8)")
     parser.add_argument("--tile", type=positive, help="order of a tile, T (default 64)")
     parser.add_argument("--frames", type=positive, help="factorisations per run (default 20)")
-    parser.add_argument("--warmup", type=int, help="warm-up frames left out of the timing (2)")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        help="warm-up frames one run leaves out of its timing (2); a comparison warms each "
+        "scheduler up with a whole unrecorded run instead",
+    )
     parser.add_argument("--workers", type=positive, default=2)
     parser.add_argument("--slots", type=positive, default=1, help="frames in flight (default 1)")
     schedulers = parser.add_mutually_exclusive_group()
     schedulers.add_argument("--scheduler", default="fifo", help="one scheduler (default fifo)")
     schedulers.add_argument("--schedulers", help="a comma-separated list to compare")
-    parser.add_argument("--repeats", type=positive, help="runs per scheduler (default 1)")
+    parser.add_argument(
+        "--repeats", type=positive, default=3, help="recorded runs per scheduler compared (3)"
+    )
     parser.add_argument("--priorities", choices=sorted(PRIORITIES), default="panel")
     parser.add_argument("--seed", type=int, default=1, help="the matrix's seed (default 1)")
-    parser.add_argument("--quick", action="store_true", help="nt = 4, T = 32, 5 frames, 1 run")
+    parser.add_argument("--quick", action="store_true", help="nt = 4, T = 32, 5 frames")
     parser.add_argument("--out", type=Path, help="write A, L and the digests to this .npz")
     parser.add_argument(
         "--simulate",
         action="store_true",
-        help="measure each kernel's median time on one worker, then simulate the schedulers on "
-        "--workers virtual workers with those times (tomii.simulate): no noise, any worker count",
+        help="simulate the schedulers on --workers virtual workers (tomii.simulate), each task "
+        "lasting what it took in a traced run on one worker: no noise, any worker count",
     )
     parser.add_argument(
         "--costs",
@@ -112,7 +122,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     args = parser.parse_args(argv)
     defaults = QUICK if args.quick else {"tiles": 8, "tile": 64, "frames": 20, "warmup": 2}
-    for name, value in {"repeats": 1, **defaults}.items():
+    for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
     if args.warmup < 0:
@@ -125,6 +135,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         parser.error("argument --costs: give it with --simulate")
     if args.simulate and args.out is not None:
         parser.error("argument --out: a simulation computes no factor; run without --simulate")
+    if args.schedulers is not None and args.out is not None:
+        parser.error("argument --out: a comparison keeps no outputs; give one --scheduler")
     names = args.schedulers.split(",") if args.schedulers else [args.scheduler]
     args.names = [name.strip() for name in names if name.strip()]
     if not args.names:
@@ -135,7 +147,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def kernels() -> Path:
     """Builds the kernel library, or exits saying what is missing."""
     try:
-        return build(func_path=HEADER, env={"LDFLAGS": LDFLAGS}).path
+        return build_kernels()
     except tomii.TomiiError as error:
         sys.exit(
             f"run.py: cannot build {HEADER}: {error}\n"
@@ -144,18 +156,24 @@ def kernels() -> Path:
         )
 
 
-def run_once(library: Path, args: argparse.Namespace, scheduler: str) -> Trial:
-    graph = cholesky_graph(
+def graph_of(args: argparse.Namespace) -> tomii.Graph:
+    return cholesky_graph(
         args.tiles, args.tile, slots=args.slots, seed=args.seed, priorities=args.priorities
     )
-    result = graph.run(
-        dylib=library,
-        scheduler=scheduler,
-        workers=args.workers,
-        slots=args.slots,
-        frames=args.frames + args.warmup,
-        warmup_frames=args.warmup,
-    )
+
+
+def run_once(library: Path, args: argparse.Namespace, scheduler: str) -> Trial:
+    try:
+        result = graph_of(args).run(
+            dylib=library,
+            scheduler=scheduler,
+            workers=args.workers,
+            slots=args.slots,
+            frames=args.frames + args.warmup,
+            warmup_frames=args.warmup,
+        )
+    except tomii.TomiiError as error:
+        sys.exit(f"run.py: scheduler {scheduler!r}: {error}")
     n = args.tiles * args.tile
     post: dict[str, Any] = {name: value for name, _, value in result.post_outputs}
     report = result.report
@@ -169,101 +187,91 @@ def run_once(library: Path, args: argparse.Namespace, scheduler: str) -> Trial:
     )
 
 
-def kernel_costs(library: Path, args: argparse.Namespace) -> dict[str, float]:
-    """Each kernel's median time in µs, from a traced run on one worker."""
-    graph = cholesky_graph(args.tiles, args.tile, seed=args.seed)
-    result = graph.run(
-        dylib=library,
-        workers=1,
-        frames=args.frames + args.warmup,
-        warmup_frames=args.warmup,
-        trace=True,
-    )
-    trace = result.trace
-    assert trace is not None  # trace=True
-    kinds = np.array([name.split("_")[0] for name in result.node_names])[trace["node"]]
-    durations = (trace["end_ns"] - trace["start_ns"]) / 1e3
-    return {kind: float(np.median(durations[kinds == kind])) for kind in sorted(set(kinds))}
+def cost_model(graph: Mapping[str, Any], given: Mapping[str, float]) -> dict[str, Fixed]:
+    """`--costs` as a simulation's cost model: every node costs its kernel's µs, the kernel being
+    the node's name up to its first "_" (potrf_3, gemm_1_2, digest)."""
+    return {node["name"]: Fixed(given[node["name"].split("_")[0]]) for node in graph["nodes"]}
 
 
-def simulate_once(args: argparse.Namespace, costs: dict[str, float], scheduler: str) -> float:
-    """Frames/s of `scheduler` on `args.workers` virtual workers, each task lasting its kernel's
-    median."""
-    graph = cholesky_graph(
-        args.tiles, args.tile, slots=args.slots, seed=args.seed, priorities=args.priorities
-    ).to_dict()
-    model = {
-        node["name"]: tomii.graphs.Fixed(costs[node["name"].split("_")[0]])
-        for node in graph["nodes"]
-    }
-    result = tomii.simulate(
-        graph,
-        scheduler=scheduler,
-        workers=args.workers,
-        slots=args.slots,
-        frames=args.frames + args.warmup,
-        warmup_frames=args.warmup,
-        cost_model=model,
-    )
-    return float(result.report.throughput_frames_per_s)
-
-
-def simulated(library: Path, args: argparse.Namespace) -> dict[str, list[float]]:
-    costs = args.costs if args.costs is not None else kernel_costs(library, args)
-    print(
-        "µs per task (given):" if args.costs else "µs per task, the median on one worker:",
-        ", ".join(f"{k} {v:.1f}" for k, v in costs.items()),
-    )
-    return {name: [simulate_once(args, costs, name)] for name in args.names}
-
-
-def table(args: argparse.Namespace, rates: dict[str, list[float]]) -> str:
-    n = args.tiles * args.tile
-    flops = n**3 / 3
-    lines = [
-        (
-            ("simulated: " if args.simulate else "")
-            + f"nt = {args.tiles}, T = {args.tile} (n = {n}), {args.workers} workers, "
-            f"{args.slots} slot(s), {args.frames} frames after {args.warmup} warm-up, "
-            f"priorities {args.priorities}, median of {args.repeats}; "
-            f"{tasks_per_frame(args.tiles)} tasks a frame"
-        ),
-        "| scheduler | frames/s | ms / factorisation | GFLOP/s | runs (frames/s) |",
-        "|---|---:|---:|---:|---|",
-    ]
-    for name, runs in rates.items():
-        rate = statistics.median(runs)
-        spread = ", ".join(f"{r:.1f}" for r in runs)
-        lines.append(
-            f"| {name} | {rate:.1f} | {1e3 / rate:.2f} | {rate * flops / 1e9:.2f} | {spread} |"
+def compare(library: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The rows of a sweep of `args.names` over this graph (tomii.experiments.sweep: trials in a
+    shuffled order, a warm-up run each, every trace checked), after printing its summary; exits
+    when the sweep cannot start."""
+    graph = graph_of(args).to_dict()
+    graph["name"] = f"cholesky_{args.tiles}x{args.tiles}"
+    model = None if args.costs is None else cost_model(graph, args.costs)
+    try:
+        result = sweep(
+            args.names,
+            [Workload(graph, dylibs=(str(library),), cost_model=model, mechanism=MECHANISM)],
+            {"workers": [args.workers], "slots": [args.slots]},
+            repeats=args.repeats,
+            frames=args.frames,
+            warmup=1,
+            progress=True,
+            mode="simulate" if args.simulate else "run",
         )
-    return "\n".join(lines)
+    except (tomii.TomiiError, ValueError) as error:
+        sys.exit(f"run.py: {error}")
+    print(summary(result.rows, environment=result.environment))
+    return result.rows
+
+
+def gflops(args: argparse.Namespace, rows: Sequence[Mapping[str, Any]]) -> str:
+    """Each scheduler's median frames/s over its valid rows as GFLOP/s ("-": none valid), in
+    the order given (the rows' trial numbers follow it)."""
+    flops = (args.tiles * args.tile) ** 3 / 3
+    rates: dict[str, list[float]] = {}
+    for row in sorted(rows, key=lambda row: int(row["trial"])):
+        rate = rates.setdefault(row["scheduler"], [])
+        if row["valid"]:
+            rate.append(row["throughput_frames_per_s"] * flops / 1e9)
+    return ", ".join(
+        f"{name} {statistics.median(r):.2f}" if r else f"{name} -" for name, r in rates.items()
+    )
+
+
+def failures(rows: Sequence[Mapping[str, Any]]) -> int:
+    """Says on stderr why each invalid trial failed; 1 when one did, else 0."""
+    failed = [row for row in rows if not row["valid"]]
+    for row in failed:
+        print(
+            f"run.py: {row['scheduler']}, trial {row['trial']}: {row['problem']}", file=sys.stderr
+        )
+    return 1 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     os.environ["OPENBLAS_NUM_THREADS"] = "1"  # before the kernels' OpenBLAS is loaded
     library = kernels()
-    if args.simulate:
-        print(table(args, simulated(library, args)))
-        return 0
-    trials: dict[str, list[Trial]] = {name: [] for name in args.names}
-    # Round-robin over the schedulers, so that drift on the machine spreads over all of them.
-    for _ in range(args.repeats):
-        for name in args.names:
-            try:
-                trials[name].append(run_once(library, args, name))
-            except tomii.TomiiError as error:
-                sys.exit(f"run.py: scheduler {name!r}: {error}")
-    print(table(args, {name: [t.frames_per_s for t in runs] for name, runs in trials.items()}))
-    last = trials[args.names[-1]][-1]
+    n = args.tiles * args.tile
+    shape = (
+        f"nt = {args.tiles}, T = {args.tile} (n = {n}), {args.workers} workers, "
+        f"{args.slots} slot(s), priorities {args.priorities}; {tasks_per_frame(args.tiles)} "
+        "tasks a frame"
+    )
+    if args.simulate or args.schedulers is not None:
+        print(("simulated: " if args.simulate else "") + shape)
+        rows = compare(library, args)
+        print(
+            f"\nGFLOP/s at the median frames/s (n³/3 flops a factorisation): {gflops(args, rows)}"
+        )
+        return failures(rows)
+    print(f"{shape}; {args.frames} frames after {args.warmup} warm-up")
+    trial = run_once(library, args, args.scheduler)
+    rate = trial.frames_per_s
+    print(
+        f"{trial.scheduler}: {rate:.1f} frames/s, {1e3 / rate:.2f} ms / factorisation, "
+        f"{rate * n**3 / 3 / 1e9:.2f} GFLOP/s"
+    )
     if args.out is not None:
         np.savez(
             args.out,
-            matrix=last.matrix,
-            factor=last.factor,
-            digests=np.array([d for runs in trials.values() for t in runs for d in t.digests]),
-            tasks_per_frame=np.array([t.tasks_per_frame for runs in trials.values() for t in runs]),
+            matrix=trial.matrix,
+            factor=trial.factor,
+            digests=np.array(trial.digests),
+            tasks_per_frame=np.array([trial.tasks_per_frame]),
             tiles=args.tiles,
             tile=args.tile,
         )

@@ -1,13 +1,20 @@
 """The tiled Cholesky factorisation as a sweep's workload (tomii.graphs.workloads): its OpenBLAS
 kernels built, and the graph of `SCALES[scale]` tiles, with work copies for up to `SLOTS` frames
-in flight."""
+in flight. run.py takes the kernels' build and the mechanism from here; this module must never
+import run.py (run.py imports it)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from graph import cholesky_graph
-from run import kernels
 
 import tomii
+from tomii.build import build
+
+HEADER = Path(__file__).resolve().parent / "include" / "cholesky.h"
+#: What the kernels link: OpenBLAS (CBLAS) and LAPACKE (Debian: libopenblas-dev, liblapacke-dev).
+LDFLAGS = "-llapacke -lopenblas"
 
 #: (tiles per side, order of a tile) per scale; "small" is 817 tasks a frame.
 SCALES = {"quick": (4, 16), "small": (16, 32), "medium": (24, 64)}
@@ -21,10 +28,16 @@ MECHANISM = (
 )
 
 
+def build_kernels() -> Path:
+    """The kernel library (tomii.build compiles it into target/); raises tomii.PluginError
+    when it cannot, as where OpenBLAS or LAPACKE is missing."""
+    return Path(build(func_path=HEADER, env={"LDFLAGS": LDFLAGS}).path)
+
+
 def workload(scale: str) -> tomii.graphs.Workload:
     if scale not in SCALES:
         raise ValueError(f"cholesky: scale must be one of {', '.join(SCALES)}, got {scale!r}")
     tiles, tile = SCALES[scale]
     graph = cholesky_graph(tiles, tile, slots=SLOTS).to_dict()
     graph["name"] = f"cholesky_{tiles}x{tiles}"
-    return tomii.graphs.Workload(graph, dylibs=(str(kernels()),), mechanism=MECHANISM)
+    return tomii.graphs.Workload(graph, dylibs=(str(build_kernels()),), mechanism=MECHANISM)

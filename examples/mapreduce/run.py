@@ -7,7 +7,8 @@ Writes the corpus of corpus.py to a file (--corpus, default a temporary one), bu
 (include/wordcount.h, src/wordcount.c) with tomii.build, and runs the graph of graph.py for
 --frames frames, each counting the whole corpus again. With --out, writes the corpus parameters,
 every frame's digest and the last frame's word -> count table for verify.py. With --schedulers,
-runs each scheduler --repeats times and prints the median throughput of each.
+compares the schedulers with tomii.experiments.sweep instead (--repeats runs each, after a
+warm-up run) and prints its summary and verdict.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -23,12 +23,13 @@ from typing import Any
 
 import corpus
 import graph
+from workload import HEADER, MECHANISM
 
 import tomii
 from tomii.build import build
-
-HERE = Path(__file__).resolve().parent
-HEADER = HERE / "include" / "wordcount.h"
+from tomii.experiments import sweep
+from tomii.experiments.config import summary
+from tomii.graphs import Workload
 
 DEFAULTS = {"words": 1_000_000, "vocabulary": 50_000, "maps": 8, "reduces": 4, "frames": 10}
 QUICK = {"words": 20_000, "vocabulary": 2_000, "maps": 4, "reduces": 3, "frames": 3}
@@ -82,6 +83,8 @@ def options(argv: list[str] | None) -> argparse.Namespace:
         path = getattr(args, name)
         if path is not None and path.is_dir():
             parser.error(f"--{name} {path}: is a directory; give a file path")
+    if args.out is not None and args.schedulers is not None:
+        parser.error("--out: a comparison keeps no outputs; give one --scheduler")
     return args
 
 
@@ -100,24 +103,30 @@ def run_once(args: argparse.Namespace, app: tomii.Graph, library: Path, schedule
         sys.exit(f"run.py: the run with scheduler {scheduler!r} failed: {error}")
 
 
-def compare(args: argparse.Namespace, app: tomii.Graph, library: Path) -> Any:
-    """Runs every scheduler --repeats times, taking them in turn so that a change in the
-    machine's load hits them alike, and prints the medians; returns the last result."""
-    rates: dict[str, list[float]] = {name: [] for name in args.schedulers}
-    p50s: dict[str, list[float]] = {name: [] for name in args.schedulers}
-    result = None
-    for _ in range(args.repeats):
-        for name in args.schedulers:
-            result = run_once(args, app, library, name)
-            rates[name].append(result.report.throughput_frames_per_s)
-            p50s[name].append(result.report.latency_us["p50"])
-    print("| scheduler | frames/s (median) | min – max | latency p50 (ms, median) |")
-    print("|---|---:|---:|---:|")
-    for name in args.schedulers:
-        rate, low, high = statistics.median(rates[name]), min(rates[name]), max(rates[name])
-        p50 = statistics.median(p50s[name]) / 1000
-        print(f"| {name} | {rate:.1f} | {low:.1f} – {high:.1f} | {p50:.2f} |")
-    return result
+def compare(args: argparse.Namespace, app: tomii.Graph, library: Path) -> int:
+    """Sweeps the schedulers over this graph (tomii.experiments.sweep: trials in a shuffled
+    order, a warm-up run each, every trace checked) and prints its summary; 1 when a trial
+    failed, saying why on stderr."""
+    workload = Workload(app.to_dict(), dylibs=(str(library),), mechanism=MECHANISM)
+    try:
+        result = sweep(
+            args.schedulers,
+            [workload],
+            {"workers": [args.workers], "slots": [args.slots]},
+            repeats=args.repeats,
+            frames=args.frames,
+            warmup=1,
+            progress=True,
+        )
+    except (tomii.TomiiError, ValueError) as error:
+        sys.exit(f"run.py: {error}")
+    print(summary(result.rows, environment=result.environment))
+    failed = [row for row in result.rows if not row["valid"]]
+    for row in failed:
+        print(
+            f"run.py: {row['scheduler']}, trial {row['trial']}: {row['problem']}", file=sys.stderr
+        )
+    return 1 if failed else 0
 
 
 def counts_of(text: str) -> dict[str, int]:
@@ -171,10 +180,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.words:_} words ({len(text):_} bytes), {args.maps} maps, {args.reduces} reduces"
         )
         if args.schedulers:
-            result = compare(args, app, library)
-        else:
-            result = run_once(args, app, library, args.scheduler)
-            print(result.report.summary())
+            return compare(args, app, library)  # in here: the trials read the corpus file
+        result = run_once(args, app, library, args.scheduler)
+        print(result.report.summary())
     frames = frames_of(result)
     last = result.outputs[-1]
     [last_text] = [value for node, _, value in last if node == "collect"]

@@ -1,6 +1,7 @@
 """The word count as a sweep's workload (tomii.graphs.workloads): its C kernels built, a seeded
 Zipf corpus of `SCALES[scale]` written beside them (in target/, once), and the graph counting
-it every frame."""
+it every frame. run.py takes the kernels' header and the mechanism from here; this module must
+never import run.py (run.py imports it)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from pathlib import Path
 
 import corpus
 import graph
-from run import HEADER
 
 import tomii
 from tomii.build import build
+
+HEADER = Path(__file__).resolve().parent / "include" / "wordcount.h"
 
 #: (words, vocabulary, maps, reduces) per scale.
 SCALES = {"quick": (20_000, 2_000, 4, 3), "small": (200_000, 5_000, 16, 8)}

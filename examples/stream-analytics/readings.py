@@ -26,6 +26,10 @@ MIX2 = np.uint64(0x94D049BB133111EB)
 U64 = npt.NDArray[np.uint64]
 F64 = npt.NDArray[np.float64]
 
+#: The example's signal: noise amplitude, spike height and probability, the condition's threshold
+#: on a window's maximum and the z above which a maximum is a spike (README, "The readings").
+SIGNAL = {"noise": 0.3, "spike": 4.0, "rate": 0.1, "threshold": 1.2, "z_limit": 4.0}
+
 
 @dataclass(frozen=True)
 class Params:

@@ -8,32 +8,30 @@ of graph.py for --frames frames: every frame, S sensors generate W readings each
 statistics, the high ones are checked for a spike, groups of G are summarized, and the frame's
 anomalies and report come out. With --out, writes the parameters, every frame's report and
 anomalies, the detect instances skipped and the post-node's totals, for verify.py. With
---schedulers, runs each scheduler --repeats times and prints the medians.
+--schedulers, compares the schedulers with tomii.experiments.sweep instead (--repeats runs each,
+after a warm-up run) and prints its summary and verdict.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
 import graph
 import readings
+from workload import HEADER, MECHANISM
 
 import tomii
 from tomii.build import build
-
-HERE = Path(__file__).resolve().parent
-HEADER = HERE / "include" / "streamstats.h"
+from tomii.experiments import sweep
+from tomii.experiments.config import summary
+from tomii.graphs import Workload
 
 DEFAULTS = {"sensors": 64, "window": 4096, "group": 4, "frames": 100}
 QUICK = {"sensors": 16, "window": 256, "group": 4, "frames": 4}
-#: The signal: noise amplitude, spike height and probability, the condition's threshold on a
-#: window's maximum and the z above which a maximum is a spike (README, "The readings").
-SIGNAL = {"noise": 0.3, "spike": 4.0, "rate": 0.1, "threshold": 1.2, "z_limit": 4.0}
 
 
 def positive(text: str) -> int:
@@ -81,6 +79,8 @@ def options(argv: list[str] | None) -> argparse.Namespace:
             parser.error("--schedulers: give at least one scheduler name")
     if args.out is not None and args.out.is_dir():
         parser.error(f"--out {args.out}: is a directory; give a file path")
+    if args.out is not None and args.schedulers is not None:
+        parser.error("--out: a comparison keeps no outputs; give one --scheduler")
     return args
 
 
@@ -91,7 +91,7 @@ def params_of(args: argparse.Namespace) -> readings.Params:
         group=args.group,
         seed=args.seed,
         period=4.0 * args.window,
-        **SIGNAL,
+        **readings.SIGNAL,
     )
 
 
@@ -110,24 +110,30 @@ def run_once(args: argparse.Namespace, app: tomii.Graph, library: Path, schedule
         sys.exit(f"run.py: the run with scheduler {scheduler!r} failed: {error}")
 
 
-def compare(args: argparse.Namespace, app: tomii.Graph, library: Path) -> Any:
-    """Runs every scheduler --repeats times, taking them in turn so that a change in the
-    machine's load hits them alike, and prints the medians; returns the last result."""
-    rates: dict[str, list[float]] = {name: [] for name in args.schedulers}
-    p50s: dict[str, list[float]] = {name: [] for name in args.schedulers}
-    result = None
-    for _ in range(args.repeats):
-        for name in args.schedulers:
-            result = run_once(args, app, library, name)
-            rates[name].append(result.report.throughput_frames_per_s)
-            p50s[name].append(result.report.latency_us["p50"])
-    print("| scheduler | frames/s (median) | min – max | latency p50 (ms, median) |")
-    print("|---|---:|---:|---:|")
-    for name in args.schedulers:
-        rate, low, high = statistics.median(rates[name]), min(rates[name]), max(rates[name])
-        p50 = statistics.median(p50s[name]) / 1000
-        print(f"| {name} | {rate:.1f} | {low:.1f} – {high:.1f} | {p50:.2f} |")
-    return result
+def compare(args: argparse.Namespace, app: tomii.Graph, library: Path) -> int:
+    """Sweeps the schedulers over this graph (tomii.experiments.sweep: trials in a shuffled
+    order, a warm-up run each, every trace checked) and prints its summary; 1 when a trial
+    failed, saying why on stderr."""
+    workload = Workload(app.to_dict(), dylibs=(str(library),), mechanism=MECHANISM)
+    try:
+        result = sweep(
+            args.schedulers,
+            [workload],
+            {"workers": [args.workers], "slots": [args.slots]},
+            repeats=args.repeats,
+            frames=args.frames,
+            warmup=1,
+            progress=True,
+        )
+    except (tomii.TomiiError, ValueError) as error:
+        sys.exit(f"run.py: {error}")
+    print(summary(result.rows, environment=result.environment))
+    failed = [row for row in result.rows if not row["valid"]]
+    for row in failed:
+        print(
+            f"run.py: {row['scheduler']}, trial {row['trial']}: {row['problem']}", file=sys.stderr
+        )
+    return 1 if failed else 0
 
 
 def parse_report(text: str) -> dict[str, Any]:
@@ -183,10 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"run.py: building {HEADER} failed: {error}")
     print(f"{p.sensors} sensors x {p.window} readings, groups of {p.group}, {args.frames} frames")
     if args.schedulers:
-        result = compare(args, app, library)
-    else:
-        result = run_once(args, app, library, args.scheduler)
-        print(result.report.summary())
+        return compare(args, app, library)
+    result = run_once(args, app, library, args.scheduler)
+    print(result.report.summary())
     frames = frames_of(result)
     totals = totals_of(result)
     skipped = skipped_of(result)

@@ -1,15 +1,19 @@
 """The stream analytics as a sweep's workload (tomii.graphs.workloads): its C kernels built, and
 the graph of `SCALES[scale]` sensors with their grouped barriers, condition, priorities and
-post-node."""
+post-node. run.py takes the kernels' header and the mechanism from here; this module must never
+import run.py (run.py imports it)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import graph
 import readings
-from run import HEADER, SIGNAL
 
 import tomii
 from tomii.build import build
+
+HEADER = Path(__file__).resolve().parent / "include" / "streamstats.h"
 
 #: (sensors, readings a window, sensors a group) per scale; "small" is 210 tasks a frame.
 SCALES = {"quick": (16, 256, 4), "small": (64, 4096, 4)}
@@ -29,7 +33,7 @@ def workload(scale: str) -> tomii.graphs.Workload:
         )
     sensors, window, group = SCALES[scale]
     params = readings.Params(
-        sensors=sensors, window=window, group=group, seed=1, period=4.0 * window, **SIGNAL
+        sensors=sensors, window=window, group=group, seed=1, period=4.0 * window, **readings.SIGNAL
     )
     made = graph.build(params).to_dict()
     made["name"] = f"stream_{sensors}"

@@ -6,27 +6,28 @@
 Builds the C kernels (include/wavefront.h, src/wavefront.c) with tomii.build, runs the graph of
 graph.py for --frames frames (each frame aligns the same pair again, in its own slot's buffers),
 prints the score, and with --out writes the sequences, every frame's score, last row and last
-column (and the whole table when it is small) for verify.py. With --schedulers, runs each
-scheduler --repeats times and prints the median throughput of each.
+column (and the whole table when it is small) for verify.py. With --schedulers, compares the
+schedulers with tomii.experiments.sweep instead (--repeats runs each, after a warm-up run) and
+prints its summary and verdict.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
 import graph
 import sequences
+from workload import HEADER, MECHANISM
 
 import tomii
 from tomii.build import build
-
-HERE = Path(__file__).resolve().parent
-HEADER = HERE / "include" / "wavefront.h"
+from tomii.experiments import sweep
+from tomii.experiments.config import summary
+from tomii.graphs import Workload
 
 #: Tables of at most this many cells are kept whole and written to --out.
 TABLE_CELLS = 250_000
@@ -78,6 +79,8 @@ def options(argv: list[str] | None) -> argparse.Namespace:
             parser.error("--schedulers: give at least one scheduler name")
     if args.out is not None and args.out.is_dir():
         parser.error(f"--out {args.out}: is a directory; give a file path")
+    if args.out is not None and args.schedulers is not None:
+        parser.error("--out: a comparison keeps no outputs; give one --scheduler")
     return args
 
 
@@ -132,24 +135,30 @@ def write(path: Path, args: argparse.Namespace, a: str, b: str, frames: list[Any
         sys.exit(f"run.py: cannot write --out {path}: {error.strerror}")
 
 
-def compare(args: argparse.Namespace, app: tomii.Graph, library: Path) -> Any:
-    """Runs every scheduler --repeats times, taking them in turn so that a change in the
-    machine's load hits them alike, and prints the medians; returns the last result."""
-    rates: dict[str, list[float]] = {name: [] for name in args.schedulers}
-    p50s: dict[str, list[float]] = {name: [] for name in args.schedulers}
-    result = None
-    for _ in range(args.repeats):
-        for name in args.schedulers:
-            result = run_once(args, app, library, name)
-            rates[name].append(result.report.throughput_frames_per_s)
-            p50s[name].append(result.report.latency_us["p50"])
-    print("| scheduler | frames/s (median) | min – max | latency p50 (ms, median) |")
-    print("|---|---:|---:|---:|")
-    for name in args.schedulers:
-        rate, low, high = statistics.median(rates[name]), min(rates[name]), max(rates[name])
-        p50 = statistics.median(p50s[name]) / 1000
-        print(f"| {name} | {rate:.1f} | {low:.1f} – {high:.1f} | {p50:.2f} |")
-    return result
+def compare(args: argparse.Namespace, app: tomii.Graph, library: Path) -> int:
+    """Sweeps the schedulers over this graph (tomii.experiments.sweep: trials in a shuffled
+    order, a warm-up run each, every trace checked) and prints its summary; 1 when a trial
+    failed, saying why on stderr."""
+    workload = Workload(app.to_dict(), dylibs=(str(library),), mechanism=MECHANISM)
+    try:
+        result = sweep(
+            args.schedulers,
+            [workload],
+            {"workers": [args.workers], "slots": [args.slots]},
+            repeats=args.repeats,
+            frames=args.frames,
+            warmup=1,
+            progress=True,
+        )
+    except (tomii.TomiiError, ValueError) as error:
+        sys.exit(f"run.py: {error}")
+    print(summary(result.rows, environment=result.environment))
+    failed = [row for row in result.rows if not row["valid"]]
+    for row in failed:
+        print(
+            f"run.py: {row['scheduler']}, trial {row['trial']}: {row['problem']}", file=sys.stderr
+        )
+    return 1 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,10 +177,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(a)} x {len(b)} letters, {rows} x {cols} blocks of {args.block}, {args.encoding} graph"
     )
     if args.schedulers:
-        result = compare(args, app, library)
-    else:
-        result = run_once(args, app, library, args.scheduler)
-        print(result.report.summary())
+        return compare(args, app, library)
+    result = run_once(args, app, library, args.scheduler)
+    print(result.report.summary())
     frames = frames_of(result)
     print(f"score {frames[-1]['score']} (every frame: {sorted({f['score'] for f in frames})})")
     if args.out is not None:

@@ -1,15 +1,19 @@
 """The Smith-Waterman wavefront as a sweep's workload (tomii.graphs.workloads): its C kernels
 built, and the block graph aligning two seeded sequences of `SCALES[scale]` letters, for up to
-`SLOTS` frames in flight."""
+`SLOTS` frames in flight. run.py takes the kernels' header and the mechanism from here; this
+module must never import run.py (run.py imports it)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import graph
 import sequences
-from run import HEADER
 
 import tomii
 from tomii.build import build
+
+HEADER = Path(__file__).resolve().parent / "include" / "wavefront.h"
 
 #: (letters a sequence, letters a block side) per scale; "small" is 16 × 16 blocks.
 SCALES = {"quick": (256, 64), "small": (2048, 128), "medium": (4096, 128)}

@@ -1,7 +1,8 @@
 """The tiled Cholesky example (examples/cholesky): run.py --quick factors the matrix and verify.py
 accepts the answer, refuses corrupted ones, and the graph's compiled edges are exactly the
 dependencies a sequential tile program implies (each task after the last writer of every tile it
-touches), worked out here from the algorithm alone."""
+touches), worked out here from the algorithm alone; run.py --schedulers compares schedulers with
+a sweep, on the machine or (--simulate) on virtual workers."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from example_scripts import example_script
+from example_scripts import assert_compared, example_script
 from reference import ROOT
 
 EXAMPLE = ROOT / "examples" / "cholesky"
@@ -32,13 +33,16 @@ def script(name: str, *args: str | Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def factored(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The .npz of a quick run with two slots and two schedulers."""
+    """The .npz of a quick run of 10 frames with two slots."""
     out = tmp_path_factory.mktemp("cholesky") / "chol.npz"
     done = script(
-        "run.py", "--quick", "--slots", "2", "--schedulers", "fifo,priority", "--out", out
-    )
+        "run.py", "--quick", "--slots", "2", "--frames", "10", "--scheduler", "priority",
+        "--out", out,
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "| fifo |" in done.stdout and "| priority |" in done.stdout
+    assert re.search(r"^priority: [\d.]+ frames/s, .* GFLOP/s$", done.stdout, re.MULTILINE), (
+        done.stdout
+    )
     return out
 
 
@@ -54,9 +58,9 @@ def test_verify_accepts_the_factor_of_every_frame(factored: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert re.search(r"‖A − L Lᵀ‖_F / ‖A‖_F = \d\.\d+e-1[5-9]", done.stdout), done.stdout
     with np.load(factored) as data:
-        # nt = 4: 4 POTRF, 6 TRSM, 6 SYRK, 4 GEMM and the digest, in every run.
-        assert data["tasks_per_frame"].tolist() == [4 + 2 * comb(4, 2) + comb(4, 3) + 1] * 2
-        assert data["digests"].size == 2 * 5
+        # nt = 4: 4 POTRF, 6 TRSM, 6 SYRK, 4 GEMM and the digest.
+        assert data["tasks_per_frame"].tolist() == [4 + 2 * comb(4, 2) + comb(4, 3) + 1]
+        assert data["digests"].size == 10
 
 
 def test_verify_refuses_a_wrong_factor(factored: Path, tmp_path: Path) -> None:
@@ -84,12 +88,56 @@ def test_bad_input_is_an_error_without_a_traceback(tmp_path: Path) -> None:
         ("run.py", ["--tiles", "0"], 2, "--tiles: 0 is not positive"),
         ("run.py", ["--quick", "--out", tmp_path / "missing" / "x.npz"], 2, "is not a directory"),
         ("run.py", ["--quick", "--scheduler", "no-such"], 1, "scheduler 'no-such'"),
+        (
+            "run.py",
+            ["--quick", "--schedulers", "fifo,priority", "--out", tmp_path / "x.npz"],
+            2,
+            "a comparison keeps no outputs",
+        ),
+        (
+            "run.py",
+            ["--quick", "--costs", "potrf=1,trsm=1,syrk=1,gemm=1"],
+            2,
+            "--costs: give it with --simulate",
+        ),
         ("verify.py", [tmp_path / "absent.npz"], 1, "cannot read"),
     ]
     for name, args, status, message in cases:
         done = script(name, *args)
         assert done.returncode == status and message in done.stderr, (args, done.stderr)
         assert "Traceback" not in done.stderr
+
+
+def test_a_comparison_prints_the_sweeps_summary_and_each_gflops() -> None:
+    done = script("run.py", "--quick", "--schedulers", "fifo,priority", "--repeats", "2")
+    assert_compared(done, "cholesky_4x4", ["fifo", "priority"], 2)
+    assert re.search(r"^GFLOP/s .*: fifo [\d.]+, priority [\d.]+$", done.stdout, re.MULTILINE), (
+        done.stdout
+    )
+
+
+def test_a_simulated_comparison_measures_the_kernels_first() -> None:
+    done = script(
+        "run.py", "--quick", "--simulate", "--workers", "8", "--schedulers", "fifo,critical-path"
+    )
+    assert_compared(done, "cholesky_4x4", ["fifo", "critical-path"], 3)
+    assert done.stdout.startswith("simulated: nt = 4, T = 32 (n = 128), 8 workers")
+    assert "measuring the costs of cholesky_4x4" in done.stderr
+
+
+def test_given_costs_make_every_task_last_its_kernels_time() -> None:
+    # 8 workers never leave a ready task waiting at nt = 4, so a frame lasts its critical path:
+    # three steps of POTRF → TRSM → SYRK, then the last POTRF: 3 · (5 + 3 + 2) + 5 = 35 µs.
+    done = script(
+        "run.py", "--quick", "--simulate", "--workers", "8", "--schedulers", "fifo,critical-path",
+        "--repeats", "2", "--costs", "potrf=5,trsm=3,syrk=2,gemm=3",
+    )  # fmt: skip
+    assert_compared(done, "cholesky_4x4", ["fifo", "critical-path"], 2)
+    assert "measuring the costs" not in done.stderr
+    for name in ("fifo", "critical-path"):
+        assert re.search(rf"^cholesky_4x4 +{name} +2\.857e\+04 ", done.stdout, re.MULTILINE), (
+            done.stdout
+        )
 
 
 def example_graph() -> ModuleType:

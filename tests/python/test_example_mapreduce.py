@@ -1,6 +1,7 @@
 """examples/mapreduce: run.py --quick counts the generated corpus with its C map, reduce and
 collect kernels, and verify.py confirms it against collections.Counter; a corrupted count, a
-missing word and a bad option are refused with a message."""
+missing word and a bad option are refused with a message; --schedulers prints a sweep's summary
+and verdict."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from example_scripts import example_script
+from example_scripts import assert_compared, example_script
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mapreduce"
 
@@ -70,10 +71,17 @@ def test_verify_refuses_a_corrupted_result(
     assert "WRONG" in check.stderr and said in check.stderr
 
 
+def test_a_comparison_prints_the_sweeps_summary() -> None:
+    run = script("run.py", "--quick", "--schedulers", "fifo,priority", "--repeats", "2")
+    assert_compared(run, "wordcount", ["fifo", "priority"], 2)
+
+
 def test_bad_options_are_refused_without_a_traceback(tmp_path: Path) -> None:
     run = script("run.py", "--maps", "0")
     assert run.returncode == 2 and "--maps" in run.stderr and "Traceback" not in run.stderr
     run = script("run.py", "--quick", "--corpus", tmp_path)
     assert run.returncode == 2 and "--corpus" in run.stderr
+    run = script("run.py", "--quick", "--schedulers", "fifo", "--out", tmp_path / "x.json")
+    assert run.returncode == 2 and "a comparison keeps no outputs" in run.stderr
     missing = script("verify.py", tmp_path / "absent.json")
     assert missing.returncode == 1 and "cannot read" in missing.stderr

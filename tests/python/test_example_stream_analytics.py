@@ -1,7 +1,8 @@
 """examples/stream-analytics: run.py --quick runs the sensor pipeline with its C kernels, and
 verify.py confirms every frame's statistics, detect statuses, anomalies, group summaries and the
 post-node's totals against NumPy; the condition skips some detect instances and runs others; a
-corrupted result and bad options are refused with a message."""
+corrupted result and bad options are refused with a message; --schedulers prints a sweep's
+summary and verdict."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from example_scripts import example_script
+from example_scripts import assert_compared, example_script
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "stream-analytics"
 
@@ -84,12 +85,19 @@ def test_verify_refuses_a_corrupted_result(result: Path, tmp_path: Path, how: st
     assert "WRONG" in check.stderr and said in check.stderr, check.stderr
 
 
+def test_a_comparison_prints_the_sweeps_summary() -> None:
+    run = script("run.py", "--quick", "--schedulers", "fifo,priority", "--repeats", "2")
+    assert_compared(run, "stream-analytics", ["fifo", "priority"], 2)
+
+
 def test_bad_options_are_refused_without_a_traceback(tmp_path: Path) -> None:
     run = script("run.py", "--sensors", "10", "--group", "4")
     assert run.returncode == 2 and "--group 4: must divide" in run.stderr
     assert "Traceback" not in run.stderr
     run = script("run.py", "--window", "0")
     assert run.returncode == 2 and "--window" in run.stderr
+    run = script("run.py", "--quick", "--schedulers", "fifo", "--out", tmp_path / "x.json")
+    assert run.returncode == 2 and "a comparison keeps no outputs" in run.stderr
     missing = script("verify.py", tmp_path / "absent.json")
     assert missing.returncode == 1 and "cannot read" in missing.stderr
     (tmp_path / "other.json").write_text('{"frames": []}')

@@ -1,6 +1,7 @@
 """examples/wavefront: run.py --quick aligns the generated pair in blocks with its C kernels, and
 verify.py confirms every frame against its own NumPy DP; a corrupted result, a run whose frames
-outnumber the problem's slot buffers and a bad option are refused with a message."""
+outnumber the problem's slot buffers and a bad option are refused with a message; --schedulers
+prints a sweep's summary and verdict."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from example_scripts import example_script
+from example_scripts import assert_compared, example_script
 
 import tomii
 from tomii.build import build
@@ -87,8 +88,15 @@ def test_a_frame_in_a_slot_without_buffers_fails() -> None:
         tomii.run_graph(app.to_dict(), dylibs=[library], workers=2, slots=2, frames=4)
 
 
+def test_a_comparison_prints_the_sweeps_summary() -> None:
+    run = script("run.py", "--quick", "--schedulers", "fifo,priority", "--repeats", "2")
+    assert_compared(run, "wavefront", ["fifo", "priority"], 2)
+
+
 def test_bad_options_are_refused_without_a_traceback(tmp_path: Path) -> None:
     run = script("run.py", "--block", "0")
     assert run.returncode == 2 and "--block" in run.stderr and "Traceback" not in run.stderr
+    run = script("run.py", "--quick", "--schedulers", "fifo", "--out", tmp_path / "x.json")
+    assert run.returncode == 2 and "a comparison keeps no outputs" in run.stderr
     missing = script("verify.py", tmp_path / "absent.json")
     assert missing.returncode == 1 and "cannot read" in missing.stderr
