@@ -14,7 +14,6 @@ per call: the workers are the parallelism.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
@@ -243,8 +242,7 @@ def failures(rows: Sequence[Mapping[str, Any]]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"  # before the kernels' OpenBLAS is loaded
-    library = kernels()
+    library = kernels()  # which sets OPENBLAS_NUM_THREADS=1 before OpenBLAS is loaded
     n = args.tiles * args.tile
     shape = (
         f"nt = {args.tiles}, T = {args.tile} (n = {n}), {args.workers} workers, "

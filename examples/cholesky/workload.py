@@ -5,6 +5,7 @@ import run.py (run.py imports it)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from graph import cholesky_graph
@@ -30,7 +31,10 @@ MECHANISM = (
 
 def build_kernels() -> Path:
     """The kernel library (tomii.build compiles it into target/); raises tomii.PluginError
-    when it cannot, as where OpenBLAS or LAPACKE is missing."""
+    when it cannot, as where OpenBLAS or LAPACKE is missing. Also sets OPENBLAS_NUM_THREADS=1
+    (unless set) for this process and the trial processes it starts, before any of them loads
+    OpenBLAS: so OpenBLAS starts no thread pool, and the workers are the only parallelism."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     return Path(build(func_path=HEADER, env={"LDFLAGS": LDFLAGS}).path)
 
 

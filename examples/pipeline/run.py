@@ -21,14 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import graph
+from workload import HEADER, MECHANISM
 
 import tomii
 from tomii.build import build
 from tomii.experiments import sweep
 from tomii.experiments.config import summary
-
-HERE = Path(__file__).resolve().parent
-HEADER = HERE / "include" / "pipeline.h"
 
 DEFAULTS = {"items": 256, "iterations": 2048, "frames": 200}
 QUICK = {"items": 16, "iterations": 256, "frames": 8}
@@ -72,8 +70,6 @@ def options(argv: list[str] | None) -> argparse.Namespace:
 
 def compare(args: argparse.Namespace, app: tomii.Graph, library: Path) -> None:
     """The schedulers of --schedulers on the pipeline, in a sweep, printed as its table."""
-    from workload import MECHANISM
-
     work = tomii.graphs.Workload(app.to_dict(), dylibs=(str(library),), mechanism=MECHANISM)
     knobs = {"workers": [args.workers], "slots": [args.slots]}
     result = sweep(args.schedulers, [work], knobs, repeats=args.repeats, frames=args.frames)

@@ -1,13 +1,17 @@
 """The pipeline transform bench as a sweep's workload (tomii.graphs.workloads): its C kernels built,
-and the graph of `SCALES[scale]`."""
+and the graph of `SCALES[scale]`. run.py takes the kernels' header and the mechanism from here;
+this module must never import run.py (run.py imports it)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import graph
-from run import HEADER
 
 import tomii
 from tomii.build import build
+
+HEADER = Path(__file__).resolve().parent / "include" / "pipeline.h"
 
 #: (items a frame, sines an item) per scale; "small" and "bench" are 256 items as in Tomii 1.2's
 #: bench, "bench" with its 8192 sines (about 64 µs an item here).
