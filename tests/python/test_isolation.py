@@ -141,8 +141,6 @@ def test_a_broken_process_pool_is_replaced(broken: dict[str, Path]) -> None:
 
 def test_ctrl_c_during_a_trial_kills_its_child(broken: dict[str, Path]) -> None:
     """A real SIGINT while a child hangs: the sweep returns what finished, interrupted."""
-    # Python's own handler, whatever an earlier in-process command line installed for SIGINT.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     previous = signal.signal(signal.SIGALRM, lambda *_: signal.raise_signal(signal.SIGINT))
     signal.setitimer(signal.ITIMER_REAL, 1.0)
     try:
@@ -232,8 +230,6 @@ def test_a_hang_error_replaces_the_worker(broken: dict[str, Path]) -> None:
 
 
 def test_ctrl_c_in_the_parent_kills_the_worker() -> None:
-    # Python's own handler, whatever an earlier in-process command line installed for SIGINT.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     previous = signal.signal(signal.SIGALRM, lambda *_: signal.raise_signal(signal.SIGINT))
     try:
         with Isolated() as child:

@@ -121,3 +121,20 @@ def test_tomii_run_imports_python_kernels_that_sit_beside_the_graph(tmp_path: Pa
     )
     assert done.returncode == 0, done.stderr
     assert "3 frames" in done.stdout, done.stdout
+
+
+def test_an_in_process_command_leaves_ctrl_c_to_python() -> None:
+    """The command line's interrupt handlers last as long as its command: afterwards each Ctrl-C
+    is Python's KeyboardInterrupt again. (Left installed, the second would end this process with
+    status 130: the first sets the stop flag, and a signal with the flag set exits.)"""
+    import signal
+
+    from reference import SYNTHETIC
+
+    from tomii._tomii import cli_main
+
+    argv = ["tomii", "run", str(FANOUT), "--dylib", str(SYNTHETIC), "--frames", "2", "--quiet"]
+    assert cli_main(argv) == 0
+    for _ in range(2):
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
