@@ -78,12 +78,15 @@ need_apt() {
 }
 
 # The Python package, built with maturin into the test virtualenv, and its tests; the browser
-# tests (tests/python/browser.py) drive Debian's chromium through chromium-driver, and the
-# Cholesky example (examples/cholesky) links OpenBLAS and LAPACKE.
+# tests (tests/python/browser.py) drive Debian's chromium through chromium-driver, the
+# Cholesky example (examples/cholesky) links OpenBLAS and LAPACKE, and the head-to-head suite's
+# oneTBB peer (bench/peers/tbb) is compiled by its test with g++ and oneTBB.
 step_pytest() {
     need_apt chromium "the browser tests" chromium chromium-driver
     need_apt chromedriver "the browser tests" chromium-driver
     need_apt /usr/include/lapacke.h "the Cholesky example" libopenblas-dev liblapacke-dev
+    need_apt g++ "the oneTBB peer's test" g++
+    need_apt /usr/include/oneapi/tbb/flow_graph.h "the oneTBB peer's test" libtbb-dev
     step_python_venv
     VIRTUAL_ENV="$PWD/$PY_VENV" run "$PY_VENV/bin/maturin" develop --quiet
     run "$PY_VENV/bin/pytest" -q tests/python
