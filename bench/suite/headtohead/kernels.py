@@ -1,7 +1,8 @@
 """The kernel DAG: a graph of real C kernels expanded to tasks, each with its kernel and its arguments.
 
 The peers read it (bench/peers/README.md, "The kernel DAG file") to call the very kernels Tomii
-calls, from the same library, with the same arguments and results. Only what the real workloads
+calls, from the same library, with the same arguments and results; `tomii_sinks` and
+`compare_sinks` check that a peer's last frame ends with Tomii's values. Only what the real workloads
 W7–W9 use is understood: literals, `$ref` to an initialization, `$res` and `$dep` edges selecting
 offsets, ranges, one absolute instance or every instance, and computed initializations of literal
 arguments. Anything else is refused with an error naming the node, never approximated.
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import tomii
 from tomii import graphs
 
 #: The typed literals a kernel argument may be, by the name the file gives them.
@@ -162,3 +164,34 @@ def _literal(where: str, value: object) -> str:
     if kind == "String" and isinstance(inner, str):
         return f"str={inner.encode().hex()}"
     raise ValueError(f"kernel DAG: {where}: literal {value!r} is not supported")
+
+
+def tomii_sinks(graph: Mapping[str, Any], library: str | Path, frames: int, slots: int) -> list[Any]:
+    """The last frame's sinks of a Tomii run of `graph` (fifo, 2 workers), as the peers print
+    them: `[node, instance, value]` rows in task order, arrays as lists."""
+    result = tomii.run_graph(
+        dict(graph), dylibs=[str(library)], workers=2, frames=frames, slots=slots, task_timing=False
+    )
+    return [[node, instance, _plain(value)] for node, instance, value in result.outputs[-1]]
+
+
+def compare_sinks(found: list[Any] | None, expected: list[Any]) -> str:
+    """"" when a peer's sink rows equal Tomii's, else what differs first."""
+    if found is None:
+        return "the peer printed no sinks"
+    if len(found) != len(expected):
+        return f"{len(found)} sinks, Tomii has {len(expected)}"
+    for got, want in zip(found, expected):
+        if got != want:
+            return f"{want[0]}[{want[1]}] is {_short(got[2:])}, Tomii's {_short(want[2:])}"
+    return ""
+
+
+def _plain(value: Any) -> Any:
+    """A sink value as JSON reads it back: numpy arrays and scalars as lists and numbers."""
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
