@@ -99,7 +99,9 @@ def _initializations(inits: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int,
     for init in inits:
         name = init["name"]
         if set(init) - {"name", "function", "args", "factor"} or init.get("factor", 1) != 1:
-            raise ValueError(f"kernel DAG: initialization {name!r}: only a computed one of factor 1")
+            raise ValueError(
+                f"kernel DAG: initialization {name!r}: only a computed one of factor 1"
+            )
         args = tuple(_literal(f"initialization {name!r}", arg) for arg in init.get("args") or [])
         found[name] = (len(found), Call(name, 0, str(init["function"]), (), args))
     return found
@@ -132,7 +134,9 @@ def _instances(
                 args += [f"res={j}" for j in chosen] if kind == "$res" else []
             elif kind == "$ref":
                 if arg["name"] not in inits:
-                    raise ValueError(f"kernel DAG: node {name!r}: no initialization {arg['name']!r}")
+                    raise ValueError(
+                        f"kernel DAG: node {name!r}: no initialization {arg['name']!r}"
+                    )
                 args.append(f"init={inits[arg['name']][0]}")
             else:
                 args.append(_literal(f"node {name!r}", arg))
@@ -166,7 +170,9 @@ def _literal(where: str, value: object) -> str:
     raise ValueError(f"kernel DAG: {where}: literal {value!r} is not supported")
 
 
-def tomii_sinks(graph: Mapping[str, Any], library: str | Path, frames: int, slots: int) -> list[Any]:
+def tomii_sinks(
+    graph: Mapping[str, Any], library: str | Path, frames: int, slots: int
+) -> list[Any]:
     """The last frame's sinks of a Tomii run of `graph` (fifo, 2 workers), as the peers print
     them: `[node, instance, value]` rows in task order, arrays as lists."""
     result = tomii.run_graph(
@@ -176,7 +182,7 @@ def tomii_sinks(graph: Mapping[str, Any], library: str | Path, frames: int, slot
 
 
 def compare_sinks(found: list[Any] | None, expected: list[Any]) -> str:
-    """"" when a peer's sink rows equal Tomii's, else what differs first."""
+    """What differs first between a peer's sink rows and Tomii's; empty when nothing does."""
     if found is None:
         return "the peer printed no sinks"
     if len(found) != len(expected):

@@ -68,8 +68,12 @@ class RealShape:
 REAL_SHAPES = {
     shape.key: shape
     for shape in (
-        RealShape("W7", "streaming pipeline, 256 items × 2,048 sines (examples/pipeline)", "pipeline"),
-        RealShape("W8", "Smith-Waterman wavefront, 16 × 16 blocks (examples/wavefront)", "wavefront"),
+        RealShape(
+            "W7", "streaming pipeline, 256 items × 2,048 sines (examples/pipeline)", "pipeline"
+        ),
+        RealShape(
+            "W8", "Smith-Waterman wavefront, 16 × 16 blocks (examples/wavefront)", "wavefront"
+        ),
         RealShape("W9", "tiled Cholesky, 16 × 16 tiles of 32 (examples/cholesky)", "cholesky"),
     )
 }

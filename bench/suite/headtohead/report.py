@@ -174,7 +174,7 @@ def _real_sections(r: Results) -> list[str]:
     if lines:
         note = (
             "W7–W9 run the examples' own C kernels in every runtime: the peers call them from the "
-            "same library through the kernel ABI (bench/peers/README.md, \"The kernel DAG file\"), "
+            'same library through the kernel ABI (bench/peers/README.md, "The kernel DAG file"), '
             "and a peer run counts only if its last frame's sink values equal a Tomii run's."
         )
         lines = ["", note, *lines]

@@ -100,7 +100,7 @@ impl Value {
     }
 
     /// The value as JSON: null, a bool, a number (floats to 17 digits) or an array of numbers.
-    pub fn to_json(&self) -> Result<String, String> {
+    pub fn json(&self) -> Result<String, String> {
         // SAFETY: each arm reads the member its tag selects.
         unsafe {
             match self.tag {

@@ -176,7 +176,7 @@ impl Kernels {
             let task = &self.tasks[t as usize];
             let found = self.cells.iter_mut().map(|slot| slot[t as usize].0.get_mut()).find(|(f, _)| *f == frame);
             let (_, value) = found.ok_or(format!("no slot holds frame {frame} of task {t}"))?;
-            rows.push(format!("[{:?}, {}, {}]", task.node.to_string_lossy(), task.instance, value.to_json()?));
+            rows.push(format!("[{:?}, {}, {}]", task.node.to_string_lossy(), task.instance, value.json()?));
         }
         Ok(format!("[{}]", rows.join(", ")))
     }
