@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -225,10 +226,10 @@ public:
     Kernels(const std::string& path, std::size_t slots, std::vector<std::vector<std::uint32_t>>& preds) {
         std::ifstream in(path);
         std::string line;
-        std::size_t at = 0;
+        std::size_t at_line = 0;
         const auto next = [&](const std::string& what) {
             if (!std::getline(in, line)) throw std::runtime_error(path + ": the file ends before " + what);
-            ++at;
+            ++at_line;
             return std::istringstream(line);
         };
         std::string magic, version;
@@ -248,7 +249,7 @@ public:
             if (found == library.end()) throw std::runtime_error("the library has no kernel " + name);
             return found->second;
         };
-        const auto where = [&] { return path + ": line " + std::to_string(at) + ": "; };
+        const auto where = [&] { return path + ": line " + std::to_string(at_line) + ": "; };
         for (std::size_t k = 0; k < inits; ++k) {
             auto words = next("an initialization");
             try {
@@ -281,9 +282,16 @@ public:
                     if (!(words >> p) || p >= t) throw std::runtime_error("a predecessor is missing or not earlier");
                 }
                 read_args(words, task, inits_.size(), t);
+                for (const Arg& arg : task.args) {
+                    if (arg.kind == Arg::Result &&
+                        std::find(preds[t].begin(), preds[t].end(), arg.index) == preds[t].end()) {
+                        throw std::runtime_error("a result argument of a task it does not wait for");
+                    }
+                }
                 tasks_.push_back(std::move(task));
             } catch (const std::exception& error) {
-                throw std::runtime_error(where() + "(task " + std::to_string(t) + ") " + error.what());
+                const std::string at = path + ": line " + std::to_string(at_line) + " (task " + std::to_string(t) + "): ";
+                throw std::runtime_error(at + error.what());
             }
         }
         cells_.assign(slots, std::vector<Cell>(tasks));
