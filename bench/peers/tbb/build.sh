@@ -5,4 +5,5 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:-$here/../../../target/peers/tomii-peer-tbb}
 mkdir -p "$(dirname "$out")"
-g++ -std=c++17 -O2 -Wall -Wextra -Werror -o "$out" "$here/tbb_peer.cpp" -ltbb
+g++ -std=c++17 -O2 -Wall -Wextra -Werror -I "$here/../../../tomii-types/include" -o "$out" \
+    "$here/tbb_peer.cpp" -ltbb -ldl

@@ -1,9 +1,11 @@
-// tomii-peer-tbb --dag FILE [--workers N] [--frames F] [--slots S]: the oneTBB peer of the
-// head-to-head suite (bench/suite). Builds the DAG as a oneTBB flow graph of continue_nodes, one
-// copy per slot, in a task_arena of N threads (global_control caps TBB at N), then times one run
-// of F frames, at most S in flight, and prints one JSON line:
-// {"runtime": "onetbb", "threads": N, "frames": F, "tasks": T, "wall_time_s": S}.
-// Only the run is timed: never reading the file, building the graph or starting the threads.
+// tomii-peer-tbb (--dag FILE | --kernels FILE) [--workers N] [--frames F] [--slots S]: the oneTBB
+// peer of the head-to-head suite (bench/suite). Builds the DAG (spin kernels) or the kernel DAG (C
+// kernels of a library, kernels.h) as a oneTBB flow graph of continue_nodes, one copy per slot, in
+// a task_arena of N threads (global_control caps TBB at N), then times one run of F frames, at
+// most S in flight, and prints one JSON line:
+// {"runtime": "onetbb", "threads": N, "frames": F, "tasks": T, "wall_time_s": S}, with "sinks"
+// (the last frame's sink values) for a kernel DAG. Only the run is timed: never reading the file,
+// loading the library, the initializations, building the graph or starting the threads.
 // The frame mapping is described in bench/peers/README.md, "oneTBB".
 
 #include <oneapi/tbb/flow_graph.h>
@@ -24,6 +26,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "kernels.h"
 
 namespace {
 
@@ -80,6 +84,21 @@ Dag read_dag(const std::string& path) {
     return dag;
 }
 
+// What running a task means: spinning its µs, or calling its kernel (which throws on failure).
+struct Body {
+    const Dag& dag;
+    kernels::Kernels* kernels;
+
+    void run(std::size_t slot, std::uint64_t frame, std::size_t task) const {
+        if (kernels) {
+            const int worker = tbb::this_task_arena::current_thread_index();
+            kernels->run(slot, frame, task, static_cast<std::uint32_t>(worker));
+        } else if (dag.costs[task] > 0) {
+            spin(dag.costs[task]);
+        }
+    }
+};
+
 // How many frames the run has started and completed (frame completions only, never per task).
 struct Frames {
     std::size_t total;
@@ -89,22 +108,24 @@ struct Frames {
 
 // One slot: a copy of the frame's tasks. `start_` feeds the roots; `done_` waits for every sink,
 // then claims the next frame number and, if one is left, restarts this copy (continue_nodes re-arm
-// after firing, so the same nodes run the next frame).
+// after firing, so the same nodes run the next frame). `frame_` is the frame the copy runs: stored
+// before the copy starts, so the spawn of its roots publishes it to every task of the frame.
 class SlotGraph {
 public:
-    SlotGraph(flow::graph& g, const Dag& dag, Frames& frames)
-        : start_(g), done_(g, [this, &frames](const Msg&) {
+    SlotGraph(flow::graph& g, const Body& body, std::size_t slot, Frames& frames)
+        : start_(g), frame_(slot), done_(g, [this, &frames](const Msg&) {
               frames.completed.fetch_add(1, std::memory_order_relaxed);
-              if (frames.next.fetch_add(1, std::memory_order_relaxed) < frames.total) {
+              const std::size_t frame = frames.next.fetch_add(1, std::memory_order_relaxed);
+              if (frame < frames.total) {
+                  frame_.store(frame, std::memory_order_relaxed);
                   start_.try_put(Msg());
               }
               return Msg();
           }) {
-        for (std::uint64_t us : dag.costs) {
-            tasks_.emplace_back(g, [us](const Msg&) {
-                if (us > 0) {
-                    spin(us);
-                }
+        const Dag& dag = body.dag;
+        for (std::size_t t = 0; t < dag.costs.size(); ++t) {
+            tasks_.emplace_back(g, [this, &body, slot, t](const Msg&) {
+                body.run(slot, frame_.load(std::memory_order_relaxed), t);
                 return Msg();
             });
         }
@@ -125,6 +146,7 @@ public:
 
 private:
     flow::broadcast_node<Msg> start_;
+    std::atomic<std::uint64_t> frame_;
     std::deque<TaskNode> tasks_;
     TaskNode done_;
 };
@@ -143,6 +165,7 @@ void start_threads(int threads) {
 
 struct Options {
     std::string dag;
+    bool kernels = false;
     int workers = 2;
     std::size_t frames = 1;
     std::size_t slots = 1;
@@ -163,8 +186,9 @@ Options parse_options(int argc, char** argv) {
             }
             return static_cast<std::size_t>(n);
         };
-        if (flag == "--dag") {
+        if (flag == "--dag" || flag == "--kernels") {
             options.dag = value;
+            options.kernels = flag == "--kernels";
         } else if (flag == "--workers") {
             options.workers = static_cast<int>(count());
         } else if (flag == "--frames") {
@@ -176,7 +200,7 @@ Options parse_options(int argc, char** argv) {
         }
     }
     if (options.dag.empty()) {
-        throw std::runtime_error("--dag FILE is required");
+        throw std::runtime_error("--dag FILE or --kernels FILE is required");
     }
     return options;
 }
@@ -186,37 +210,69 @@ Options parse_options(int argc, char** argv) {
 int main(int argc, char** argv) {
     try {
         const Options options = parse_options(argc, argv);
-        const Dag dag = read_dag(options.dag);
+        const std::size_t in_flight = std::min(options.slots, options.frames);
+        Dag dag;
+        std::unique_ptr<kernels::Kernels> calls;
+        if (options.kernels) {
+            calls = std::make_unique<kernels::Kernels>(options.dag, in_flight, dag.preds);
+            dag.costs.assign(dag.preds.size(), 0);
+            dag.has_successors.assign(dag.preds.size(), false);
+            for (const auto& preds : dag.preds) {
+                for (std::uint32_t p : preds) dag.has_successors[p] = true;
+            }
+        } else {
+            dag = read_dag(options.dag);
+        }
+        const Body body{dag, calls.get()};
         tbb::global_control cap(tbb::global_control::max_allowed_parallelism,
                                 static_cast<std::size_t>(options.workers));
         tbb::task_arena arena(options.workers);
         double wall = 0;
         int threads = 0;
-        Frames frames{options.frames, std::min(options.slots, options.frames)};
+        Frames frames{options.frames, in_flight};
+        bool failed = false;
         arena.execute([&] {
             threads = tbb::this_task_arena::max_concurrency();
             start_threads(threads);
             flow::graph g;
             std::vector<std::unique_ptr<SlotGraph>> slots;
             for (std::size_t s = 0; s < frames.next; ++s) {
-                slots.push_back(std::make_unique<SlotGraph>(g, dag, frames));
+                slots.push_back(std::make_unique<SlotGraph>(g, body, s, frames));
             }
             const auto start = Clock::now();
             for (auto& slot : slots) {
                 slot->start();
             }
-            g.wait_for_all();
+            try {
+                g.wait_for_all();
+            } catch (const std::exception&) {
+                failed = true;  // a kernel threw: the graph is cancelled, its message kept
+            }
             wall = std::chrono::duration<double>(Clock::now() - start).count();
         });
+        if (calls && !calls->error().empty()) {
+            throw std::runtime_error(calls->error());
+        }
+        if (failed) {
+            throw std::runtime_error("a task failed without a message");
+        }
         const std::size_t completed = frames.completed.load();
         if (completed != options.frames) {
             throw std::runtime_error("completed " + std::to_string(completed) + " frames of " +
                                      std::to_string(options.frames));
         }
+        std::string sinks;
+        if (calls) {
+            std::vector<std::size_t> tasks;
+            for (std::size_t t = 0; t < dag.costs.size(); ++t) {
+                if (!dag.has_successors[t]) tasks.push_back(t);
+            }
+            sinks = ", \"sinks\": " + calls->sink_json(tasks, options.frames - 1);
+        }
         std::printf(
             "{\"runtime\": \"onetbb\", \"version\": \"%s\", \"threads\": %d, \"frames\": %zu, "
-            "\"tasks\": %zu, \"wall_time_s\": %.9f}\n",
-            TBB_VERSION_STRING, threads, completed, completed * dag.costs.size(), wall);
+            "\"tasks\": %zu, \"wall_time_s\": %.9f%s}\n",
+            TBB_VERSION_STRING, threads, completed, completed * dag.costs.size(), wall, sinks.c_str());
         return 0;
     } catch (const std::exception& error) {
         std::fprintf(stderr, "error: %s\n", error.what());

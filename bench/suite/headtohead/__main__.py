@@ -1,7 +1,8 @@
 """`python -m headtohead [--quick]`: the head-to-head suite of bench/README.md "Head-to-head".
 
 Runs every configuration of the plan on every runtime (Tomii with each shipped scheduler, oneTBB,
-Rayon), one process per run, interleaved round by round; then the Python-kernel comparison with
+Rayon), one process per run, interleaved round by round, checking that every peer run of a real
+workload ends with Tomii's last-frame sink values; then the Python-kernel comparison with
 Dask; then writes results/ (measurements.csv, environment.json, summary.md, one PNG per workload)
 and the table into bench/README.md. bench/suite/run.sh builds everything first: call that.
 """
@@ -9,6 +10,7 @@ and the table into bench/README.md. bench/suite/run.sh builds everything first: 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -18,10 +20,13 @@ import time
 from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
-from . import environment, plots, report, workloads
+from tomii import graphs
+
+from . import environment, kernels, plots, report, workloads
 from .metrics import Bounds, Measurement, summarize
-from .plan import PY_SHAPES, SHAPES, Config, Plan, make_plan
+from .plan import PY_SHAPES, REAL_SHAPES, SHAPES, Config, Plan, make_plan
 from .records import Csv
 from .runtimes import (
     FIFO_INLINE,
@@ -42,7 +47,9 @@ SUITE = ROOT / "bench" / "suite"
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="headtohead", description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--quick", action="store_true", help="3 repeats, W5 at 1 µs, 30 W6 frames, sweep to 16 µs"
+        "--quick",
+        action="store_true",
+        help="3 repeats, W5 at 1 µs, 30 W6 frames, 20 W7–W9 frames, sweep to 16 µs",
     )
     parser.add_argument(
         "--repeats", type=int, help="runs of every measurement (default 5, --quick 3)"
@@ -58,13 +65,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def prepare(plan: Plan, work: Path) -> tuple[dict[str, Files], dict[str, Bounds]]:
-    """Writes each configuration's graph and DAG once; returns the files and every frame's bounds."""
+#: Per real configuration: the sink rows of Tomii's last frame, which every peer run must match.
+Answers = dict[Config, list[Any]]
+
+
+def prepare(plan: Plan, work: Path) -> tuple[dict[str, Files], dict[str, Bounds], Answers]:
+    """Writes each configuration's graph and DAG once; returns the files, every frame's bounds
+    and, for the real workloads, Tomii's answers."""
     work.mkdir(parents=True, exist_ok=True)
     files: dict[str, Files] = {}
     bounds: dict[str, Bounds] = {}
+    answers: Answers = {}
     for config in plan.all_configs():
         key = config.graph_key
+        if config.workload in REAL_SHAPES:
+            answers[config] = prepare_real(config, work, files, bounds)
+            continue
         if key in bounds:
             continue
         shapes = PY_SHAPES if config in plan.py_configs else SHAPES
@@ -76,16 +92,49 @@ def prepare(plan: Plan, work: Path) -> tuple[dict[str, Files], dict[str, Bounds]
         files[key] = Files(work / f"{key}.json", work / f"{key}.dag", work / "report.json")
         files[key].graph.write_text(json.dumps(graph), encoding="utf-8")
         dag.write(files[key].dag)
-    return files, bounds
+    return files, bounds, answers
 
 
-def measure(runtime: Runtime, config: Config, files: Files, bounds: Bounds) -> Result:
+def prepare_real(
+    config: Config, work: Path, files: dict[str, Files], bounds: dict[str, Bounds]
+) -> list[Any]:
+    """A real workload's graph (without post-nodes) and kernel DAG, written once; returns the
+    sinks of the last frame of a Tomii run of `config` (fifo, 2 workers)."""
+    key = config.graph_key
+    graph, library = _real_workload(config.workload)
+    if key not in files:
+        dag = kernels.expand(graph, library)
+        bounds[key] = Bounds(len(dag.tasks), 0, 0)
+        report = work / "report.json"
+        files[key] = Files(work / f"{key}.json", work / f"{key}.kdag", report, library)
+        files[key].graph.write_text(json.dumps(graph), encoding="utf-8")
+        dag.write(files[key].dag)
+    return kernels.tomii_sinks(graph, library, config.frames, config.slots)
+
+
+@functools.cache
+def _real_workload(key: str) -> tuple[dict[str, Any], Path]:
+    """The graph every runtime runs (without post-nodes) and its kernel library, built once."""
+    shape = REAL_SHAPES[key]
+    (workload,) = graphs.workloads(ROOT / "examples" / shape.directory, scale=shape.scale)
+    (library,) = workload.dylibs
+    return kernels.without_post_nodes(workload.graph), Path(library)
+
+
+def measure(
+    runtime: Runtime, config: Config, files: Files, bounds: Bounds, answer: list[Any] | None
+) -> Result:
+    """One run; a peer's run of a real workload fails unless its sinks are `answer`, Tomii's."""
     files.report.unlink(missing_ok=True)
     timeout = 60 + 30 * bounds.ideal_s(config.frames, config.slots)
     result = runtime.measure(config, files, timeout)
     expected = bounds.tasks * config.frames
     if result.tasks is not None and result.tasks != expected:
         return Result(None, None, f"ran {result.tasks} tasks, expected {expected}")
+    if answer is not None and runtime.scheduler is None and result.wall_s is not None:
+        wrong = kernels.compare_sinks(result.sinks, answer)
+        if wrong:
+            return Result(None, None, f"last frame's sinks differ from Tomii's: {wrong}")
     return result
 
 
@@ -104,6 +153,7 @@ def run_rounds(
     runtimes: list[Runtime],
     files: dict[str, Files],
     bounds: dict[str, Bounds],
+    answers: Answers,
     sink: Csv,
     seed: int,
 ) -> list[Measurement]:
@@ -112,7 +162,7 @@ def run_rounds(
     if plan.configs:  # one unrecorded run each, so that no runtime's first run is also its coldest
         first = plan.configs[0]
         for runtime in runtimes:
-            measure(runtime, first, files[first.graph_key], bounds[first.graph_key])
+            measure(runtime, first, files[first.graph_key], bounds[first.graph_key], None)
     for round_ in range(plan.repeats):
         print(f"==> round {round_ + 1}/{plan.repeats}", flush=True)
         for config in plan.configs:
@@ -120,7 +170,8 @@ def run_rounds(
             shown = []
             for runtime in order.sample(runtimes, len(runtimes)):
                 b = bounds[config.graph_key]
-                result = measure(runtime, config, files[config.graph_key], b)
+                answer = answers.get(config)
+                result = measure(runtime, config, files[config.graph_key], b, answer)
                 timing = "engine wall (report)" if runtime.scheduler else "run only"
                 m = Measurement(
                     config,
@@ -198,9 +249,9 @@ def versions(env: environment.Environment, runtimes: list[Runtime], work: Path) 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     only = set(args.only.split(",")) if args.only else None
-    unknown = sorted((only or set()) - set(SHAPES) - set(PY_SHAPES))
+    unknown = sorted((only or set()) - set(SHAPES) - set(REAL_SHAPES) - set(PY_SHAPES))
     if unknown:
-        known = ", ".join([*SHAPES, *PY_SHAPES])
+        known = ", ".join([*SHAPES, *REAL_SHAPES, *PY_SHAPES])
         print(
             f"error: --only: unknown workloads {', '.join(unknown)}; known: {known}",
             file=sys.stderr,
@@ -218,11 +269,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sizes = f"{len(plan.configs)} configurations × {len(runtimes)} runtimes × {plan.repeats}"
     then = "" if args.no_python or not plan.py_configs else ", then the Python kernels"
     print(f"==> {sizes} repeat(s){then}", flush=True)
-    files, bounds = prepare(plan, args.out / "work")
+    files, bounds, answers = prepare(plan, args.out / "work")
     versions(env, runtimes, args.out / "work")
     sink = Csv(args.out / "measurements.csv", env.date, env.commit, bounds)
     try:
-        measured = run_rounds(plan, runtimes, files, bounds, sink, args.seed)
+        measured = run_rounds(plan, runtimes, files, bounds, answers, sink, args.seed)
         if not args.no_python:
             measured += run_python(plan, args.out, args.seed, sink)
     finally:

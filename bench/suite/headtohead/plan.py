@@ -1,5 +1,5 @@
-"""What the suite measures: the workloads W1–W6 with their kernels, frames and slots, and the
-METG sweep, for a full or a --quick invocation.
+"""What the suite measures: the workloads W1–W6 with their kernels, frames and slots, the real
+workloads W7–W9 (examples' C kernels), and the METG sweep, for a full or a --quick invocation.
 
 Only the plan lives here: how a configuration is built is workloads.py, how it runs is runtimes.py.
 Changing a size here changes the published table: update bench/README.md "Head-to-head" with it.
@@ -54,6 +54,31 @@ SHAPES = {
 }
 
 
+@dataclass(frozen=True)
+class RealShape:
+    """A real workload: the example directory whose workload.py builds its kernels and graph (at
+    `scale`), run by every runtime with the example's own C kernels (kernels.py)."""
+
+    key: str
+    title: str
+    directory: str
+    scale: str = "small"
+
+
+REAL_SHAPES = {
+    shape.key: shape
+    for shape in (
+        RealShape(
+            "W7", "streaming pipeline, 256 items × 2,048 sines (examples/pipeline)", "pipeline"
+        ),
+        RealShape(
+            "W8", "Smith-Waterman wavefront, 16 × 16 blocks (examples/wavefront)", "wavefront"
+        ),
+        RealShape("W9", "tiled Cholesky, 16 × 16 tiles of 32 (examples/cholesky)", "cholesky"),
+    )
+}
+
+
 #: The Python-kernel workloads (Tomii's py_node against Dask): smaller, the same on both sides.
 PY_SHAPES = {
     shape.key: shape
@@ -83,6 +108,8 @@ class Config:
 
     @property
     def kernel(self) -> str:
+        if self.workload in REAL_SHAPES:
+            return "C kernels"
         return "empty" if self.us == 0 else f"{self.us} µs"
 
     @property
@@ -110,9 +137,10 @@ class Plan:
 
 def make_plan(quick: bool, repeats: int | None, only: set[str] | None) -> Plan:
     """The full plan, or the --quick one: 3 repeats instead of 5, W5 with 1 µs kernels instead of
-    10 µs (1.3 s a run on 2 cores), 30 W6 frames instead of 2,000, sweep points up to 16 µs."""
+    10 µs (1.3 s a run on 2 cores), 30 W6 frames instead of 2,000, 20 frames of W7–W9 instead of
+    200, sweep points up to 16 µs."""
     sweep_us = [1, 2, 4, 8, 16] if quick else [1, 2, 4, 8, 16, 32, 64]
-    w5_us, w6_frames = (1, 30) if quick else (10, 2000)
+    w5_us, w6_frames, real_frames = (1, 30, 20) if quick else (10, 2000, 200)
     configs: list[Config] = []
     for key in ("W1", "W2", "W3"):
         configs += [Config(key, 0), Config(key, 10)]
@@ -120,6 +148,8 @@ def make_plan(quick: bool, repeats: int | None, only: set[str] | None) -> Plan:
     for slots in (1, 4, 16):
         configs += [Config("W4", 0, 1000, slots), Config("W4", 10, 1000, slots)]
         configs.append(Config("W6", 50, w6_frames, slots))
+    for key in REAL_SHAPES:
+        configs += [Config(key, 0, real_frames, slots) for slots in (1, 4)]
     for key in ("W2", "W3"):
         configs += [Config(key, us, sweep=True) for us in sweep_us]
     py_configs = [Config(key, us) for key in PY_SHAPES for us in PY_KERNEL_US]

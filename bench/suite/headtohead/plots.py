@@ -1,4 +1,4 @@
-"""One PNG per workload (results/W1.png … W6.png, metg.png, python.png), from the summaries.
+"""One PNG per workload (results/W1.png … W9.png, metg.png, python.png), from the summaries.
 
 Bars are medians with min–max whiskers; Tomii's schedulers in blue, the peers in their own colours.
 Plotting only: every number comes from report.Results, and nothing here writes anything else.
@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
-from .plan import SHAPES, Config
+from .plan import REAL_SHAPES, SHAPES, Config
 from .report import Metric, Results, metric_of
 from .runtimes import RAYON, TBB
 
@@ -88,13 +88,13 @@ def _workload(r: Results, key: str, out: Path) -> Path | None:
     configs = r.of(key)
     if not configs:
         return None
-    shape = SHAPES[key]
+    title = SHAPES[key].title if key in SHAPES else REAL_SHAPES[key].title
     groups: list[list[Config]] = [[c] for c in configs]
-    if shape.multi_frame:
+    if key in REAL_SHAPES or SHAPES[key].multi_frame:
         groups = [[c for c in configs if c.us == us] for us in sorted({c.us for c in configs})]
     panels = [partial(_panel, r=r, configs=group) for group in groups]
     path = out / f"{key}.png"
-    _figure(path, panels, f"{key}: {shape.title} (2 workers; median, min–max)")
+    _figure(path, panels, f"{key}: {title} (2 workers; median, min–max)")
     return path
 
 
@@ -147,6 +147,6 @@ def _python(r: Results, out: Path) -> Path | None:
 
 
 def plot_all(r: Results, out: Path) -> list[Path]:
-    made = [_workload(r, key, out) for key in SHAPES]
+    made = [_workload(r, key, out) for key in [*SHAPES, *REAL_SHAPES]]
     made += [_metg(r, out), _python(r, out)]
     return [path for path in made if path is not None]

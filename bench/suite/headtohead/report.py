@@ -1,4 +1,5 @@
-"""The suite's markdown: the targets, one table per workload, METG and the Python-kernel table,
+"""The suite's markdown: the targets, one table per workload (W7–W9: real C kernels), METG and the
+Python-kernel table,
 written to results/summary.md and between the markers of bench/README.md.
 
 Every figure comes from the measurements of this invocation; nothing here may type a number in.
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from .environment import Environment
 from .metrics import Bounds, Metg, Summary, metg, time_ratio
-from .plan import PY_SHAPES, SHAPES, Config, Plan
+from .plan import PY_SHAPES, REAL_SHAPES, SHAPES, Config, Plan
 from .runtimes import DASK, RAYON, TBB
 
 BEGIN, END = "<!-- suite:begin -->", "<!-- suite:end -->"
@@ -161,6 +162,25 @@ def _workload_sections(r: Results) -> list[str]:
     return lines
 
 
+def _real_sections(r: Results) -> list[str]:
+    lines: list[str] = []
+    for key, shape in REAL_SHAPES.items():
+        configs = r.of(key)
+        if not configs:
+            continue
+        heads = [f"slots {c.slots}" for c in configs]
+        title = f"**{key}: {shape.title}**, {configs[0].frames} frames"
+        lines += ["", title, "", *_workload_table(r, configs, heads)]
+    if lines:
+        note = (
+            "W7–W9 run the examples' own C kernels in every runtime: the peers call them from the "
+            'same library through the kernel ABI (bench/peers/README.md, "The kernel DAG file"), '
+            "and a peer run counts only if its last frame's sink values equal a Tomii run's."
+        )
+        lines = ["", note, *lines]
+    return lines
+
+
 def _metg_section(r: Results) -> list[str]:
     workloads = sorted({c.workload for c in r.plan.configs if c.sweep})
     if not workloads:
@@ -272,7 +292,8 @@ def _efficiency_targets(r: Results) -> list[list[str]]:
 
 def _frames_targets(r: Results) -> list[list[str]]:
     rows = []
-    for config in (c for c in r.plan.configs if c.frames > 1 and c.slots in (4, 16)):
+    frames = (c for c in r.plan.configs if c.workload in SHAPES and c.frames > 1)
+    for config in (c for c in frames if c.slots in (4, 16)):
         peers = [r.get(config, peer) for peer in PEERS]
         fastest = min((p.median_s for p in peers if p is not None and p.ok), default=None)
         ratios = [time_ratio(r.summaries, config, FIFO, peer) for peer in PEERS]
@@ -312,7 +333,8 @@ def markdown(r: Results) -> str:
             "wall time over the peer's median in this invocation (< 1: faster than the peer)."
         )
     ]
-    body = _targets(r) + _workload_sections(r) + _metg_section(r) + _python_section(r)
+    body = _targets(r) + _workload_sections(r) + _real_sections(r) + _metg_section(r)
+    body += _python_section(r)
     return "\n".join(intro + body + _failures(r)) + "\n"
 
 

@@ -1,7 +1,8 @@
 """How each runtime runs one configuration: one process per measurement, its wall time back.
 
 Tomii runs through `target/release/tomii run` with one scheduler and `--report` JSON (its engine
-wall time); the peers (bench/peers/) read the expanded DAG file and print one JSON line. Every
+wall time); the peers (bench/peers/) read the expanded DAG file, or the kernel DAG file of a real
+workload, and print one JSON line (for a kernel DAG, with the last frame's sink values). Every
 runtime gets 2 workers. A failure is returned as a `Result` with the reason, never raised: the
 table says what failed and why.
 """
@@ -12,6 +13,7 @@ import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .plan import WORKERS, Config
 
@@ -35,20 +37,24 @@ PY_RUNTIMES = [f"tomii-{s}" for s in SCHEDULERS] + [DASK]
 
 @dataclass(frozen=True)
 class Result:
-    """A measurement: the run's wall time and the tasks it ran, or why there is none."""
+    """A measurement: the run's wall time and the tasks it ran, or why there is none; a peer
+    running a kernel DAG also gives its last frame's sinks ([node, instance, value] rows)."""
 
     wall_s: float | None
     tasks: int | None
     error: str | None = None
+    sinks: list[Any] | None = None
 
 
 @dataclass(frozen=True)
 class Files:
-    """The inputs of one configuration: the Tomii graph and the peers' DAG file."""
+    """The inputs of one configuration: the Tomii graph and the peers' DAG file; for a real
+    workload, `dag` is its kernel DAG file and `dylib` the kernel library Tomii loads."""
 
     graph: Path
     dag: Path
     report: Path
+    dylib: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -66,10 +72,12 @@ class Runtime:
         counts = ["--workers", str(WORKERS), "--frames", str(config.frames)]
         counts += ["--slots", str(config.slots)]
         if self.scheduler is None:
-            return [str(self.binary), "--dag", str(files.dag), *counts]
-        assert self.synthetic is not None
+            form = "--dag" if files.dylib is None else "--kernels"
+            return [str(self.binary), form, str(files.dag), *counts]
+        dylib = files.dylib or self.synthetic
+        assert dylib is not None
         return [
-            *(str(self.binary), "run", str(files.graph), "--dylib", str(self.synthetic)),
+            *(str(self.binary), "run", str(files.graph), "--dylib", str(dylib)),
             *(*counts, "--scheduler", self.scheduler, "--no-task-timing", *self.options),
             *("--report", str(files.report), "--quiet"),
         ]
@@ -96,7 +104,8 @@ class Runtime:
             threads = int(report["workers"] if self.scheduler else report["threads"])
             if threads != WORKERS:
                 return Result(None, None, f"ran on {threads} threads, not {WORKERS}")
-            return Result(float(report["wall_time_s"]), int(report["tasks"]))
+            sinks = report.get("sinks")
+            return Result(float(report["wall_time_s"]), int(report["tasks"]), sinks=sinks)
         except (OSError, ValueError, KeyError, IndexError) as error:
             return Result(None, None, f"unreadable output: {error}")
 

@@ -32,7 +32,8 @@ impl Dag {
         Ok(Dag::from_preds(costs, &pred_lists))
     }
 
-    fn from_preds(costs: Vec<u64>, pred_lists: &[Vec<u32>]) -> Dag {
+    /// The DAG of these tasks (`pred_lists[t]`: earlier tasks only).
+    pub fn from_preds(costs: Vec<u64>, pred_lists: &[Vec<u32>]) -> Dag {
         let n = costs.len();
         let mut counts = vec![0usize; n];
         pred_lists.iter().flatten().for_each(|&p| counts[p as usize] += 1);
