@@ -42,10 +42,6 @@ def build(n: phy.Numerology, *, port: int, address: str = "127.0.0.1") -> tomii.
         num_sockets=1,
         packet_length=n.packet_length,
         frame_packets=n.frame_packets,
-        # A frame arrives as a burst, and each slot keeps its last frame's packet buffers: two
-        # frames' worth of spare buffers hold the packets read while the workers, busy in
-        # kernels, have not yet delivered the earlier ones (else: no_buffer drops).
-        buffer_depth=2 * n.frame_packets,
     )
     # Instance i = symbol · antennas + antenna reads packet i as soon as it arrives.
     fft = app.node("fft", func="fft", factor=n.frame_packets, args=[plan, packets.out(0)])

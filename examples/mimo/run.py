@@ -230,7 +230,8 @@ def run_one(
     check_port(args.port)
     app = build(n, port=args.port)
     outcome: list[tomii.RunResult | tomii.TomiiError] = []
-    # A run waits for its last frame's packets; should they never come, it stops on this limit.
+    # A run whose packets stop coming ends at the idle timeout (NetworkIdleError); one whose
+    # packets keep coming without making its frames stops on this limit.
     max_runtime = 30 + (int(len(frames) / args.rate) if args.rate else 0)
 
     def receive() -> None:

@@ -13,6 +13,7 @@ __all__ = [
     "GraphError",
     "HangError",
     "KernelError",
+    "NetworkIdleError",
     "PluginError",
     "SchedulerFault",
     "SessionBusy",
@@ -50,6 +51,11 @@ class HangError(TomiiError):
     the process."""
 
 
+class NetworkIdleError(TomiiError):
+    """A run of a network source heard no packet for `network_idle_timeout_ms` while frames were
+    still expected; the message says after which frame and how many were taken."""
+
+
 class SessionBusy(TomiiError):
     """Every slot of a session stayed busy for the whole timeout."""
 
@@ -67,6 +73,7 @@ for _error in (
     SchedulerFault,
     ConfigError,
     HangError,
+    NetworkIdleError,
     SessionBusy,
     SessionClosed,
 ):

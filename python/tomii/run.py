@@ -402,6 +402,7 @@ def run_graph(
     on_slots_busy: str = "drop",
     frame_timeout_ms: int = 1000,
     frame_window: int = 64,
+    network_idle_timeout_ms: int = 10_000,
     quiet: bool = False,
     verbose: bool = False,
     **legacy: Any,
@@ -431,9 +432,11 @@ def run_graph(
     ConfigError listing the valid ones. Failures raise a `TomiiError` subclass: GraphError,
     PluginError, KernelError (from a Python kernel's own exception), SchedulerFault, ConfigError,
     HangError (a scheduler call or kernel that did not return within its limit: its thread stays
-    stuck in the process). A run that fails after it started keeps what it did: the exception's
-    `result` is a RunResult whose report has `status` "failed", the error and the frames done,
-    with the trace of every task that ran; `report` and `trace` files are written all the same.
+    stuck in the process), NetworkIdleError (a network source heard no packet for
+    `network_idle_timeout_ms` while frames were still expected). A run that fails after it
+    started keeps what it did: the exception's `result` is a RunResult whose report has `status`
+    "failed", the error and the frames done, with the trace of every task that ran; `report` and
+    `trace` files are written all the same.
     Ctrl-C stops the run (the frames in flight complete) and raises KeyboardInterrupt carrying
     the `result`; a second Ctrl-C stops waiting for a run that does not end.
     """

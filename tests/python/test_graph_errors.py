@@ -24,6 +24,7 @@ FAMILY = (
     "SchedulerFault",
     "ConfigError",
     "HangError",
+    "NetworkIdleError",
     "SessionBusy",
     "SessionClosed",
 )

@@ -53,8 +53,10 @@ def expected_sum(number: int, frame_id: int) -> int:
     return checksum("sum", 0, number, ffts)
 
 
-def run_while_sending(app: tm.Graph, frames: int, **knobs: Any) -> tm.RunResult:
-    """Runs `app` for `frames` frames while this thread sends them, paced."""
+def run_while_sending(
+    app: tm.Graph, frames: int, *, sent: int | None = None, **knobs: Any
+) -> tm.RunResult:
+    """Runs `app` for `frames` frames while this thread sends them (or the first `sent`), paced."""
     result: dict[str, Any] = {}
 
     def receive() -> None:
@@ -67,7 +69,7 @@ def run_while_sending(app: tm.Graph, frames: int, **knobs: Any) -> tm.RunResult:
     receiver.start()
     try:
         net.wait_listening(app)
-        net.send(app, frames=frames, rate=20_000)
+        net.send(app, frames=frames if sent is None else sent, rate=20_000)
     except tm.TomiiError:
         receiver.join(timeout=60)
         if "error" in result:
@@ -103,6 +105,20 @@ def test_frames_from_packets_match_the_reference(socket_type: str) -> None:
     assert network["packets_accepted"] == frames * PACKETS
     for number, outputs in enumerate(run.outputs):
         # One socket, one receiver, packets in order: frame number k is frame id k.
+        assert outputs[-1] == ("sum", 0, expected_sum(number, number)), f"frame {number}"
+
+
+def test_a_run_whose_sender_stops_early_raises_at_the_idle_timeout() -> None:
+    app = pipeline("udp", free_port(socket.SOCK_DGRAM))
+    taken = "no packet for 300 ms after frame 2: 3 of 10 frames taken"
+    with pytest.raises(tm.NetworkIdleError, match=taken) as raised:
+        run_while_sending(app, 10, sent=3, on_slots_busy="wait", network_idle_timeout_ms=300)
+    assert "--network-idle-timeout-ms" in str(raised.value)
+    result: tm.RunResult = raised.value.result  # type: ignore[attr-defined]
+    assert result.report["status"] == "failed"
+    assert result.report["frames"] == 3
+    assert result.report["network"]["idle_timeout_ms"] == 300
+    for number, outputs in enumerate(result.outputs):
         assert outputs[-1] == ("sum", 0, expected_sum(number, number)), f"frame {number}"
 
 

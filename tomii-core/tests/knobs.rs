@@ -213,6 +213,7 @@ fn run_config_defaults_are_the_catalog_defaults() {
         on_slots_busy,
         frame_timeout,
         frame_window,
+        idle_timeout,
     } = network;
     assert_eq!(default("receiver_threads"), Preset::Int(receiver_threads.into()));
     assert_eq!(default("socket_recv_buf_bytes"), Preset::Int(socket_recv_buf_bytes));
@@ -220,6 +221,7 @@ fn run_config_defaults_are_the_catalog_defaults() {
     assert_eq!(default("on_slots_busy"), Preset::Text(on_slots_busy.word()));
     assert_eq!(default("frame_timeout_ms"), Preset::Int(frame_timeout.as_millis() as u64));
     assert_eq!(default("frame_window"), Preset::Int(frame_window.into()));
+    assert_eq!(default("network_idle_timeout_ms"), Preset::Int(idle_timeout.map_or(0, |t| t.as_millis() as u64)));
     assert_eq!(default("workers"), Preset::Int(workers.into()));
     assert_eq!(default("slots"), Preset::Int(slots.into()));
     assert_eq!(default("frames"), Preset::Int(frames));

@@ -11,12 +11,12 @@ mod common;
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::checksum::{expected, fnv1a};
 use common::{plugin, synthetic_lib, within_timeout};
-use tomii_core::engine::{self, Output, RunConfig, RunError, RunOutcome};
+use tomii_core::engine::{self, Output, Progress, ProgressFn, RunConfig, RunError, RunFailure, RunOutcome};
 use tomii_core::graph::{self, CompiledGraph};
 use tomii_core::network::send::{self, Destination, Packets, SocketType};
 use tomii_core::network::{Dispatch, NetworkOptions, NetworkSource, WhenBusy};
@@ -85,15 +85,33 @@ impl Run {
     /// Binds, then runs while `send` sends to the bound ports; the outcome has the frames'
     /// outputs, by frame number.
     fn go(self, send: impl FnOnce(&NetworkSource, SocketAddr) + Send) -> Result<RunOutcome, RunError> {
+        self.go_keeping_partial(send).map_err(|failure| failure.error)
+    }
+
+    /// [`go`](Self::go), which on failure keeps what ran.
+    fn go_keeping_partial(
+        self,
+        send: impl FnOnce(&NetworkSource, SocketAddr) + Send,
+    ) -> Result<RunOutcome, RunFailure> {
         let source = NetworkSource::bind(&self.graph, &self.kernels, &self.config).unwrap_or_else(|e| panic!("{e}"));
         let to = SocketAddr::from(([127, 0, 0, 1], source.ports()[0]));
-        let outcome = std::thread::scope(|scope| {
+        let result = std::thread::scope(|scope| {
             scope.spawn(|| send(&source, to));
-            engine::run_with(&self.graph, &self.kernels, &self.scheduler, &self.config, &source)
+            engine::run_with_keeping_partial(&self.graph, &self.kernels, &self.scheduler, &self.config, &source)
         });
-        let mut outcome = outcome?;
-        outcome.outputs = source.into_outputs();
-        Ok(outcome)
+        let outputs = source.into_outputs();
+        match result {
+            Ok(mut outcome) => {
+                outcome.outputs = outputs;
+                Ok(outcome)
+            }
+            Err(mut failure) => {
+                if let Some(partial) = &mut failure.partial {
+                    partial.outputs = outputs;
+                }
+                Err(failure)
+            }
+        }
     }
 }
 
@@ -328,6 +346,145 @@ fn a_frame_missing_a_packet_is_abandoned_at_its_deadline_and_the_next_one_runs()
     });
 }
 
+/// Sends packets `0..count` of frame `frame` as fast as the receiver reads them, never more than
+/// `ahead` packets beyond what it has read (so the socket's buffer never overflows).
+fn send_burst(source: &NetworkSource, to: SocketAddr, frame: u64, count: u32, ahead: u64) {
+    let socket = udp_sender();
+    let before = source.packets_received();
+    for index in 0..count {
+        if u64::from(index) >= ahead {
+            wait_received(source, before + u64::from(index) - ahead);
+        }
+        socket.send_to(&packet(frame, index), to).unwrap();
+    }
+}
+
+/// Frames of `packets` packets over UDP: each is read by its instance of `fast` (a checksum), and
+/// the first one also by `slow`, which spins for `spin_us` microseconds.
+fn slow_graph(packets: u32, spin_us: u64) -> CompiledGraph {
+    let text = format!(
+        r#"{{"network_config": {{"start_port": 0, "packet_length": {PACKET}, "frame_packets": {packets}}},
+            "nodes": [{{"name": "fast", "function": "checksum", "factor": {packets},
+                       "args": [{{"type": "$res", "predecessor": {{"name": "$network"}}}}]}},
+                      {{"name": "slow", "function": "spin",
+                       "args": [{spin_us}, {{"type": "$res", "predecessor": {{"name": "$network", "index": 0}}}}]}}]}}"#
+    );
+    graph::parse_str("slow.json", &text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A frame far larger than `buffer_depth` (128), sent in one burst into the slot its previous
+/// frame still holds (its packets stay there until the new ones overwrite them), while the one
+/// worker spins in the task of its first packet and serves the door only after it: every packet
+/// gets a buffer all the same.
+#[test]
+fn a_burst_of_a_whole_frame_gets_a_buffer_for_every_packet() {
+    within_timeout(TIMEOUT, "burst", || {
+        let packets = 256;
+        let done = Arc::new(AtomicU64::new(0));
+        let frames_done = Arc::clone(&done);
+        let progress = ProgressFn(Arc::new(move |p: Progress| frames_done.store(p.frames_done, Ordering::Relaxed)));
+        let config = RunConfig { workers: 1, progress: Some(progress), ..config(1, 2) };
+        let run = Run::new(slow_graph(packets, 200_000), "fifo", config);
+        let outcome = run.go(|source, to| {
+            send_burst(source, to, 0, packets, 64);
+            // Frame 1 opens in the slot frame 0 leaves, once it completed.
+            while done.load(Ordering::Relaxed) < 1 {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            send_burst(source, to, 1, packets, 64);
+        });
+        let outcome = outcome.unwrap_or_else(|e| panic!("{e}"));
+        let network = &outcome.report.source_section["network"];
+        assert_eq!(network["packets_dropped"]["no_buffer"], 0, "{network}");
+        assert_eq!(network["packets_accepted"], 2 * packets, "{network}");
+        assert_eq!(outcome.report.frames, 2, "{network}");
+        // Two frames of packets per slot, and buffer_depth per socket (README.md, "Receiving").
+        assert_eq!(network["packet_buffers"], 2 * packets + 128);
+    });
+}
+
+/// `waiting` with the network idle timeout `idle`.
+fn idling(slots: u32, frames: u64, idle: Duration) -> RunConfig {
+    let config = waiting(slots, frames);
+    RunConfig { network: NetworkOptions { idle_timeout: Some(idle), ..config.network.clone() }, ..config }
+}
+
+/// Sends frames `0..whole` with every packet, then `part` packets of frame `whole`.
+fn send_frames(to: SocketAddr, whole: u64, part: u32) {
+    let socket = udp_sender();
+    for frame in 0..whole {
+        for index in 0..PACKETS {
+            socket.send_to(&packet(frame, index), to).unwrap();
+        }
+    }
+    for index in 0..part {
+        socket.send_to(&packet(whole, index), to).unwrap();
+    }
+}
+
+/// Frames 0..=2 whole and half of frame 3, of the 10 asked for, then nothing: the run stops once
+/// no packet came for the idle timeout, the open frame abandoned, and fails saying how far it got.
+#[test]
+fn a_sender_that_stops_early_fails_the_run_at_the_idle_timeout_saying_how_far_it_got() {
+    within_timeout(TIMEOUT, "stopped sender", || {
+        // The frame timeout (1 s) is longer: frame 3 is still receiving when the run stops.
+        let run = Run::new(graph("udp", 0), "fifo", idling(4, 10, Duration::from_millis(300)));
+        let failure = run.go_keeping_partial(|_, to| send_frames(to, 3, PACKETS / 2)).expect_err("the run succeeded");
+        let RunError::NetworkIdle { idle_ms, newest, taken, frames, receiving } = failure.error else {
+            panic!("another failure: {}", failure.error)
+        };
+        assert_eq!((idle_ms, newest, taken, frames, receiving), (300, Some(3), 3, 10, 1));
+        let message = failure.error.to_string();
+        assert!(
+            message.contains("no packet for 300 ms after frame 3: 3 of 10 frames taken, 1 still receiving abandoned"),
+            "{message}"
+        );
+        assert!(message.contains("--network-idle-timeout-ms"), "{message}");
+        let partial = failure.partial.expect("what ran");
+        assert_eq!(partial.report.status, "failed");
+        assert_eq!(partial.report.error.as_deref(), Some(message.as_str()));
+        assert_eq!((partial.report.frames, partial.report.frames_abandoned), (3, 1));
+        for number in 0..3 {
+            assert_eq!(sink(&partial.outputs[number]), reference(number as u64, number as u64), "frame {number}");
+        }
+        let network = &partial.report.source_section["network"];
+        assert_eq!((network["frames_complete"].as_u64(), network["frames_incomplete"].as_u64()), (Some(3), Some(1)));
+        assert_eq!(network["idle_timeout_ms"], 300);
+    });
+}
+
+/// A sender that starts after the run is not idle: the idle timeout counts from the first packet.
+#[test]
+fn before_its_first_packet_the_source_waits_beyond_the_idle_timeout() {
+    within_timeout(TIMEOUT, "late sender", || {
+        let run = Run::new(graph("udp", 0), "fifo", idling(2, 2, Duration::from_millis(200)));
+        let outcome = run.go(|_, to| {
+            std::thread::sleep(Duration::from_millis(700));
+            send_frames(to, 2, 0);
+        });
+        let outcome = outcome.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(outcome.report.frames, 2);
+    });
+}
+
+/// With `frames = 0` the run is live until a stop: a pause of the sender ends nothing.
+#[test]
+fn an_unbounded_run_outlasts_the_idle_timeout_until_it_is_stopped() {
+    within_timeout(TIMEOUT, "unbounded", || {
+        let stop = Arc::new(AtomicBool::new(false));
+        let config = RunConfig { stop: Some(Arc::clone(&stop)), ..idling(2, 0, Duration::from_millis(100)) };
+        let outcome = Run::new(graph("udp", 0), "fifo", config).go(|source, to| {
+            send_frames(to, 2, 0);
+            wait_received(source, 2 * u64::from(PACKETS));
+            std::thread::sleep(Duration::from_millis(600));
+            stop.store(true, Ordering::Relaxed);
+        });
+        let outcome = outcome.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((outcome.report.frames, outcome.report.interrupted), (2, true));
+    });
+}
+
 #[test]
 fn a_port_in_use_is_refused_with_one_line_naming_it() {
     let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -431,8 +588,9 @@ mod command {
         }
     }
 
-    /// Starts a run and returns it with the port it listens on (from its "listening on" line).
-    fn listening(mut command: Command) -> (Running, u16) {
+    /// Starts a run and returns it with the port it listens on (from its "listening on" line) and
+    /// the rest of its stderr, read to its end.
+    fn listening(mut command: Command) -> (Running, u16, std::thread::JoinHandle<String>) {
         let mut child =
             command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("tomii run");
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
@@ -443,8 +601,12 @@ mod command {
             .and_then(|rest| rest.split_whitespace().next())
             .and_then(|port| port.parse().ok())
             .unwrap_or_else(|| panic!("no listening line: {line:?}"));
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        (Running(Some(child)), port)
+        let rest = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut stderr, &mut text);
+            text
+        });
+        (Running(Some(child)), port, rest)
     }
 
     /// A run of 4-packet frames over UDP for `frames` frames (0: until stopped), waiting when every
@@ -456,7 +618,7 @@ mod command {
         let report = dir.path().join("report.json");
         let mut command = run_command(&graph, &["--frames", frames, "--on-slots-busy", "wait", "--report"]);
         command.arg(&report);
-        let (child, port) = listening(command);
+        let (child, port, _) = listening(command);
         (dir, graph, report, child, port)
     }
 
@@ -497,6 +659,26 @@ mod command {
         assert_eq!(output.status.code(), Some(0));
         let report = read_report(&report);
         assert_eq!((report["frames"].as_u64(), report["interrupted"].as_bool()), (Some(7), Some(true)));
+    }
+
+    #[test]
+    fn a_run_whose_sender_stops_early_exits_with_an_error_saying_how_far_it_got() {
+        within_timeout(TIMEOUT, "stopped sender", || {
+            let dir = tempfile::tempdir().unwrap();
+            let graph = write_graph(dir.path(), r#""start_port": 0, "packet_length": 64, "frame_packets": 4"#);
+            let report = dir.path().join("report.json");
+            let mut command = run_command(&graph, &["--frames", "5", "--network-idle-timeout-ms", "300", "--report"]);
+            command.arg(&report);
+            let (child, port, stderr) = listening(command);
+            send(&graph, port, 2);
+            let output = child.wait_with_output();
+            let stderr = stderr.join().unwrap();
+            assert!(matches!(output.status.code(), Some(code) if code != 0), "{:?}: {stderr}", output.status);
+            assert!(stderr.contains("error: no packet for 300 ms after frame 1: 2 of 5 frames taken;"), "{stderr}");
+            assert!(stderr.contains("the run stopped after 2 frame(s) of 5"), "{stderr}");
+            let report = read_report(&report);
+            assert_eq!((report["status"].as_str(), report["frames"].as_u64()), (Some("failed"), Some(2)));
+        });
     }
 
     /// A port below the system's first unprivileged one, for a process without privileges (this

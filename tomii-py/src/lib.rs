@@ -33,6 +33,7 @@ import_exception!(tomii.errors, KernelError);
 import_exception!(tomii.errors, SchedulerFault);
 import_exception!(tomii.errors, ConfigError);
 import_exception!(tomii.errors, HangError);
+import_exception!(tomii.errors, NetworkIdleError);
 import_exception!(tomii.errors, SessionBusy);
 import_exception!(tomii.errors, SessionClosed);
 
@@ -47,6 +48,7 @@ fn run_error(py: Python<'_>, error: RunError, python: &PythonKernels) -> PyErr {
         }
         RunError::SchedulerFault { .. } | RunError::Stall { .. } => SchedulerFault::new_err(text),
         RunError::SchedulerHang { .. } | RunError::KernelHang { .. } => HangError::new_err(text),
+        RunError::NetworkIdle { .. } => NetworkIdleError::new_err(text),
         RunError::Plugin(_) => PluginError::new_err(text),
         RunError::Config(_) => ConfigError::new_err(text),
         RunError::Io { .. } | RunError::Internal(_) => TomiiError::new_err(text),

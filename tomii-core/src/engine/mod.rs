@@ -227,6 +227,7 @@ impl RunConfig {
             ("socket_recv_buf_bytes", network.socket_recv_buf_bytes),
             ("frame_timeout_ms", millis(network.frame_timeout)),
             ("frame_window", u64::from(network.frame_window)),
+            ("network_idle_timeout_ms", network.idle_timeout.map_or(0, millis)),
         ];
         integers
             .into_iter()
@@ -297,10 +298,43 @@ pub enum RunError {
         crate::graph::quote_name(.kernel), crate::graph::quote_name(.node)
     )]
     KernelHang { kernel: String, node: String, instance: u32, frame: u64, worker: u32, timeout_ms: u128 },
+    #[error(
+        "no packet for {idle_ms} ms {}: {taken} of {frames} frames taken{}; the network source stopped the run as \
+         Ctrl-C does (did the sender stop early, or are its packets lost? the report's packets_dropped counts what \
+         came; raise --network-idle-timeout-ms for a sender that pauses, 0 waits forever)",
+        idle_since(.newest), still_receiving(*.receiving)
+    )]
+    NetworkIdle {
+        idle_ms: u128,
+        /// The newest frame id a packet named; `None` when no packet's frame was known (every
+        /// one was dropped before it was read).
+        newest: Option<u64>,
+        /// Frames whose reception was over (complete, abandoned, failed or dropped) when it stopped.
+        taken: u64,
+        frames: u64,
+        /// Frames still receiving then, abandoned.
+        receiving: u64,
+    },
     #[error("{path}: {reason}")]
     Io { path: PathBuf, reason: String },
     #[error("internal error (please report it): {0}")]
     Internal(String),
+}
+
+/// Where a network source's packets stopped, for [`RunError::NetworkIdle`].
+fn idle_since(newest: &Option<u64>) -> String {
+    match newest {
+        Some(frame) => format!("after frame {frame}"),
+        None => "and no frame id known (every packet was dropped before its frame was read)".to_owned(),
+    }
+}
+
+/// The frames a network source abandoned when it stopped, for [`RunError::NetworkIdle`].
+fn still_receiving(receiving: u64) -> String {
+    match receiving {
+        0 => String::new(),
+        n => format!(", {n} still receiving abandoned"),
+    }
 }
 
 /// One output value, owned by the caller.

@@ -96,6 +96,13 @@ pub trait FrameSource: Sync {
         None
     }
 
+    /// Why the source ended the run as a failure, if it did (the network source, when no packet
+    /// came for its idle timeout: README.md, "The end of a run"). Asked once, after the run's
+    /// frames completed and before the post-nodes: the run then fails with it, keeping what it did.
+    fn failure(&self) -> Option<super::RunError> {
+        None
+    }
+
     /// How many frames the source will give in all, when it knows (for progress).
     fn planned(&self) -> Option<u64> {
         None

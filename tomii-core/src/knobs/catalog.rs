@@ -454,6 +454,22 @@ pub const CATALOG: &[Knob] = &[
         simulate_default: None,
     },
     Knob {
+        name: "network_idle_timeout_ms",
+        cli: "--network-idle-timeout-ms",
+        kind: Kind::Int,
+        default: Preset::Int(10_000),
+        domain: Domain::Int { min: 0, max: u64::MAX, scale: Scale::Log },
+        role: Role::Behaviour,
+        description: "Network source, with frames N: once a first packet came, no packet for this long (ms) while \
+            frames are still expected stops the run as Ctrl-C does (the frames in flight complete, those still \
+            receiving are abandoned) with an error saying how far it got; 0: wait for packets forever",
+        search_hint: "not a tuning knob: longer than the longest pause of the sender",
+        takes: Takes::RUN,
+        flag: Flag { value_name: "MS", ..Flag::PLAIN },
+        apply: |s, v| s.run.network.idle_timeout = Some(v.millis()).filter(|limit| !limit.is_zero()),
+        simulate_default: None,
+    },
+    Knob {
         name: "frame_window",
         cli: "--frame-window",
         kind: Kind::Int,

@@ -14,7 +14,8 @@ pub use source::NetworkSource;
 use std::time::Duration;
 
 /// The run options of a network source (the knobs `receiver_threads`, `socket_recv_buf_bytes`,
-/// `network_dispatch`, `on_slots_busy`, `frame_timeout_ms`, `frame_window`).
+/// `network_dispatch`, `on_slots_busy`, `frame_timeout_ms`, `frame_window`,
+/// `network_idle_timeout_ms`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct NetworkOptions {
     /// Threads that read the sockets (each socket is read by one of them).
@@ -27,6 +28,10 @@ pub struct NetworkOptions {
     pub frame_timeout: Duration,
     /// Frame ids looked at from the oldest frame in flight; packets of ids beyond are dropped.
     pub frame_window: u32,
+    /// With `frames = N`: once the first packet came, no packet for this long while frames are
+    /// still expected stops the run with [`RunError::NetworkIdle`](crate::engine::RunError);
+    /// `None`: the run waits for packets without limit.
+    pub idle_timeout: Option<Duration>,
 }
 
 impl Default for NetworkOptions {
@@ -38,6 +43,7 @@ impl Default for NetworkOptions {
             on_slots_busy: WhenBusy::Drop,
             frame_timeout: Duration::from_secs(1),
             frame_window: 64,
+            idle_timeout: Some(Duration::from_secs(10)),
         }
     }
 }

@@ -2,8 +2,9 @@
 //! decoded (`extract_packet_func`), given its frame id and index (`id_function`,
 //! `index_function`, or the packet header), and, with packet-driven dispatch, delivered through the
 //! door as the value of its `$network` instance the moment it arrives; a frame opens at its first
-//! packet and its reception ends at its last, or at its deadline. Its kernels are called through
-//! the kernel port (`plugin::KernelCaller`); it never touches a slot but through the door.
+//! packet and its reception ends at its last, or at its deadline; a run of N frames whose packets
+//! stop coming ends at the idle timeout, as a failure. Its kernels are called through the kernel
+//! port (`plugin::KernelCaller`); it never touches a slot but through the door.
 //!
 //! # Memory ordering
 //! - `stop` is stored Release when the source stops its receivers and loaded Acquire by each
@@ -12,10 +13,14 @@
 //!   loaded Acquire, without the lock, by the door's slot-free callback and the receivers' ticks:
 //!   one that sees it set takes the lock and finds the waiting frame; one that misses it is
 //!   caught by the next tick.
-//! - The counts and the next expiry time are Relaxed: statistics and a hint.
+//! - `holding` (receivers waiting with a packet in hand) is decremented Release after the waiting
+//!   receiver stamped `last_packet_ns`, and loaded Acquire by the idle watch before it reads
+//!   `last_packet_ns`: a watch that sees no receiver holding sees the time its wait ended.
+//! - The counts, `last_packet_ns` and the next expiry time are Relaxed otherwise: statistics, and
+//!   times read against a timeout hundreds of ticks long.
 
 use std::ffi::CString;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -82,6 +87,22 @@ struct Shared {
     advanced: Condvar,
     /// Per frame, by the engine's frame number, when collecting outputs.
     outputs: Option<Mutex<Vec<FrameOutputs>>>,
+    /// When the newest packet came (`now_ns`, at least 1); 0: no packet yet.
+    last_packet_ns: AtomicU64,
+    /// Receivers waiting, with a packet in hand, for the window to move or for a slot.
+    holding: AtomicU32,
+    /// The idle timeout in ns, with `frames = N`; `None`: the run waits for packets forever.
+    idle_limit_ns: Option<u64>,
+    /// How far reception got when the idle timeout stopped the run.
+    idle: OnceLock<IdleStop>,
+}
+
+/// Where reception stood when no packet had come for the idle timeout (README.md, "The end").
+#[derive(Clone, Copy, Debug)]
+struct IdleStop {
+    newest: Option<u64>,
+    taken: u64,
+    receiving: u64,
 }
 
 impl NetworkSource {
@@ -119,18 +140,20 @@ impl NetworkSource {
         };
         let sockets = receive::bind(&network, options.socket_recv_buf_bytes).map_err(RunError::Config)?;
         let collect = options.dispatch == Dispatch::Frame;
-        // Collecting or waiting, frames in the window hold their packets too.
+        // A slot keeps its frame's packets until its next frame's overwrite them, and every packet
+        // of that next frame may be on its way meanwhile (README.md, "Receiving"): two frames'
+        // worth per slot. Collecting or waiting, frames in the window hold their packets too.
         let holds = collect || options.on_slots_busy == WhenBusy::Wait;
-        let held_frames = u64::from(config.slots) + if holds { u64::from(options.frame_window) } else { 0 };
+        let held_frames = 2 * u64::from(config.slots) + if holds { u64::from(options.frame_window) } else { 0 };
         let buffers = held_frames * u64::from(network.frame_packets)
             + u64::from(network.num_sockets) * u64::from(network.buffer_depth);
         let bytes = buffers.saturating_mul(u64::from(network.packet_length) + 1);
         let held = u64::from(options.frame_window).saturating_mul(u64::from(network.frame_packets));
         let buffers = u32::try_from(buffers).ok().filter(|_| bytes <= MAX_POOL_BYTES && held <= MAX_HELD).ok_or_else(|| {
             RunError::Config(format!(
-                "{}: network_config: {buffers} packet buffers of {} bytes ((slots{} × frame_packets + num_sockets × \
-                 buffer_depth), {bytes} bytes) or {held} packets held in the window (frame_window × frame_packets) \
-                 are more than the {MAX_POOL_BYTES} bytes and {MAX_HELD} packets a network source may hold; lower \
+                "{}: network_config: {buffers} packet buffers of {} bytes ((2 × slots{}) × frame_packets + \
+                 num_sockets × buffer_depth: {bytes} bytes) or {held} packets held in the window (frame_window × \
+                 frame_packets) are more than the {MAX_POOL_BYTES} bytes and {MAX_HELD} packets a network source may hold; lower \
                  buffer_depth, slots or frame_window",
                 graph.source,
                 network.packet_length + 1,
@@ -162,6 +185,13 @@ impl NetworkSource {
             wakers: Mutex::new(Vec::new()),
             advanced: Condvar::new(),
             outputs: config.collect_outputs.then(|| Mutex::new(Vec::new())),
+            last_packet_ns: AtomicU64::new(0),
+            holding: AtomicU32::new(0),
+            idle_limit_ns: options
+                .idle_timeout
+                .filter(|_| config.frames > 0)
+                .map(|limit| u64::try_from(limit.as_nanos()).unwrap_or(u64::MAX)),
+            idle: OnceLock::new(),
             config: network,
             options,
         };
@@ -324,6 +354,12 @@ impl FrameSource for NetworkSource {
         self.stop_receivers();
         Some(self.report())
     }
+
+    fn failure(&self) -> Option<RunError> {
+        let IdleStop { newest, taken, receiving } = *self.shared.idle.get()?;
+        let idle_ms = self.shared.options.idle_timeout.unwrap_or_default().as_millis();
+        Some(RunError::NetworkIdle { idle_ms, newest, taken, frames: lock(&self.shared.window).planned(), receiving })
+    }
 }
 
 impl NetworkSource {
@@ -345,6 +381,7 @@ impl NetworkSource {
             "on_slots_busy": options.on_slots_busy.word(),
             "frame_timeout_ms": options.frame_timeout.as_millis() as u64,
             "frame_window": options.frame_window,
+            "idle_timeout_ms": options.idle_timeout.map_or(0, |limit| limit.as_millis() as u64),
             "packet_length": shared.config.packet_length,
             "frame_packets": shared.config.frame_packets,
             "packet_buffers": shared.pool.capacity(),
@@ -366,6 +403,37 @@ impl NetworkSource {
 impl Shared {
     fn now_ns(&self) -> u64 {
         u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// A packet came (kept or not): the source is not idle. Returns the time.
+    fn heard(&self) -> u64 {
+        let now = self.now_ns().max(1);
+        self.last_packet_ns.store(now, Ordering::Relaxed);
+        now
+    }
+
+    /// Stops the run once no packet came for the idle timeout, after a first one, while frames are
+    /// still expected (README.md, "The end"): where reception stood is kept for the run's
+    /// failure, then the door ends as a stop ends it. Before the first packet, while a receiver
+    /// holds one, or once every frame was taken, it waits.
+    fn watch_idle(&self, door: &Door, now: u64) {
+        let Some(limit) = self.idle_limit_ns else { return };
+        if self.holding.load(Ordering::Acquire) > 0 {
+            return;
+        }
+        let last = self.last_packet_ns.load(Ordering::Relaxed);
+        if last == 0 || now.saturating_sub(last) < limit || door.is_ended() {
+            return;
+        }
+        let window = lock(&self.window);
+        if window.taken() >= window.planned() || door.is_ended() {
+            return;
+        }
+        let stop = IdleStop { newest: window.newest(), taken: window.taken(), receiving: window.open_frames() };
+        drop(window);
+        if self.idle.set(stop).is_ok() {
+            self.end();
+        }
     }
 
     fn door(&self) -> Option<&Arc<Door>> {
@@ -410,8 +478,9 @@ impl Shared {
         }
     }
 
-    /// Decodes a packet held in `value` (with the header read from its bytes) and offers it.
-    fn decode(&self, local: &mut Local, value: Value, header: Option<(u64, u32)>) {
+    /// Decodes a packet held in `value` (with the header read from its bytes), which came at
+    /// `now_ns`, and offers it.
+    fn decode(&self, local: &mut Local, value: Value, header: Option<(u64, u32)>, now_ns: u64) {
         let value = match self.extract {
             Some(kernel) => match self.call(local, kernel, &[*value.as_raw()]) {
                 Ok(decoded) => decoded,
@@ -440,15 +509,17 @@ impl Shared {
             }
             None => header.map_or(0, |(_, index)| index),
         };
-        self.offer(id, index, value);
+        self.offer(id, index, value, now_ns);
     }
 
-    /// Gives a decoded packet to its frame.
-    fn offer(&self, id: u64, index: u32, value: Value) {
+    /// Gives a decoded packet, which came at `now_ns`, to its frame.
+    fn offer(&self, id: u64, index: u32, value: Value, now_ns: u64) {
         let Some(door) = self.door() else { return };
         let mut window = lock(&self.window);
-        let mut verdict = window.packet(&**door, &self.counts, id, index, value, self.now_ns());
+        let mut verdict = window.packet(&**door, &self.counts, id, index, value, now_ns);
+        let mut holding = None;
         while let Verdict::Full { value } = verdict {
+            holding.get_or_insert_with(|| Holding::new(self));
             // The window is full: its oldest frame leaves it when the engine completes it
             // (frame_done), when it gets its packets (from other receivers) and a slot, or at its
             // deadline (expire, here and in the other receivers). This receiver waits meanwhile.
@@ -462,12 +533,16 @@ impl Shared {
         }
         self.waiting.store(window.has_waiting(), Ordering::Release);
         drop(window);
+        drop(holding);
         match verdict {
             Verdict::Deliver { frame, value } => door.deliver(frame, index, value),
             Verdict::Submit { tag, inputs, last } => {
                 // Collecting, no frame in the engine waits for a packet: a receiver may block here.
                 let wait = (self.options.on_slots_busy == WhenBusy::Drop).then_some(Duration::ZERO);
-                if let Err(why) = door.submit(tag, inputs, wait) {
+                let holding = Holding::new(self);
+                let submitted = door.submit(tag, inputs, wait);
+                drop(holding);
+                if let Err(why) = submitted {
                     lock(&self.window).refused(&**door, &self.counts, tag, why);
                 }
                 if last {
@@ -494,6 +569,7 @@ impl Sink for Shared {
     }
 
     fn packet(&self, local: &mut Local, index: u32, len: usize) {
+        let now = self.heard();
         self.counts.received.fetch_add(1, Ordering::Relaxed);
         if len != self.config.packet_length as usize {
             self.pool.give_back(index);
@@ -504,10 +580,11 @@ impl Sink for Shared {
             if self.config.reads_header() { read_header(unsafe { &self.pool.buffer(index)[..len] }) } else { None };
         // SAFETY: as above; the value owns the buffer from now on.
         let value = unsafe { self.pool.into_value(index, len) };
-        self.decode(local, value, header);
+        self.decode(local, value, header, now);
     }
 
     fn lost(&self, why: Cause) {
+        self.heard();
         self.counts.received.fetch_add(1, Ordering::Relaxed);
         self.counts.drop_packet(why);
     }
@@ -519,6 +596,7 @@ impl Sink for Shared {
     fn tick(&self) -> bool {
         let Some(door) = self.door() else { return true };
         let now = self.now_ns();
+        self.watch_idle(door, now);
         let ended = door.is_ended();
         if self.waiting.load(Ordering::Acquire) {
             self.slot_freed();
@@ -548,5 +626,23 @@ impl Sink for Shared {
         let mut window = lock(&self.window);
         window.open_waiting(&**door, &self.counts);
         self.waiting.store(window.has_waiting(), Ordering::Release);
+    }
+}
+
+/// A receiver waiting, with a packet in hand, for the window to move or for a slot: the source is
+/// not idle meanwhile, and its idle time counts from the end of the wait (README.md, "The end").
+struct Holding<'a>(&'a Shared);
+
+impl<'a> Holding<'a> {
+    fn new(shared: &'a Shared) -> Self {
+        shared.holding.fetch_add(1, Ordering::Relaxed);
+        Holding(shared)
+    }
+}
+
+impl Drop for Holding<'_> {
+    fn drop(&mut self) {
+        self.0.heard();
+        self.0.holding.fetch_sub(1, Ordering::Release);
     }
 }

@@ -184,6 +184,16 @@ impl Window {
         self.open
     }
 
+    /// Frames whose reception is over (complete, incomplete, failed or dropped).
+    pub(crate) fn taken(&self) -> u64 {
+        self.taken
+    }
+
+    /// The newest frame id a packet named, if any.
+    pub(crate) fn newest(&self) -> Option<u64> {
+        self.newest
+    }
+
     /// The entry of `id`, making room for it: `Err` when the id is not in the window and cannot
     /// be now.
     fn entry(&mut self, counts: &Counts, slots: &dyn Slots, id: u64) -> Result<usize, Miss> {

@@ -71,6 +71,9 @@ impl Engine<'_> {
                 self.shared.door.in_flight()
             )));
         }
+        if failure.is_none() {
+            failure = self.source.failure();
+        }
         let mut post_outputs = Vec::new();
         if failure.is_none() {
             match self.run_post_nodes() {
