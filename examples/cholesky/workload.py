@@ -23,9 +23,11 @@ SCALES = {"quick": (4, 16), "small": (16, 32), "medium": (24, 64)}
 SLOTS = 8
 
 MECHANISM = (
-    "critical path: each step's POTRF → TRSM → SYRK chain gates the next panel; with more "
-    "workers than ready updates, serving that chain first (critical-path, priority) keeps "
-    "workers busy that FIFO order leaves idle"
+    "critical path, and tiles in cache: each step's POTRF → TRSM → SYRK chain gates the next "
+    "panel, so with more workers than ready updates, serving that chain first (critical-path, "
+    "priority) keeps busy the workers FIFO order leaves idle; on few real workers, running a "
+    "task's successor where it ran (work-stealing's own deque is last in, first out) finds the "
+    "tiles it just wrote in cache"
 )
 
 

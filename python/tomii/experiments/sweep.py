@@ -821,8 +821,11 @@ def sweep(
 MEASURE_FRAMES = 40
 MEASURE_WARMUP = 2
 #: A duration beyond its node's third quartile plus this many interquartile ranges (Tukey's
-#: "far out") is taken for interference (a preemption, a page fault), not the kernel's cost.
+#: "far out"), and beyond FAR_OUT_MEDIANS times its median, is taken for interference (a
+#: preemption, a page fault), not the kernel's cost. The second bound keeps the slow variants of
+#: a kernel of a few µs (a tile not in cache) whose tight quartiles alone would cut them.
 FAR_OUT_IQRS = 3.0
+FAR_OUT_MEDIANS = 2.0
 
 
 @dataclass(frozen=True)
@@ -841,8 +844,9 @@ def measure_costs(
 ) -> MeasuredCosts:
     """The cost model of `workload` on this machine: the duration of every task of `frames`
     frames of a traced run on one worker with fifo, after `warmup_frames` left out, as samples
-    per node, without the far-out ones (beyond the node's Q3 + FAR_OUT_IQRS × IQR: another
-    process ran, a page faulted). Raises what run_graph raises."""
+    per node, without the far-out ones (beyond both the node's Q3 + FAR_OUT_IQRS × IQR and
+    FAR_OUT_MEDIANS × its median: another process ran, a page faulted). Raises what run_graph
+    raises."""
     options = {**workload.run_options, "workers": 1, "slots": 1}
     options.update(frames=frames + warmup_frames, warmup_frames=warmup_frames)
     result = run_graph(
@@ -861,11 +865,12 @@ def measure_costs(
 
 
 def _without_far_out(durations: list[int]) -> list[int]:
-    """`durations` without those beyond Q3 + FAR_OUT_IQRS × IQR (all of them when fewer than 4)."""
+    """`durations` without those beyond both Q3 + FAR_OUT_IQRS × IQR and FAR_OUT_MEDIANS × the
+    median (all of them when fewer than 4)."""
     if len(durations) < 4:
         return durations
-    q1, q3 = np.percentile(durations, [25, 75])
-    fence = q3 + FAR_OUT_IQRS * (q3 - q1)
+    q1, median, q3 = np.percentile(durations, [25, 50, 75])
+    fence = max(q3 + FAR_OUT_IQRS * (q3 - q1), FAR_OUT_MEDIANS * median)
     return [ns for ns in durations if ns <= fence]
 
 
