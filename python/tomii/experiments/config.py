@@ -262,13 +262,17 @@ def summary(
     return "\n".join([*table, *_verdicts(cells, varying, mechanisms), *machine])
 
 
-#: A trial's machine counts as loaded beyond this share of stolen CPU time (%).
+#: A trial ran on a busy machine when more than this share of CPU time was stolen (%) ...
 LOADED_STEAL_PERCENT = 2.0
+#: ... and the sweep did when more than this share of its trials did (or its median load
+#: average exceeded the CPUs).
+LOADED_TRIALS = 0.05
 
 
 def _machine(rows: Sequence[Mapping[str, Any]], cpus: int | None) -> list[str]:
     """One line: the load average and steal time over the trials, and whether the machine was
-    otherwise idle (load at most its CPUs, under LOADED_STEAL_PERCENT stolen) or loaded."""
+    otherwise idle or LOADED: a median load above its CPUs, or more than LOADED_TRIALS of the
+    trials with more than LOADED_STEAL_PERCENT of CPU time stolen."""
     loads = [r.get("load_average_1m", math.nan) for r in rows]
     steals = [r.get("steal_percent", math.nan) for r in rows]
     loads = [float(v) for v in loads if isinstance(v, (int, float)) and math.isfinite(v)]
@@ -279,10 +283,15 @@ def _machine(rows: Sequence[Mapping[str, Any]], cpus: int | None) -> list[str]:
     if loads:
         cores = f" on {cpus} CPUs" if cpus else ""
         parts.append(f"load average {min(loads):.2f}–{max(loads):.2f}{cores} as trials started")
+    stolen = sum(1 for v in steals if v > LOADED_STEAL_PERCENT)
     if steals:
-        parts.append(f"{statistics.median(steals):.1f} % of CPU time stolen (median)")
+        parts.append(
+            f"CPU time stolen {statistics.median(steals):.1f} % (median), up to "
+            f"{max(steals):.1f} %, over {LOADED_STEAL_PERCENT:g} % in {stolen} of "
+            f"{len(steals)} trials"
+        )
     loaded = (bool(loads) and cpus is not None and statistics.median(loads) > cpus) or (
-        bool(steals) and statistics.median(steals) > LOADED_STEAL_PERCENT
+        bool(steals) and stolen > LOADED_TRIALS * len(steals)
     )
     verdict_of_load = (
         "LOADED: other work shared the CPUs, so these intervals are wider, and the verdicts "
