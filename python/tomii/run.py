@@ -74,6 +74,11 @@ class Report(dict[str, Any]):
         return int(self["tasks_inlined"])
 
     @property
+    def tasks_kept(self) -> int:
+        """Tasks the scheduler kept for the worker whose completion made them ready (`push_keep`)."""
+        return int(self["tasks_kept"])
+
+    @property
     def workers(self) -> int:
         return int(self["workers"])
 

@@ -3,7 +3,8 @@
  *
  * One ring buffer of queued tasks (each its handle and allowed workers, 16 bytes) behind one
  * mutex; pop writes only handles (TOMII_SCHED_POP_HANDLES). A worker takes the oldest tasks it
- * is allowed to run; the others keep their order. Callbacks never block on anything but that mutex,
+ * is allowed to run; the others keep their order. A worker pushing into an empty queue keeps the
+ * first task it may run, which it would pop next anyway (push_keep, ABI v1.2). Callbacks never block on anything but that mutex,
  * never allocate after create and never longjmp. See README.md for the policy and its costs.
  */
 
@@ -32,6 +33,7 @@ typedef struct CFifo {
     size_t len;
     uint64_t pushes; /* tasks pushed over the run */
     uint64_t pops;   /* tasks popped over the run */
+    uint64_t kept;   /* tasks kept by their pushing worker over the run */
 } CFifo;
 
 /* The message of this thread's last failing push or pop, returned by `last_error`. */
@@ -118,6 +120,25 @@ static void c_fifo_destroy(void *state) {
     free(q);
 }
 
+/*
+ * Appends the `n` tasks but the one at `skip` (TOMII_KEEP_NONE: none) at the tail, all or none:
+ * fails if the ring cannot hold them. Called with the lock held; leaves it held.
+ */
+static int32_t append(CFifo *q, const TomiiTask *tasks, size_t n, size_t skip) {
+    size_t count = n - (skip < n ? 1 : 0);
+    if (count > q->cap - q->len) {
+        return fail(TOMII_ERR, "c-fifo queue is full: %zu tasks pushed onto %zu of capacity %zu "
+                               "(more tasks than can be ready at once)", count, q->len, q->cap);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i != skip) {
+            *task_at(q, q->len++) = (Queued){tasks[i].handle, tasks[i].worker_lo, tasks[i].worker_hi};
+        }
+    }
+    q->pushes += count;
+    return TOMII_OK;
+}
+
 /* Appends `n` tasks at the tail, all or none: fails if the ring cannot hold them all. */
 static int32_t c_fifo_push(void *state, uint32_t worker, const TomiiTask *tasks, size_t n) {
     (void)worker;
@@ -126,19 +147,34 @@ static int32_t c_fifo_push(void *state, uint32_t worker, const TomiiTask *tasks,
         return fail(TOMII_ERR_INVALID, "c-fifo: push was given a NULL state or task pointer");
     }
     pthread_mutex_lock(&q->lock);
-    if (n > q->cap - q->len) {
-        size_t len = q->len;
-        pthread_mutex_unlock(&q->lock);
-        return fail(TOMII_ERR, "c-fifo queue is full: %zu tasks pushed onto %zu of capacity %zu "
-                               "(more tasks than can be ready at once)", n, len, q->cap);
-    }
-    for (size_t i = 0; i < n; i++) {
-        *task_at(q, q->len + i) = (Queued){tasks[i].handle, tasks[i].worker_lo, tasks[i].worker_hi};
-    }
-    q->len += n;
-    q->pushes += n;
+    int32_t status = append(q, tasks, n, TOMII_KEEP_NONE);
     pthread_mutex_unlock(&q->lock);
-    return TOMII_OK;
+    return status;
+}
+
+/*
+ * Like push, by a worker that asks for work right after: when the queue is empty, the first task
+ * it may run is the one its pop would take, so it keeps that one (`*kept`) instead of queueing it.
+ */
+static int32_t c_fifo_push_keep(void *state, uint32_t worker, const TomiiTask *tasks, size_t n, size_t *kept) {
+    CFifo *q = state;
+    if (q == NULL || kept == NULL || (tasks == NULL && n > 0)) {
+        return fail(TOMII_ERR_INVALID, "c-fifo: push_keep was given a NULL state, task or kept pointer");
+    }
+    pthread_mutex_lock(&q->lock);
+    size_t keep = TOMII_KEEP_NONE;
+    for (size_t i = 0; q->len == 0 && i < n && keep == TOMII_KEEP_NONE; i++) {
+        if (tasks[i].worker_lo <= worker && worker < tasks[i].worker_hi) {
+            keep = i;
+        }
+    }
+    int32_t status = append(q, tasks, n, keep);
+    if (status == TOMII_OK && keep != TOMII_KEEP_NONE) {
+        q->kept++;
+    }
+    pthread_mutex_unlock(&q->lock);
+    *kept = status == TOMII_OK ? keep : TOMII_KEEP_NONE;
+    return status;
 }
 
 /*
@@ -184,16 +220,17 @@ static const TomiiKnobDesc *c_fifo_describe_knobs(size_t *n) {
     return none;
 }
 
-/* Writes {"pushes":N,"pops":M} (tasks) and returns the length the full text needs. */
+/* Writes {"pushes":N,"pops":M,"kept":K} (tasks) and returns the length the full text needs. */
 static size_t c_fifo_stats(void *state, char *buf, size_t cap) {
     CFifo *q = state;
     if (q == NULL) {
         return 0;
     }
     pthread_mutex_lock(&q->lock);
-    unsigned long long pushes = q->pushes, pops = q->pops;
+    unsigned long long pushes = q->pushes, pops = q->pops, kept = q->kept;
     pthread_mutex_unlock(&q->lock);
-    int needed = snprintf(cap > 0 ? buf : NULL, cap, "{\"pushes\":%llu,\"pops\":%llu}", pushes, pops);
+    int needed = snprintf(cap > 0 ? buf : NULL, cap, "{\"pushes\":%llu,\"pops\":%llu,\"kept\":%llu}", pushes,
+                          pops, kept);
     return needed > 0 ? (size_t)needed : 0;
 }
 
@@ -213,6 +250,7 @@ static const TomiiSchedulerVtable VTABLE = {
     .describe_knobs = c_fifo_describe_knobs,
     .stats = c_fifo_stats,
     .last_error = c_fifo_last_error,
+    .push_keep = c_fifo_push_keep,
 };
 
 /* The table, for the Rust shim (src/lib.rs) to export as tomii_scheduler_v1: a rustc cdylib does

@@ -40,6 +40,7 @@ const FIXTURES: &[Fixture] = &[
     ("bad_null_push", "bad_sched.c", &["-DNULL_PUSH"]),
     ("bad_null_name", "bad_sched.c", &["-DNULL_NAME"]),
     ("newer_minor", "bad_sched.c", &["-DNEWER_MINOR"]),
+    ("v1_1_table", "bad_sched.c", &["-DV1_1_TABLE"]),
     ("bad_pop_handles_hooks", "bad_sched.c", &["-DPOP_HANDLES_WITH_HOOKS"]),
     ("no_entry", "no_entry.c", &[]),
     ("c_kernels", "kernels.c", &[]),
@@ -287,13 +288,23 @@ fn unbroken_control_table_loads() {
     assert!(!plugin.layout_checked);
 }
 
-/// Versioning rules (PLUGIN_SCHEDULER_API.md): the control is a table of the v1.0 size without
-/// v1.1's flag, so it stands for a plugin of an older minor version; a table
-/// of a later minor, larger and with a higher minor, must load too, its extra fields ignored.
+/// Versioning rules (PLUGIN_SCHEDULER_API.md): a table of a later minor, larger and with a higher
+/// minor, must load, its extra fields ignored (an older minor's: below).
 #[test]
 fn scheduler_of_a_newer_minor_version_loads() {
     let plugin = SchedulerPlugin::load(&fixture("newer_minor")).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(plugin.name, "bad");
+}
+
+/// A table of minor 1 ends before v1.2's `push_keep`: whatever follows it is not read.
+#[test]
+fn scheduler_of_an_older_minor_version_loads_without_its_later_fields() {
+    let plugin = SchedulerPlugin::load(&fixture("v1_1_table")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plugin.name, "bad");
+    assert!(!plugin.keeps(), "push_keep lies past the table's struct_size");
+    assert!(SchedulerPlugin::load(&fixture("bad_control")).is_ok_and(|control| !control.keeps()));
+    let c_fifo = SchedulerPlugin::find("c-fifo").unwrap_or_else(|e| panic!("{e}"));
+    assert!(c_fifo.keeps(), "c-fifo has push_keep");
 }
 
 #[test]
@@ -311,7 +322,7 @@ fn scheduler_of_another_major_version_is_rejected() {
 #[test]
 fn scheduler_table_smaller_than_v1_is_rejected() {
     let text = invalid_table_error("bad_size");
-    let v1 = size_of::<TomiiSchedulerVtable>();
+    let v1 = std::mem::offset_of!(TomiiSchedulerVtable, push_keep);
     assert!(text.contains("40 bytes") && text.contains(&format!("{v1} bytes")), "{text}");
 }
 

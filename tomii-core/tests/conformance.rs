@@ -527,6 +527,6 @@ same_violation! {
     duplicate => "duplicate" says "broke its contract: returned the same task twice: node ";
     garbage => "garbage" says "broke its contract: pop returned handle 0xffffffffffffffff, which the host never issued";
     drop => "drop" says "stalled: every worker was idle for 300 ms with 1 frame(s) incomplete";
-    error => "error" says "broke its contract: push failed: injected error";
+    error => "error" says "broke its contract: push_keep failed: injected error";
     panic => "panic" says "broke its contract: pop failed: panicked: injected panic";
 }

@@ -435,10 +435,31 @@ fn inline_continuation_runs_a_chain_past_the_scheduler_with_the_same_results() {
     let off = run_with("work-stealing", &graph, config(1, 2, 20));
     let on = run_with("work-stealing", &graph, RunConfig { inline_continuation: true, ..config(1, 2, 20) });
     assert_eq!(on.outputs, off.outputs);
-    assert_eq!((off.report.tasks_inlined, pops(&off)), (0, 100));
-    assert_eq!((on.report.tasks_inlined, pops(&on)), (80, 20));
+    assert_eq!((off.report.tasks_inlined, pops(&off) + off.report.tasks_kept), (0, 100));
+    assert_eq!((on.report.tasks_inlined, pops(&on), on.report.tasks_kept), (80, 20, 0));
     assert!(on.report.inline_continuation && !off.report.inline_continuation);
     check_trace(&graph, &config(1, 2, 20), &on.trace);
+}
+
+#[test]
+fn a_scheduler_keeps_tasks_for_their_pushing_worker_with_the_same_results() {
+    // fifo keeps a task a completion made ready when its queue is empty (`push_keep`): on one
+    // worker and one slot, every task of a chain of 5 but each frame's root, which is pushed.
+    let graph = chain_graph(5);
+    let kept = run_with("fifo", &graph, config(1, 1, 20));
+    let inline = run_with("fifo", &graph, RunConfig { inline_continuation: true, ..config(1, 1, 20) });
+    assert_eq!(kept.outputs, inline.outputs);
+    assert_eq!((kept.report.tasks_kept, kept.report.tasks_inlined), (80, 0));
+    assert_eq!((inline.report.tasks_kept, inline.report.tasks_inlined), (0, 80), "inline continuation goes first");
+    check_trace(&graph, &config(1, 1, 20), &kept.trace);
+    // On several workers and slots every invariant holds too, whoever keeps what.
+    for (name, workers, slots) in [("checksum_chain.json", 2, 3), ("diamond.json", 3, 8)] {
+        let graph = compile(name);
+        let config = RunConfig { pop_batch: 2, ..config(workers, slots, 200) };
+        let outcome = run_checked(&graph, &config);
+        let reference = run_ok(&graph, RunConfig { inline_continuation: true, ..config.clone() });
+        assert_eq!(outcome.outputs, reference.outputs, "{name}");
+    }
 }
 
 #[test]

@@ -156,7 +156,15 @@ fault_tests! {
         ..case(Broken::Rust("wrong-worker"), &["handed a task to worker ", ", outside its allowed workers "])
     };
     rust_panic => case(Broken::Rust("panic"), &["pop failed: panicked: injected panic"]);
-    rust_error => case(Broken::Rust("error"), &["push failed: injected error"]);
+    // A worker pushes what its completion made ready through push_keep, which the broken plugin has.
+    rust_error => case(Broken::Rust("error"), &["push_keep failed: injected error"]);
+    rust_keep_out_of_range =>
+        case(Broken::Rust("keep-out-of-range"), &["push_keep kept task index 1 of the 1 task pushed"]);
+    rust_keep_wrong_worker => Fault {
+        graph: Graph::Pinned,
+        task_of: &["pinned", "sink"],
+        ..case(Broken::Rust("keep-wrong-worker"), &["handed a task to worker ", ", outside its allowed workers "])
+    };
     c_duplicate => Fault { task_of: &["a", "b"], ..case(Broken::C("duplicate"), DUPLICATE) };
     c_drop => Fault { stalls: true, ..case(Broken::C("drop"), STALLED) };
     c_garbage => case(Broken::C("garbage"), GARBAGE);

@@ -240,6 +240,7 @@ fn static_asserts() -> String {
         TomiiSchedInit.knob_count,
         TomiiSchedulerVtable.create,
         TomiiSchedulerVtable.last_error,
+        TomiiSchedulerVtable.push_keep,
         TomiiValue.payload,
         TomiiCallCtx.err,
         TomiiCallCtx.data,

@@ -1,30 +1,30 @@
 //! `fifo`: ready tasks run in the order they became ready.
 //!
-//! One lock-free bounded queue of task handles per class of allowed workers (nearly always a
+//! One lock-free bounded ring of task handles (`HandleRing`) per class of allowed workers (nearly always a
 //! single class: every worker); pop writes only handles (`TOMII_SCHED_POP_HANDLES`). The queues
 //! are sized at create time for the most tasks that can be ready at once, so push and pop never
 //! allocate. See README.md for the policy and its costs.
 
 #![deny(unsafe_code)]
 
-use crossbeam_queue::ArrayQueue;
 use tomii_types::abi::TOMII_SCHED_POP_HANDLES;
-use tomii_types::scheduler::{InitInfo, RangeClasses, Scheduler, Task, fill_handles};
+use tomii_types::scheduler::{HandleRing, InitInfo, RangeClasses, Scheduler, Task, fill_handles};
 
 pub struct Fifo {
     /// The distinct worker ranges among the graph's nodes, in order of first appearance.
     classes: RangeClasses,
     /// One queue of handles per class: tasks allowed on the same workers share a queue.
-    queues: Box<[ArrayQueue<u64>]>,
+    queues: Box<[HandleRing]>,
 }
 
 impl Scheduler for Fifo {
     const NAME: &'static std::ffi::CStr = c"fifo";
     const FLAGS: u32 = TOMII_SCHED_POP_HANDLES;
+    const KEEPS: bool = true;
 
     fn create(init: &InitInfo) -> Result<Self, String> {
         let classes = RangeClasses::new(init);
-        let queues = (0..classes.len()).map(|class| ArrayQueue::new(classes.capacity(class).max(1))).collect();
+        let queues = (0..classes.len()).map(|class| HandleRing::new(classes.capacity(class))).collect();
         Ok(Fifo { classes, queues })
     }
 
@@ -40,6 +40,27 @@ impl Scheduler for Fifo {
             self.queues[self.classes.class_of(task)?].push(task.handle).map_err(|_| full())?;
         }
         Ok(())
+    }
+
+    /// The pushing worker asks for work right after: when nothing older waits in a queue it
+    /// serves, the first task it may run is the one it would pop next, so it keeps that one.
+    #[inline]
+    fn push_keep(&self, worker: u32, tasks: &[Task]) -> Result<Option<usize>, String> {
+        if let ([queue], true) = (&*self.queues, self.classes.is_single()) {
+            let keep = !tasks.is_empty() && queue.is_empty();
+            for task in &tasks[usize::from(keep)..] {
+                queue.push(task.handle).map_err(|_| full())?;
+            }
+            return Ok(keep.then_some(0));
+        }
+        let idle = self.classes.classes_of(worker).iter().all(|&class| self.queues[class].is_empty());
+        let kept = idle.then(|| tasks.iter().position(|t| (t.worker_lo..t.worker_hi).contains(&worker))).flatten();
+        for (index, task) in tasks.iter().enumerate() {
+            if Some(index) != kept {
+                self.queues[self.classes.class_of(task)?].push(task.handle).map_err(|_| full())?;
+            }
+        }
+        Ok(kept)
     }
 
     #[inline]
@@ -61,3 +82,28 @@ fn full() -> String {
 }
 
 tomii_types::export_scheduler!(Fifo);
+
+/// The trait called directly, with the helpers of `tomii_types::scheduler::testing`.
+#[cfg(test)]
+mod tests {
+    use tomii_types::scheduler::testing::{create, pop_all, task};
+
+    use super::*;
+
+    #[test]
+    fn a_worker_keeps_the_first_task_only_when_nothing_older_waits() {
+        let s: Fifo = create(2, &[(0, 2)], &[]);
+        assert_eq!(s.push_keep(0, &[task(1, (0, 2)), task(2, (0, 2))]), Ok(Some(0)));
+        assert_eq!(s.push_keep(1, &[task(3, (0, 2))]), Ok(None), "task 2 is older: 3 is queued behind it");
+        assert_eq!(pop_all(&s, 1, 8), [2, 3]);
+    }
+
+    #[test]
+    fn with_worker_ranges_a_worker_keeps_only_a_task_it_may_run() {
+        let s: Fifo = create(2, &[(0, 2), (1, 2)], &[]);
+        assert_eq!(s.push_keep(0, &[task(1, (1, 2)), task(2, (0, 2))]), Ok(Some(1)));
+        assert_eq!(s.push_keep(0, &[task(3, (1, 2))]), Ok(None), "worker 0 may not run it");
+        assert_eq!(pop_all(&s, 1, 8), [1, 3]);
+        assert_eq!(s.push_keep(0, &[task(4, (0, 2))]), Ok(Some(0)), "worker 0's queues are empty again");
+    }
+}

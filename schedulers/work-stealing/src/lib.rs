@@ -44,6 +44,8 @@ struct Counters {
     pushed_local: AtomicU64,
     pushed_injector: AtomicU64,
     pushed_restricted: AtomicU64,
+    /// Tasks this worker kept at a push, to run next (`push_keep`): the bottom of its own deque.
+    kept: AtomicU64,
 }
 
 /// A worker looks at the shared queue before its own deque once every this many pops (as tokio's
@@ -105,6 +107,32 @@ fn take_batch(
 }
 
 impl WorkStealing {
+    /// Queues `tasks` but the one at `except`: a worker's own in its deque, the host's in the
+    /// injector, restricted ones in their range's queue.
+    fn push_except(&self, worker: Option<u32>, tasks: &[Task], except: Option<usize>) -> Result<(), String> {
+        if worker.is_some_and(|w| w >= self.workers) {
+            return Err(format!("push from unknown worker {}", worker.unwrap_or_default()));
+        }
+        let counters = &self.counters[worker.unwrap_or(self.workers) as usize];
+        let guard = worker.and_then(|w| try_own(&self.deques[w as usize]));
+        for (index, task) in tasks.iter().enumerate() {
+            if Some(index) == except {
+                continue;
+            }
+            if self.is_restricted(task) {
+                self.push_restricted(task)?;
+                counters.pushed_restricted.fetch_add(1, Ordering::Relaxed);
+            } else if let Some(own) = &guard {
+                own.push(*task);
+                counters.pushed_local.fetch_add(1, Ordering::Relaxed);
+            } else {
+                self.injector.push(*task);
+                counters.pushed_injector.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+
     fn is_restricted(&self, task: &Task) -> bool {
         task.worker_lo != 0 || task.worker_hi < self.workers
     }
@@ -182,6 +210,7 @@ impl WorkStealing {
 
 impl Scheduler for WorkStealing {
     const NAME: &'static CStr = c"work-stealing";
+    const KEEPS: bool = true;
     const KNOBS: &'static [TomiiKnobDesc] = &[knob(
         c"lifo",
         c"bool",
@@ -208,24 +237,26 @@ impl Scheduler for WorkStealing {
     }
 
     fn push(&self, worker: Option<u32>, tasks: &[Task]) -> Result<(), String> {
-        if worker.is_some_and(|w| w >= self.workers) {
-            return Err(format!("push from unknown worker {}", worker.unwrap_or_default()));
+        self.push_except(worker, tasks, None)
+    }
+
+    /// With LIFO deques, the pushing worker's next pop would take the last task pushed to its own
+    /// deque: it keeps that one instead, unless that pop is its turn to look at the shared queue
+    /// first (`INJECTOR_INTERVAL`), which keeping would skip.
+    fn push_keep(&self, worker: u32, tasks: &[Task]) -> Result<Option<usize>, String> {
+        let last_local = tasks.iter().rposition(|task| !self.is_restricted(task));
+        let Some(counters) = self.counters.get(worker as usize).filter(|_| self.lifo && worker < self.workers) else {
+            return self.push_except(Some(worker), tasks, None).map(|()| None);
+        };
+        // Only this worker pops as `worker`, so only it moves its own tick.
+        let tick = counters.ticks.load(Ordering::Relaxed);
+        let kept = last_local.filter(|_| !tick.is_multiple_of(INJECTOR_INTERVAL));
+        if kept.is_some() {
+            counters.ticks.store(tick + 1, Ordering::Relaxed);
+            counters.kept.fetch_add(1, Ordering::Relaxed);
         }
-        let counters = &self.counters[worker.unwrap_or(self.workers) as usize];
-        let guard = worker.and_then(|w| try_own(&self.deques[w as usize]));
-        for task in tasks {
-            if self.is_restricted(task) {
-                self.push_restricted(task)?;
-                counters.pushed_restricted.fetch_add(1, Ordering::Relaxed);
-            } else if let Some(own) = &guard {
-                own.push(*task);
-                counters.pushed_local.fetch_add(1, Ordering::Relaxed);
-            } else {
-                self.injector.push(*task);
-                counters.pushed_injector.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        Ok(())
+        self.push_except(Some(worker), tasks, kept)?;
+        Ok(kept)
     }
 
     fn pop(&self, worker: u32, out: &mut [Task]) -> Result<usize, String> {
@@ -242,7 +273,7 @@ impl Scheduler for WorkStealing {
         format!(
             concat!(
                 r#"{{"local_pops":{},"injector_pops":{},"restricted_pops":{},"steals":{},"#,
-                r#""pushed_local":{},"pushed_injector":{},"pushed_restricted":{},"lifo":{}}}"#
+                r#""pushed_local":{},"pushed_injector":{},"pushed_restricted":{},"kept":{},"lifo":{}}}"#
             ),
             sum(|c| &c.local_pops),
             sum(|c| &c.injector_pops),
@@ -251,6 +282,7 @@ impl Scheduler for WorkStealing {
             sum(|c| &c.pushed_local),
             sum(|c| &c.pushed_injector),
             sum(|c| &c.pushed_restricted),
+            sum(|c| &c.kept),
             self.lifo,
         )
     }
@@ -339,6 +371,22 @@ mod tests {
         assert!(s.push(Some(0), &[task_from(0, (1, 2), 0)]).unwrap_err().contains("1..2"));
         assert!(s.pop(2, &mut [Task::default()]).is_err());
         assert!(s.push(Some(2), &[]).is_err());
+    }
+
+    #[test]
+    fn a_worker_keeps_its_newest_task_but_not_on_its_turn_for_the_shared_queue() {
+        let s: WorkStealing = create(2, &[(0, 2), (1, 2)], &[]);
+        let tasks = [task_from(1, (0, 2), 0), task_from(2, (0, 2), 0), task_from(3, (1, 2), 0)];
+        // Its first pop (tick 0) looks at the shared queue first: nothing is kept before it.
+        assert_eq!(s.push_keep(0, &tasks), Ok(None));
+        assert_eq!(pop_all(&s, 0, 8), [2, 1]);
+        assert_eq!(s.push_keep(0, &[task_from(4, (0, 2), 0), task_from(5, (0, 2), 0)]), Ok(Some(1)));
+        assert_eq!(pop_all(&s, 0, 8), [4]);
+        assert_eq!(pop_all(&s, 1, 8), [3]);
+        let stats: serde_json::Value = serde_json::from_str(&s.stats()).unwrap();
+        assert_eq!(stats["kept"].as_u64(), Some(1));
+        let fifo_deques: WorkStealing = create(2, &[(0, 2)], &[("lifo", "false")]);
+        assert_eq!(fifo_deques.push_keep(0, &[task_from(6, (0, 2), 0)]), Ok(None), "not with FIFO deques");
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub struct WorkerCounters {
     pub tasks: u64,
     /// Instances run as (members of) an inline continuation, counted in `tasks` too.
     pub inlined: u64,
+    /// Tasks the scheduler kept for the worker whose completion made them ready (`push_keep`).
+    pub kept: u64,
     /// Ticks spent inside kernels.
     pub busy: Ticks,
     pub per_node: Vec<NodeCounters>,
@@ -64,6 +66,9 @@ pub struct Report {
     /// Tasks a worker ran as the continuation of the task that made them ready, without the
     /// scheduler (only with `inline_continuation`).
     pub tasks_inlined: u64,
+    /// Tasks the scheduler kept for the worker whose completion made them ready, to run next
+    /// without a pop (`push_keep`, ABI v1.2), counted in `tasks` too.
+    pub tasks_kept: u64,
     pub inline_continuation: bool,
     /// From the first frames' start, every worker thread up, to the run's end (thread start-up and
     /// join excluded); with warm-up frames, from the start of the first frame after them.
@@ -327,6 +332,7 @@ pub(crate) fn assemble(parts: Parts<'_>) -> Report {
         frames_excluded: parts.frames_excluded,
         tasks,
         tasks_inlined: counters.iter().map(|c| c.inlined).sum(),
+        tasks_kept: counters.iter().map(|c| c.kept).sum(),
         inline_continuation: parts.inline_continuation,
         wall_time_s: wall_s,
         throughput_frames_per_s: if wall_s > 0.0 { frames as f64 / wall_s } else { 0.0 },

@@ -16,7 +16,7 @@ pub fn report_schema() -> Json {
         "type": "object",
         "required": [
             "tomii_version", "graph", "graph_dialect", "graph_warnings", "scheduler", "workers", "slots", "frames",
-            "frames_abandoned", "frames_excluded", "tasks", "tasks_inlined", "inline_continuation", "wall_time_s", "throughput_frames_per_s", "tasks_per_s",
+            "frames_abandoned", "frames_excluded", "tasks", "tasks_inlined", "tasks_kept", "inline_continuation", "wall_time_s", "throughput_frames_per_s", "tasks_per_s",
             "latency_us", "source", "interrupted", "status", "error", "task_timing", "trace", "trace_records",
             "trace_lost", "trace_released", "per_node", "per_worker", "summary", "critical_path",
             "resource_utilization", "bottleneck_hints", "optimization_suggestions"
@@ -42,6 +42,7 @@ fn properties() -> Json {
         "graph_warnings": {"type": "array", "items": {"type": "string"}},
         "tasks": {"$ref": "#/$defs/count"},
         "tasks_inlined": {"$ref": "#/$defs/count"},
+        "tasks_kept": {"$ref": "#/$defs/count", "description": "Tasks the scheduler kept for the worker whose completion made them ready (push_keep)."},
         "inline_continuation": {"type": "boolean"},
         "wall_time_s": {"$ref": "#/$defs/figure"},
         "throughput_frames_per_s": {"$ref": "#/$defs/figure", "description": "Frames over wall time."},

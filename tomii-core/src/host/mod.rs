@@ -23,4 +23,4 @@ pub(crate) use claim::{Claim, Need, SlotView, Violation, verify};
 pub(crate) use config::check_config;
 pub(crate) use counters::{ClaimError, Counters, FIRST_GENERATION, Word, frame_complete, sinks};
 pub use handle::MAX_SLOTS;
-pub(crate) use handle::{TaskRef, encode_handle};
+pub(crate) use handle::{TaskRef, decode_handle, encode_handle};

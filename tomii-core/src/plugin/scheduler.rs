@@ -17,8 +17,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use abi_stable::library::lib_header_from_path;
 use tomii_types::abi::{
-    SCHEDULER_ENTRY_SYMBOL, TOMII_OK, TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_NEEDS_TIMING, TOMII_SCHED_POP_HANDLES,
-    TOMII_SCHED_SERIAL, TomiiErrorBuf, TomiiKnob, TomiiNodeSummary, TomiiSchedInit, TomiiSchedulerVtable, TomiiTask,
+    SCHEDULER_ENTRY_SYMBOL, TOMII_KEEP_NONE, TOMII_OK, TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR,
+    TOMII_SCHED_NEEDS_TIMING, TOMII_SCHED_POP_HANDLES, TOMII_SCHED_SERIAL, TomiiErrorBuf, TomiiKnob, TomiiNodeSummary,
+    TomiiSchedInit, TomiiSchedulerVtable, TomiiTask,
 };
 use tomii_types::stable::{LIB_HEADER_SYMBOL, SchedulerModuleRef};
 
@@ -32,6 +33,9 @@ pub const MAX_STATS_BYTES: usize = 1 << 20;
 /// Size of the v1.0 vtable: every plugin's table must be at least this large. Frozen: the header
 /// and the 12 function pointers of v1.0, whatever later minors append.
 const V1_VTABLE_SIZE: u32 = (size_of::<tomii_types::abi::TomiiAbiHeader>() + 12 * size_of::<usize>()) as u32;
+
+/// The `push_keep` callback of ABI v1.2.
+type PushKeepFn = unsafe extern "C" fn(*mut c_void, u32, *const TomiiTask, usize, *mut usize) -> i32;
 
 /// A loaded scheduler library whose table passed every check.
 pub struct SchedulerPlugin {
@@ -193,12 +197,33 @@ impl SchedulerPlugin {
                  descriptor: drop the flag or the task_started/task_completed hooks"
             )));
         }
-        let layout_checked = check_layout(path, &library)?;
+        let layout_checked = match check_layout(path, &library) {
+            // A Rust plugin built against an older minor describes the shorter table it was built
+            // with, which `abi_stable` does not take for today's: the versioning rules promise it
+            // loads, so its table is checked at the C level, as a C plugin's is.
+            Err(PluginError::Layout { .. }) if header.abi_minor < TOMII_SCHED_ABI_MINOR => false,
+            checked => checked?,
+        };
         Ok(SchedulerPlugin { name, path: path.to_owned(), layout_checked, vtable })
     }
 
     pub fn flags(&self) -> u32 {
         self.vtable.header.flags
+    }
+
+    /// Whether the table has `push_keep` (v1.2): the scheduler may keep a pushed task for the
+    /// pushing worker.
+    pub fn keeps(&self) -> bool {
+        self.push_keep().is_some()
+    }
+
+    /// The table's `push_keep` (v1.2), if its `struct_size` covers the field and it is set.
+    fn push_keep(&self) -> Option<PushKeepFn> {
+        let covers = std::mem::offset_of!(TomiiSchedulerVtable, push_keep) + size_of::<Option<PushKeepFn>>();
+        if (self.vtable.header.struct_size as usize) < covers {
+            return None;
+        }
+        self.vtable.push_keep
     }
 
     /// The scheduler's own options, from its `describe_knobs` hook (empty without one).
@@ -331,6 +356,7 @@ pub struct SchedulerInstance<'p> {
     state: *mut c_void,
     push_fn: unsafe extern "C" fn(*mut c_void, u32, *const TomiiTask, usize) -> i32,
     pop_fn: unsafe extern "C" fn(*mut c_void, u32, *mut TomiiTask, usize, *mut usize) -> i32,
+    push_keep_fn: Option<PushKeepFn>,
     /// Held around every call when the scheduler declared `TOMII_SCHED_SERIAL`.
     serial: Option<Mutex<()>>,
     /// Set when the scheduler broke its contract: its state is then never destroyed.
@@ -400,7 +426,16 @@ impl<'p> SchedulerInstance<'p> {
         }
         let serial = (plugin.flags() & TOMII_SCHED_SERIAL != 0).then(|| Mutex::new(()));
         let watchdog = Watchdog::new(setup.workers);
-        Ok(SchedulerInstance { plugin, state, push_fn, pop_fn, serial, abandoned: AtomicBool::new(false), watchdog })
+        Ok(SchedulerInstance {
+            plugin,
+            state,
+            push_fn,
+            pop_fn,
+            push_keep_fn: plugin.push_keep(),
+            serial,
+            abandoned: AtomicBool::new(false),
+            watchdog,
+        })
     }
 
     pub fn plugin(&self) -> &SchedulerPlugin {
@@ -418,6 +453,33 @@ impl<'p> SchedulerInstance<'p> {
         // SAFETY: valid state from `create`; `tasks` is a live slice.
         let status = unsafe { (self.push_fn)(self.state, worker, tasks.as_ptr(), tasks.len()) };
         if status == TOMII_OK { Ok(()) } else { Err(self.failure("push", status)) }
+    }
+
+    /// Whether the scheduler may keep a pushed task for the pushing worker (`push_keep`, v1.2).
+    #[inline]
+    pub fn keeps(&self) -> bool {
+        self.push_keep_fn.is_some()
+    }
+
+    /// Hands `tasks`, made ready by `worker`'s completion, to the scheduler, which may keep one for
+    /// `worker` to run next (`push_keep`; plain `push` without it): the kept task's index.
+    #[inline]
+    pub fn push_keep(&self, worker: u32, tasks: &[TomiiTask]) -> Result<Option<usize>, String> {
+        let Some(push_keep) = self.push_keep_fn else {
+            return self.push(worker, tasks).map(|()| None);
+        };
+        let _serial = self.lock();
+        let mut kept = TOMII_KEEP_NONE;
+        // SAFETY: valid state from `create`; `tasks` is a live slice; `kept` a live usize.
+        let status = unsafe { push_keep(self.state, worker, tasks.as_ptr(), tasks.len(), &mut kept) };
+        if status != TOMII_OK {
+            return Err(self.failure("push_keep", status));
+        }
+        match kept {
+            TOMII_KEEP_NONE => Ok(None),
+            index if index < tasks.len() => Ok(Some(index)),
+            index => Err(kept_out_of_range(index, tasks.len())),
+        }
     }
 
     /// Asks for up to `out.len()` tasks for `worker`; returns how many were written.
@@ -619,6 +681,16 @@ impl SchedulerInstance<'_> {
         self.watchdog.watch(caller.mark, Call::Push, || self.push(caller.worker, tasks))
     }
 
+    /// [`push_keep`](Self::push_keep), marked.
+    #[inline(always)]
+    pub(crate) fn push_keep_by(
+        &self,
+        caller: SchedulerCaller<'_>,
+        tasks: &[TomiiTask],
+    ) -> Result<Option<usize>, String> {
+        self.watchdog.watch(caller.mark, Call::Push, || self.push_keep(caller.worker, tasks))
+    }
+
     /// [`pop_guarded`](Self::pop_guarded), marked.
     #[inline(always)]
     pub(crate) fn pop_by(&self, caller: SchedulerCaller<'_>, buffer: &mut PopBuffer) -> Result<usize, String> {
@@ -658,6 +730,12 @@ impl Drop for SchedulerInstance<'_> {
             unsafe { destroy(self.state) };
         }
     }
+}
+
+#[cold]
+fn kept_out_of_range(index: usize, pushed: usize) -> String {
+    let plural = if pushed == 1 { "" } else { "s" };
+    format!("push_keep kept task index {index} of the {pushed} task{plural} pushed")
 }
 
 /// The NUL-terminated text at the start of `buf`.

@@ -399,6 +399,33 @@ impl<'a> Sim<'a> {
             return Ok(());
         }
         let pushed = self.scheduler.push_by(self.caller(worker), &self.staged);
+        self.wake_for_pushed(worker, None);
+        pushed.map_err(|violation| self.violation(violation))
+    }
+
+    /// What a completing worker made ready, pushed as a real run pushes it (`push_keep` when the
+    /// scheduler has it): the task the scheduler kept for `worker`, claimed, goes first in its
+    /// batch, to run next without a pop (engine README, "Kept tasks").
+    fn push_completed(&mut self, worker: u32) -> Result<(), RunError> {
+        if self.staged.is_empty() || !self.scheduler.keeps() {
+            return self.push(worker);
+        }
+        let pushed = self.scheduler.push_keep_by(self.caller(worker), &self.staged);
+        let kept = pushed.map_err(|violation| self.violation(violation))?;
+        let task = kept.and_then(|index| self.staged.get(index).copied());
+        self.wake_for_pushed(worker, kept);
+        if let Some(task) = task {
+            let claim = self.claim(worker, &task)?;
+            let state = &mut self.workers[worker as usize];
+            state.counters.kept += u64::from(claim.frame >= self.run.warmup_frames);
+            state.batch.push_front((task, claim));
+        }
+        Ok(())
+    }
+
+    /// After a push by `worker` (or the host) of the staged tasks but the one at `kept`, which
+    /// `worker` runs next: wakes idle workers for them as a real run does, and empties the stage.
+    fn wake_for_pushed(&mut self, worker: u32, kept: Option<usize>) {
         // As a real run wakes a parked worker for each pushed task no awake worker will take:
         // the pusher takes one in its range itself (it asks next), and for each other the lowest
         // idle worker inside the task's range is woken.
@@ -406,8 +433,11 @@ impl<'a> Sim<'a> {
             // The pusher is not idle: it asks next.
             self.woken.extend(std::mem::take(&mut self.idle));
         }
-        let mut pusher_takes = worker != TOMII_NO_WORKER;
-        for task in &self.staged {
+        let mut pusher_takes = worker != TOMII_NO_WORKER && kept.is_none();
+        for (index, task) in self.staged.iter().enumerate() {
+            if Some(index) == kept {
+                continue;
+            }
             if pusher_takes && (task.worker_lo..task.worker_hi).contains(&worker) {
                 pusher_takes = false;
                 continue;
@@ -419,7 +449,6 @@ impl<'a> Sim<'a> {
             }
         }
         self.staged.clear();
-        pushed.map_err(|violation| self.violation(violation))
     }
 
     /// The workers a push woke ask for work, in the order they were woken.
@@ -499,7 +528,7 @@ impl<'a> Sim<'a> {
                 self.make_ready(slot, successor, generation, worker);
             }
         }
-        self.push(worker)?;
+        self.push_completed(worker)?;
         if self.sink[leader as usize] && self.table.complete_sink(slot, generation) {
             debug_assert_eq!(self.table.slots[slot as usize].frame, frame);
             self.finish_frame(slot, worker)?;

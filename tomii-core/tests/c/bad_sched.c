@@ -6,6 +6,8 @@
  *   -DNULL_PUSH      push is NULL
  *   -DNULL_NAME      the name is NULL
  *   -DPOP_HANDLES_WITH_HOOKS  TOMII_SCHED_POP_HANDLES together with a task_started hook
+ *   -DV1_1_TABLE     a valid table of minor 1, whose struct_size ends before v1.2's push_keep; the
+ *                    field after it is set, and the loader must not read it
  *   -DNEWER_MINOR    a valid table from a later minor version: abi_minor 3 above this header's,
  *                    and two fields appended after the v1.0 table (the loader must accept it and
  *                    ignore what it does not know)
@@ -26,6 +28,8 @@
 
 #ifdef BAD_SIZE
 #define STRUCT_SIZE BAD_SIZE
+#elif defined(V1_1_TABLE)
+#define STRUCT_SIZE offsetof(TomiiSchedulerVtable, push_keep)
 #else
 #define STRUCT_SIZE sizeof(TomiiSchedulerVtable)
 #endif
@@ -108,13 +112,31 @@ static void stub_task_started(void *state, uint32_t worker, const TomiiTask *tas
 #define TASK_STARTED NULL
 #endif
 
+#ifdef V1_1_TABLE
+#define MINOR 1
+/* Never called: the table's size says it has no push_keep. */
+static int32_t stub_push_keep(void *state, uint32_t worker, const TomiiTask *tasks, size_t n, size_t *kept) {
+    (void)state;
+    (void)worker;
+    (void)tasks;
+    (void)n;
+    (void)kept;
+    return TOMII_ERR;
+}
+#define PUSH_KEEP stub_push_keep
+#else
+#define MINOR TOMII_SCHED_ABI_MINOR
+#define PUSH_KEEP NULL
+#endif
+
 static const TomiiSchedulerVtable VTABLE = {
-    .header = {ABI_MAJOR, TOMII_SCHED_ABI_MINOR, STRUCT_SIZE, FLAGS, NAME},
+    .header = {ABI_MAJOR, MINOR, STRUCT_SIZE, FLAGS, NAME},
     .create = stub_create,
     .destroy = stub_destroy,
     .push = PUSH,
     .pop = stub_pop,
     .task_started = TASK_STARTED,
+    .push_keep = PUSH_KEEP,
 };
 
 const TomiiSchedulerVtable *tomii_scheduler_v1(void) {

@@ -23,9 +23,10 @@
 #define TOMII_SCHED_ABI_MAJOR 1
 
 /**
- * Minor version: the number of optional extensions added since v1.0 (v1.1: `TOMII_SCHED_POP_HANDLES`).
+ * Minor version: the number of optional extensions added since v1.0 (v1.1: `TOMII_SCHED_POP_HANDLES`;
+ * v1.2: `push_keep`).
  */
-#define TOMII_SCHED_ABI_MINOR 1
+#define TOMII_SCHED_ABI_MINOR 2
 
 /**
  * Capability flag: the host calls this scheduler from one thread at a time.
@@ -44,6 +45,12 @@
  * receive the popped descriptor.
  */
 #define TOMII_SCHED_POP_HANDLES 4
+
+/**
+ * What `push_keep` leaves in `*kept` when the scheduler keeps none of the tasks (v1.2): `SIZE_MAX`
+ * on the 64-bit targets the runtime supports.
+ */
+#define TOMII_KEEP_NONE 18446744073709551615ull
 
 /**
  * "No worker": a `locality` with no producing worker, or a push made by the host itself.
@@ -271,6 +278,19 @@ typedef struct TomiiSchedulerVtable {
    * Optional: the message of the last failed `push` or `pop`, or NULL.
    */
   const char *(*last_error)(void *state);
+  /**
+   * Optional (v1.2): `push`, when worker `worker` pushes the tasks its completion made ready
+   * and asks for work right after. The scheduler takes ownership of the `n` tasks as `push`
+   * does, except that it may keep one for `worker` to run next: it writes that task's index
+   * (`< n`) to `kept` and does not queue it, and the host runs it on `worker` as if `pop` had
+   * handed it out. `*kept` is `TOMII_KEEP_NONE` on entry; left so, every task is queued. Read
+   * only when `struct_size` covers it; `push` must still work alone (older hosts call only it).
+   */
+  int32_t (*push_keep)(void *state,
+                       uint32_t worker,
+                       const struct TomiiTask *tasks,
+                       size_t n,
+                       size_t *kept);
 } TomiiSchedulerVtable;
 
 /**

@@ -14,8 +14,9 @@ use super::common::{TomiiAbiHeader, TomiiErrorBuf};
 
 /// Major version of the scheduler ABI described here.
 pub const TOMII_SCHED_ABI_MAJOR: u32 = 1;
-/// Minor version: the number of optional extensions added since v1.0 (v1.1: `TOMII_SCHED_POP_HANDLES`).
-pub const TOMII_SCHED_ABI_MINOR: u32 = 1;
+/// Minor version: the number of optional extensions added since v1.0 (v1.1: `TOMII_SCHED_POP_HANDLES`;
+/// v1.2: `push_keep`).
+pub const TOMII_SCHED_ABI_MINOR: u32 = 2;
 
 /// Capability flag: the host calls this scheduler from one thread at a time.
 pub const TOMII_SCHED_SERIAL: u32 = 1;
@@ -26,6 +27,11 @@ pub const TOMII_SCHED_NEEDS_TIMING: u32 = 2;
 /// a popped descriptor. Refused together with a `task_started` or `task_completed` hook, which
 /// receive the popped descriptor.
 pub const TOMII_SCHED_POP_HANDLES: u32 = 4;
+
+/// What `push_keep` leaves in `*kept` when the scheduler keeps none of the tasks (v1.2): `SIZE_MAX`
+/// on the 64-bit targets the runtime supports.
+pub const TOMII_KEEP_NONE: usize = 0xFFFF_FFFF_FFFF_FFFF;
+const _: () = assert!(TOMII_KEEP_NONE == usize::MAX);
 
 /// "No worker": a `locality` with no producing worker, or a push made by the host itself.
 pub const TOMII_NO_WORKER: u32 = 0xFFFF_FFFF;
@@ -178,6 +184,21 @@ pub struct TomiiSchedulerVtable {
     pub stats: Option<unsafe extern "C" fn(state: *mut c_void, buf: *mut c_char, cap: usize) -> usize>,
     /// Optional: the message of the last failed `push` or `pop`, or NULL.
     pub last_error: Option<unsafe extern "C" fn(state: *mut c_void) -> *const c_char>,
+    /// Optional (v1.2): `push`, when worker `worker` pushes the tasks its completion made ready
+    /// and asks for work right after. The scheduler takes ownership of the `n` tasks as `push`
+    /// does, except that it may keep one for `worker` to run next: it writes that task's index
+    /// (`< n`) to `kept` and does not queue it, and the host runs it on `worker` as if `pop` had
+    /// handed it out. `*kept` is `TOMII_KEEP_NONE` on entry; left so, every task is queued. Read
+    /// only when `struct_size` covers it; `push` must still work alone (older hosts call only it).
+    pub push_keep: Option<
+        unsafe extern "C" fn(
+            state: *mut c_void,
+            worker: u32,
+            tasks: *const TomiiTask,
+            n: usize,
+            kept: *mut usize,
+        ) -> i32,
+    >,
 }
 
 /// The entry symbol's signature: `const TomiiSchedulerVtable *tomii_scheduler_v1(void)`.

@@ -4,16 +4,16 @@
 //! The shims here are the only code between the host and a Rust scheduler. Each one checks its
 //! pointers, catches panics and turns results into status codes; none allocates on the push/pop
 //! path unless the scheduler reports an error. The submodules hold safe building blocks that
-//! several schedulers share: [`RangeClasses`], [`ClassHeaps`], [`fill`] and, behind the cargo
+//! several schedulers share: [`RangeClasses`], [`ClassHeaps`], [`HandleRing`], [`fill`] and, behind the cargo
 //! feature `testing`, the `testing` harness. They never touch the ABI.
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_void};
 
 use crate::abi::{
-    TOMII_ERR, TOMII_ERR_INVALID, TOMII_ERR_PANIC, TOMII_OK, TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR,
-    TOMII_SCHED_POP_HANDLES, TomiiAbiHeader, TomiiErrorBuf, TomiiKnobDesc, TomiiSchedInit, TomiiSchedulerVtable,
-    TomiiTask,
+    TOMII_ERR, TOMII_ERR_INVALID, TOMII_ERR_PANIC, TOMII_KEEP_NONE, TOMII_OK, TOMII_SCHED_ABI_MAJOR,
+    TOMII_SCHED_ABI_MINOR, TOMII_SCHED_POP_HANDLES, TomiiAbiHeader, TomiiErrorBuf, TomiiKnobDesc, TomiiSchedInit,
+    TomiiSchedulerVtable, TomiiTask,
 };
 use crate::errbuf::{catch_panic, catch_panic_marked, write_error};
 
@@ -21,10 +21,12 @@ pub use crate::abi::{TOMII_NO_WORKER as NO_WORKER, TomiiTask as Task};
 pub use fill::{fill, fill_handles};
 pub use heaps::ClassHeaps;
 pub use ranges::RangeClasses;
+pub use ring::HandleRing;
 
 mod fill;
 mod heaps;
 mod ranges;
+mod ring;
 // Test helpers for scheduler crates, behind the cargo feature `testing`: enable it in the
 // `[dev-dependencies]` entry of `tomii-types`. Never part of a plugin.
 #[cfg(any(test, feature = "testing"))]
@@ -128,6 +130,9 @@ pub trait Scheduler: Send + Sync + Sized + 'static {
     /// Set to have `task_started` and `task_completed` called; off by default, since they cost a
     /// call per task.
     const TASK_HOOKS: bool = false;
+    /// Set to have the host call [`push_keep`](Self::push_keep) instead of `push` when a worker
+    /// pushes what its completion made ready (ABI v1.2).
+    const KEEPS: bool = false;
     /// Set to have `frame_started` and `frame_completed` called.
     const FRAME_HOOKS: bool = false;
 
@@ -139,6 +144,14 @@ pub trait Scheduler: Send + Sync + Sized + 'static {
     /// [`TOMII_SCHED_POP_HANDLES`] in `FLAGS`, writing each task's `handle` is enough
     /// ([`fill_handles`]).
     fn pop(&self, worker: u32, out: &mut [Task]) -> Result<usize, String>;
+    /// With [`KEEPS`](Self::KEEPS): takes ownership of ready tasks pushed by `worker`, which asks
+    /// for work right after, and may keep one for `worker` to run next instead of queueing it:
+    /// returns its index in `tasks`. The host then runs it on `worker` as if `pop` had handed it
+    /// out (it is verified the same way, and the task hooks hear of it). `None` queues them all,
+    /// as `push` does.
+    fn push_keep(&self, worker: u32, tasks: &[Task]) -> Result<Option<usize>, String> {
+        self.push(Some(worker), tasks).map(|()| None)
+    }
 
     fn task_started(&self, _worker: u32, _task: &Task) {}
     fn task_completed(&self, _worker: u32, _task: &Task, _duration_ns: u64) {}
@@ -200,6 +213,7 @@ pub const fn vtable<S: Scheduler>() -> TomiiSchedulerVtable {
         describe_knobs: Some(describe_knobs::<S>),
         stats: Some(stats::<S>),
         last_error: Some(last_error),
+        push_keep: if S::KEEPS { Some(push_keep::<S>) } else { None },
     }
 }
 
@@ -363,6 +377,27 @@ unsafe extern "C" fn push<S: Scheduler>(state: *mut c_void, worker: u32, tasks: 
     let (scheduler, tasks) = unsafe { (state_ref::<S>(state), slice_or_empty(tasks, n)) };
     let worker = (worker != NO_WORKER).then_some(worker);
     guarded(|| scheduler.push(worker, tasks))
+}
+
+unsafe extern "C" fn push_keep<S: Scheduler>(
+    state: *mut c_void,
+    worker: u32,
+    tasks: *const TomiiTask,
+    n: usize,
+    kept: *mut usize,
+) -> i32 {
+    if state.is_null() || kept.is_null() || (tasks.is_null() && n > 0) {
+        return TOMII_ERR_INVALID;
+    }
+    // SAFETY: the host passes the state from `create` and `n` valid descriptors.
+    let (scheduler, tasks) = unsafe { (state_ref::<S>(state), slice_or_empty(tasks, n)) };
+    let (status, index) = match catch_panic(|| scheduler.push_keep(worker, tasks)) {
+        Ok(Ok(index)) => (TOMII_OK, index.unwrap_or(TOMII_KEEP_NONE)),
+        failed => (failure_status(failed.map(|pushed| pushed.map(drop))), TOMII_KEEP_NONE),
+    };
+    // SAFETY: `kept` was checked non-NULL above.
+    unsafe { *kept = index };
+    status
 }
 
 unsafe extern "C" fn pop<S: Scheduler>(

@@ -109,7 +109,8 @@ fn scenario_task(workers: u32, t: u32, i: u64, per: u64) -> Task {
 
 /// Runs `threads` threads as the workers of an `S` created over [`scenario_ranges`] with the
 /// options `knobs`. Each pushes its share of `tasks` tasks in chunks of 1 to 5 (every fourth chunk
-/// of worker 0 as the host) and pops 1 to 4 after each chunk, then all pop until every task is out.
+/// of worker 0 as the host; a worker's through `push_keep` when `S::KEEPS`, a kept task counting
+/// as popped by it) and pops 1 to 4 after each chunk, then all pop until every task is out.
 ///
 /// Asserts that every task comes out exactly once, on a worker of its range, that no pop overfills
 /// its buffer, and that no task is lost (all are out within 60 s). Returns the scheduler, for its
@@ -137,7 +138,18 @@ pub fn assert_exactly_once_under_concurrency<S: Scheduler>(threads: u32, tasks: 
                         let chunk = ((i % 5) + 1).min(per - i);
                         let tasks: Vec<Task> = (i..i + chunk).map(|i| scenario_task(threads, t, i, per)).collect();
                         let pusher = if t == 0 && i % 4 == 0 { None } else { Some(t) };
-                        s.push(pusher, &tasks).unwrap_or_else(|e| panic!("push by worker {t} failed: {e}"));
+                        match pusher {
+                            Some(worker) if S::KEEPS => {
+                                let kept = s.push_keep(worker, &tasks);
+                                let kept = kept.unwrap_or_else(|e| panic!("push_keep by worker {t} failed: {e}"));
+                                if let Some(index) = kept {
+                                    assert!(index < tasks.len(), "push_keep kept {index} of {}", tasks.len());
+                                    popped.fetch_add(1, Relaxed);
+                                    got.push((tasks[index].handle, t));
+                                }
+                            }
+                            _ => s.push(pusher, &tasks).unwrap_or_else(|e| panic!("push by worker {t} failed: {e}")),
+                        }
                         pop((i % 4) as usize + 1, &mut got);
                         i += chunk;
                     }

@@ -33,6 +33,10 @@ pub enum Fault {
     Panic,
     /// `push` returns `Err("injected error")`.
     Error,
+    /// `push_keep` keeps an index past the tasks pushed.
+    KeepOutOfRange,
+    /// `push_keep` keeps a task the pushing worker may not run, if the push holds one.
+    KeepWrongWorker,
 }
 
 impl Fault {
@@ -44,6 +48,8 @@ impl Fault {
         ("wrong-worker", Fault::WrongWorker),
         ("panic", Fault::Panic),
         ("error", Fault::Error),
+        ("keep-out-of-range", Fault::KeepOutOfRange),
+        ("keep-wrong-worker", Fault::KeepWrongWorker),
     ];
 
     fn parse(text: &str) -> Result<Fault, String> {
@@ -112,12 +118,13 @@ fn allowed(task: &Task, worker: u32) -> bool {
 
 impl Scheduler for Broken {
     const NAME: &'static CStr = c"broken";
+    const KEEPS: bool = true;
     const KNOBS: &'static [TomiiKnobDesc] = &[
         knob(
             c"fault",
             c"choice",
             c"none",
-            c"none|duplicate|drop|garbage|wrong-worker|panic|error",
+            c"none|duplicate|drop|garbage|wrong-worker|panic|error|keep-out-of-range|keep-wrong-worker",
             c"How to break the scheduler contract once `after` tasks were handed out correctly.",
         ),
         knob(c"after", c"int", c"5", c"0..18446744073709551615", c"Tasks handed out correctly before the fault."),
@@ -141,6 +148,21 @@ impl Scheduler for Broken {
             _ => queue.tasks.extend(tasks),
         }
         Ok(())
+    }
+
+    /// Pushes as `push` does, unless a `keep-*` fault is due: then keeps a bad task.
+    fn push_keep(&self, worker: u32, tasks: &[Task]) -> Result<Option<usize>, String> {
+        let kept = match self.fault {
+            _ if !self.due(&self.lock()) => None,
+            Fault::KeepOutOfRange => Some(tasks.len()),
+            Fault::KeepWrongWorker => tasks.iter().position(|t| !allowed(t, worker)),
+            _ => None,
+        };
+        let Some(kept) = kept else { return self.push(Some(worker), tasks).map(|()| None) };
+        let mut queue = self.lock();
+        queue.fired = true;
+        queue.tasks.extend(tasks.iter().enumerate().filter(|&(index, _)| index != kept).map(|(_, t)| *t));
+        Ok(Some(kept))
     }
 
     fn pop(&self, worker: u32, out: &mut [Task]) -> Result<usize, String> {

@@ -6,7 +6,7 @@ use std::ffi::{CStr, c_char, c_void};
 use std::sync::{Mutex, MutexGuard};
 
 use serde_json::{Value, json};
-use tomii_types::abi::{TOMII_OK, TOMII_SCHED_POP_HANDLES, TomiiErrorBuf, TomiiTask};
+use tomii_types::abi::{TOMII_KEEP_NONE, TOMII_OK, TOMII_SCHED_POP_HANDLES, TomiiErrorBuf, TomiiTask};
 
 use crate::inner::Inner;
 use crate::ledger::Ledger;
@@ -83,6 +83,32 @@ impl Checker {
         // SAFETY: the wrapped state from its `create`; `tasks` is a live slice.
         let status = unsafe { push(self.inner_state, worker, tasks.as_ptr(), tasks.len()) };
         self.inner_outcome("push", status)
+    }
+
+    /// Forwards a `push_keep` (the wrapped scheduler has one): the task it kept counts as popped
+    /// by `worker`, which runs it next.
+    pub fn push_keep(&self, worker: u32, tasks: &[TomiiTask]) -> Result<Option<usize>, String> {
+        let _inside = self.enter(Call::Push);
+        self.ledger().pushed(worker, tasks);
+        self.healthy()?;
+        let push_keep = self.inner.table.push_keep.expect("forwarded only when the wrapped scheduler has it");
+        let mut kept = TOMII_KEEP_NONE;
+        // SAFETY: the wrapped state from its `create`; `tasks` is a live slice; `kept` a live usize.
+        let status = unsafe { push_keep(self.inner_state, worker, tasks.as_ptr(), tasks.len(), &mut kept) };
+        self.inner_outcome("push_keep", status)?;
+        if kept == TOMII_KEEP_NONE {
+            return Ok(None);
+        }
+        let Some(task) = tasks.get(kept) else {
+            return Err(format!("{} kept task index {kept} of the {} pushed", self.inner.name, tasks.len()));
+        };
+        let mut ledger = self.ledger();
+        let mut task = [*task];
+        ledger.restore(&mut task);
+        ledger.popped(worker, &task);
+        drop(ledger);
+        self.healthy()?;
+        Ok(Some(kept))
     }
 
     /// Forwards a pop into `out`, room for `max` descriptors, and returns how many were written.

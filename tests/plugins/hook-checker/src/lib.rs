@@ -12,9 +12,9 @@ use std::ffi::{CString, c_char, c_void};
 use std::sync::OnceLock;
 
 use tomii_types::abi::{
-    TOMII_ERR, TOMII_ERR_INVALID, TOMII_ERR_PANIC, TOMII_OK, TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR,
-    TOMII_SCHED_POP_HANDLES, TOMII_SCHED_SERIAL, TomiiAbiHeader, TomiiErrorBuf, TomiiSchedInit, TomiiSchedulerVtable,
-    TomiiTask,
+    TOMII_ERR, TOMII_ERR_INVALID, TOMII_ERR_PANIC, TOMII_KEEP_NONE, TOMII_OK, TOMII_SCHED_ABI_MAJOR,
+    TOMII_SCHED_ABI_MINOR, TOMII_SCHED_POP_HANDLES, TOMII_SCHED_SERIAL, TomiiAbiHeader, TomiiErrorBuf, TomiiSchedInit,
+    TomiiSchedulerVtable, TomiiTask,
 };
 use tomii_types::{catch_panic, catch_panic_marked, write_error};
 
@@ -84,6 +84,7 @@ fn load() -> Loaded {
         describe_knobs: inner.as_ref().ok().and_then(|inner| inner.table.describe_knobs),
         stats: Some(stats),
         last_error: Some(last_error),
+        push_keep: inner.as_ref().ok().and_then(|inner| inner.table.push_keep).map(|_| push_keep as PushKeepFn),
     };
     Loaded { inner, table }
 }
@@ -158,6 +159,31 @@ unsafe extern "C" fn push(state: *mut c_void, worker: u32, tasks: *const TomiiTa
     let (checker, tasks) =
         unsafe { (checker(state), if n == 0 { &[][..] } else { std::slice::from_raw_parts(tasks, n) }) };
     status(catch_panic(|| checker.push(worker, tasks)))
+}
+
+type PushKeepFn = unsafe extern "C" fn(*mut c_void, u32, *const TomiiTask, usize, *mut usize) -> i32;
+
+unsafe extern "C" fn push_keep(
+    state: *mut c_void,
+    worker: u32,
+    tasks: *const TomiiTask,
+    n: usize,
+    kept: *mut usize,
+) -> i32 {
+    if state.is_null() || kept.is_null() || (tasks.is_null() && n > 0) {
+        return TOMII_ERR_INVALID;
+    }
+    // SAFETY: the host passes the state from `create` and `n` valid descriptors.
+    let (checker, tasks) =
+        unsafe { (checker(state), if n == 0 { &[][..] } else { std::slice::from_raw_parts(tasks, n) }) };
+    let mut index = TOMII_KEEP_NONE;
+    let code = status(catch_panic(|| {
+        index = checker.push_keep(worker, tasks)?.unwrap_or(TOMII_KEEP_NONE);
+        Ok(())
+    }));
+    // SAFETY: checked non-NULL above.
+    unsafe { *kept = if code == TOMII_OK { index } else { TOMII_KEEP_NONE } };
+    code
 }
 
 unsafe extern "C" fn pop(state: *mut c_void, worker: u32, out: *mut TomiiTask, max: usize, n_out: *mut usize) -> i32 {

@@ -22,7 +22,7 @@ use tomii_types::kernel::Value;
 use super::Engine;
 use super::local::{Local, Pusher};
 use super::records::{KEEPS_RESULT, SINK};
-use super::task::Claimed;
+use super::task::{Claimed, Continuation};
 use crate::engine::clock::Ticks;
 use crate::engine::door::{Opened, Request, Serving};
 use crate::engine::source::{FrameDone, NextFrame};
@@ -133,7 +133,7 @@ impl Engine<'_> {
             // SAFETY: an owned value nobody reads.
             drop(unsafe { Value::from_raw(raw) });
         }
-        self.release_successors(pusher, claimed, now, false)?;
+        self.release_successors(pusher, claimed, now, Continuation::None)?;
         Ok(record.flags & SINK != 0 && self.shared.table.complete_sink(slot, generation))
     }
 

@@ -26,6 +26,8 @@ pub(super) struct Pusher<'e> {
     pub(super) ready: Vec<TomiiTask>,
     /// Whether the pushing worker will still take one of its pushed tasks itself.
     pub(super) self_take: bool,
+    /// The task the scheduler kept for this worker at its last `push_keep`.
+    pub(super) kept: TomiiTask,
 }
 
 /// A worker's own buffers and counters.
@@ -65,6 +67,7 @@ impl Engine<'_> {
             scheduler: self.scheduler.caller(TOMII_NO_WORKER),
             ready: Vec::with_capacity(PUSH_CHUNK),
             self_take: false,
+            kept: TomiiTask::default(),
         }
     }
 
@@ -79,6 +82,7 @@ impl Engine<'_> {
                 scheduler: self.scheduler.caller(worker),
                 ready: Vec::with_capacity(PUSH_CHUNK),
                 self_take: true,
+                kept: TomiiTask::default(),
             },
             args: Vec::with_capacity(graph.max_args() + 1),
             list: Vec::with_capacity(graph.max_args()),

@@ -41,6 +41,7 @@ use plan::Plan;
 use records::Inst;
 use setup::check_config;
 use shared::Shared;
+use task::Continuation;
 
 use super::source::FrameSource;
 use super::{RunConfig, RunError, RunFailure, RunOutcome};
@@ -100,6 +101,11 @@ impl<'a> Engine<'a> {
         );
         let scheduler = SchedulerInstance::create(plugin, &setup)?;
         plan.task_hooks = scheduler.has_task_hooks();
+        plan.continuation = match (config.inline_continuation, scheduler.keeps()) {
+            (true, _) => Continuation::Inline,
+            (false, true) => Continuation::Keep,
+            (false, false) => Continuation::None,
+        };
         let shared = Shared::new(&plan);
         Ok(Engine { plan, shared, scheduler, source })
     }

@@ -11,6 +11,7 @@ use tomii_types::kernel::Value;
 use super::body::{BoundCondition, NodeRun, usize_value};
 use super::records::Records;
 use super::setup::{bind_conditions, templates};
+use super::task::Continuation;
 use crate::engine::affinity::Placement;
 use crate::engine::source::FrameSource;
 use crate::engine::{RunConfig, RunError};
@@ -53,6 +54,8 @@ pub(super) struct Plan<'a> {
     pub(super) recording: bool,
     /// Whether the scheduler has a task hook (set once the scheduler is created).
     pub(super) task_hooks: bool,
+    /// How a completing worker may go on without popping (set once the scheduler is created).
+    pub(super) continuation: Continuation,
     /// The CPUs the workers are pinned to (`RunConfig::pin_workers`), read on the host thread.
     pub(super) placement: Option<Placement>,
 }
@@ -118,6 +121,7 @@ impl<'a> Plan<'a> {
             timing: config.task_timing || tracing || plugin.needs_timing(),
             recording: !config.record_taps.is_empty(),
             task_hooks: false,
+            continuation: Continuation::None,
             placement,
         })
     }

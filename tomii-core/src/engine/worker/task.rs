@@ -23,7 +23,7 @@ use crate::engine::RunError;
 use crate::engine::clock::Ticks;
 use crate::engine::report::WorkerCounters;
 use crate::engine::trace::{TracePool, TraceRecord, WorkerTrace};
-use crate::host::{self, Claim, Need, Violation, encode_handle};
+use crate::host::{self, Claim, Need, Violation, decode_handle, encode_handle};
 
 /// A worker publishes its mean duration of a node every this many executions of it.
 const COST_PUBLISH_EVERY: u64 = 16;
@@ -56,6 +56,21 @@ impl Engine<'_> {
         }
     }
 
+    /// Claims `task`, which the scheduler kept for `worker` at its push (README.md, "Kept tasks"):
+    /// the host described it at that push, as `kept`, so its handle needs no decoding; what is
+    /// checked is the scheduler's choice (that `worker` may run it) and the claim itself. When
+    /// either fails, the full verification names the violation, as for a popped task.
+    #[inline(always)]
+    pub(super) fn claim_kept(&self, worker: u32, task: &TomiiTask, kept: Claimed) -> Result<Option<Claimed>, RunError> {
+        let record = self.plan.records.get(kept.inst);
+        if Records::may_run(record, worker)
+            && self.shared.table.claim(kept.slot, kept.inst.get(), kept.generation, record.deps).is_ok()
+        {
+            return Ok(Some(kept));
+        }
+        self.claim(worker, task)
+    }
+
     /// A popped task that failed verification (`claim`).
     #[cold]
     #[inline(never)]
@@ -73,21 +88,28 @@ impl Engine<'_> {
         self.contract_violation(violation).map(|()| None)
     }
 
-    /// Runs one popped task and everything that follows its completion, then the continuations it
-    /// kept for itself (README.md, "Inline continuation").
+    /// Runs one popped task and everything that follows its completion, then the tasks it leads
+    /// to without a pop: continuations it kept for itself and tasks the scheduler kept for this
+    /// worker (README.md, "Inline continuation", "Kept tasks").
     #[inline]
     pub(super) fn execute(&self, local: &mut Local, task: &TomiiTask) -> Result<(), RunError> {
         let Some(claimed) = self.claim(local.pusher.worker, task)? else {
             return Ok(());
         };
         let mut next = self.run_task(local, Some(task), claimed)?;
-        while let Some(claimed) = next {
-            if self.shared.stop.load(Ordering::Relaxed) {
-                break;
-            }
-            next = self.run_task(local, None, claimed)?;
+        loop {
+            next = match next {
+                Next::Pop => return Ok(()),
+                _ if self.shared.stop.load(Ordering::Relaxed) => return Ok(()),
+                Next::Inline(claimed) => self.run_task(local, None, claimed)?,
+                Next::Kept(kept) => {
+                    let task = local.pusher.kept;
+                    let Some(claimed) = self.claim_kept(local.pusher.worker, &task, kept)? else { return Ok(()) };
+                    self.counters(local, claimed.frame).kept += 1;
+                    self.run_task(local, Some(&task), claimed)?
+                }
+            };
         }
-        Ok(())
     }
 
     /// Runs a claimed task: its body (each member's, under groups), its successors' release and its
@@ -101,7 +123,7 @@ impl Engine<'_> {
         local: &mut Local,
         popped: Option<&TomiiTask>,
         claimed: Claimed,
-    ) -> Result<Option<Claimed>, RunError> {
+    ) -> Result<Next, RunError> {
         let Claimed { slot, inst, generation, frame } = claimed;
         let instance = inst.get();
         let record = self.plan.records.get(inst);
@@ -123,15 +145,14 @@ impl Engine<'_> {
             let ns = self.shared.clock.ns_between(first_start, end);
             self.scheduler.task_completed_by(local.pusher.scheduler, task, ns);
         }
-        let continuation =
-            self.release_successors(&mut local.pusher, claimed, end, self.plan.config.inline_continuation)?;
+        let next = self.release_successors(&mut local.pusher, claimed, end, self.plan.continuation)?;
         if self.plan.recording {
             local.trace.resolved(self.shared.clock.now());
         }
         if record.flags & SINK != 0 && self.shared.table.complete_sink(slot, generation) {
             self.finish_frame(&mut local.pusher, slot, frame, &mut local.latency)?;
         }
-        Ok(continuation)
+        Ok(next)
     }
 
     /// Runs one instance of the task (`member` of the task scheduled as `task`; both the same
@@ -273,44 +294,54 @@ impl Engine<'_> {
     }
 
     /// Counts this task's arrival on each successor and pushes those it made ready, except, with
-    /// `inline` (`inline_continuation`), the first one this worker may run: that one is claimed at once and
-    /// returned, for the worker to run next without the scheduler.
+    /// `Continuation::Inline` (`inline_continuation`), the first one this worker may run: that one
+    /// is claimed at once and returned, for the worker to run next without the scheduler. With
+    /// `Continuation::Keep` the scheduler is asked whether it keeps one of them for this worker
+    /// (`push_keep`).
     #[inline(always)]
     pub(super) fn release_successors(
         &self,
         pusher: &mut Pusher,
         claimed: Claimed,
         now: Ticks,
-        inline: bool,
-    ) -> Result<Option<Claimed>, RunError> {
+        continuation: Continuation,
+    ) -> Result<Next, RunError> {
         let Claimed { slot, inst, generation, frame } = claimed;
         let worker = pusher.worker;
-        let mut continuation = None;
+        let mut next = Next::Pop;
         pusher.self_take = true;
         for &next_inst in self.plan.records.successors(self.plan.records.get(inst)) {
-            let (next, record) = (next_inst.get(), self.plan.records.get(next_inst));
-            if !self.shared.table.arrive(slot, next, generation, record.deps) {
+            let (successor, record) = (next_inst.get(), self.plan.records.get(next_inst));
+            if !self.shared.table.arrive(slot, successor, generation, record.deps) {
                 continue;
             }
-            // Only this worker saw `next` become ready, so the claim succeeds, unless a faulty
-            // scheduler handed `next` out early and a worker claimed it already (or, after an
-            // ejection, the scan queued it and another worker took it): then `next` is pushed
-            // like any other, and a second claim of it is caught or skipped.
-            if inline
-                && continuation.is_none()
+            // Only this worker saw `successor` become ready, so the claim succeeds, unless a faulty
+            // scheduler handed it out early and a worker claimed it already (or, after an
+            // ejection, the scan queued it and another worker took it): then it is pushed like
+            // any other, and a second claim of it is caught or skipped.
+            if continuation == Continuation::Inline
+                && matches!(next, Next::Pop)
                 && Records::may_run(record, worker)
-                && self.shared.table.claim(slot, next, generation, record.deps).is_ok()
+                && self.shared.table.claim(slot, successor, generation, record.deps).is_ok()
             {
-                self.mark_ready(next, slot, now);
-                continuation = Some(Claimed { slot, inst: next_inst, generation, frame });
+                self.mark_ready(successor, slot, now);
+                next = Next::Inline(Claimed { slot, inst: next_inst, generation, frame });
                 // The worker runs its continuation next: it takes none of the pushed tasks itself.
                 pusher.self_take = false;
                 continue;
             }
             self.stage(pusher, next_inst, slot, generation, frame, now, worker)?;
         }
+        if continuation == Continuation::Keep && !pusher.ready.is_empty() {
+            if !self.push_keeping(pusher)? {
+                return Ok(Next::Pop);
+            }
+            // A successor of this task: of its slot, generation and frame.
+            let inst = self.inst(decode_handle(pusher.kept.handle).instance);
+            return Ok(Next::Kept(Claimed { slot, inst, generation, frame }));
+        }
         self.flush(pusher)?;
-        Ok(continuation)
+        Ok(next)
     }
 
     /// Adds a ready task to the pusher's batch, pushing the batch when it is full.
@@ -396,10 +427,66 @@ impl Engine<'_> {
             // Under the fallback policy the ejection requeues these tasks from the counters.
             self.contract_violation(violation)?;
         }
-        let taker = (pusher.self_take && pusher.worker != TOMII_NO_WORKER).then_some(pusher.worker);
-        self.shared.sleep.notify(taker, pusher.ready.iter().map(|t| (t.worker_lo, t.worker_hi)));
-        pusher.self_take = false;
-        pusher.ready.clear();
+        self.notify_pushed(pusher, None);
         Ok(())
     }
+
+    /// Pushes the staged batch of a worker that asks for work next through `push_keep`: whether
+    /// the scheduler kept one of the tasks for it (then in `pusher.kept`, README.md, "Kept
+    /// tasks"). Wakes workers for what no awake worker will take.
+    #[inline]
+    pub(super) fn push_keeping(&self, pusher: &mut Pusher) -> Result<bool, RunError> {
+        if self.shared.containment.is_ejected() {
+            self.push_staged(pusher)?;
+            return Ok(false);
+        }
+        let kept = match self.scheduler.push_keep_by(pusher.scheduler, &pusher.ready) {
+            Ok(kept) => kept,
+            Err(violation) => {
+                // Under the fallback policy the ejection requeues these tasks from the counters.
+                self.contract_violation(violation)?;
+                None
+            }
+        };
+        if let Some(&task) = kept.and_then(|index| pusher.ready.get(index)) {
+            pusher.kept = task;
+            // The worker runs the kept task next: it takes none of the queued ones itself.
+            pusher.self_take = false;
+        }
+        self.notify_pushed(pusher, kept);
+        Ok(kept.is_some())
+    }
+
+    /// After a push of the staged batch (but for the task at `kept`, which its pusher runs next):
+    /// wakes workers for what no awake worker will take, and empties the batch.
+    #[inline]
+    fn notify_pushed(&self, pusher: &mut Pusher, kept: Option<usize>) {
+        let taker = (pusher.self_take && pusher.worker != TOMII_NO_WORKER).then_some(pusher.worker);
+        let queued = pusher.ready.iter().enumerate().filter(|&(index, _)| Some(index) != kept);
+        self.shared.sleep.notify(taker, queued.map(|(_, t)| (t.worker_lo, t.worker_hi)));
+        pusher.self_take = false;
+        pusher.ready.clear();
+    }
+}
+
+/// What a worker runs after a task, before it pops again.
+pub(super) enum Next {
+    /// Nothing: it pops.
+    Pop,
+    /// Its inline continuation, claimed (README.md, "Inline continuation").
+    Inline(Claimed),
+    /// The task the scheduler kept for it, in `Pusher::kept`, not yet claimed (README.md, "Kept
+    /// tasks").
+    Kept(Claimed),
+}
+
+/// How a completing worker may go on without popping: the run's choice, made once.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Continuation {
+    /// It pushes every task its completion made ready and pops.
+    None,
+    /// It runs the first of them itself, unseen by the scheduler (`inline_continuation`).
+    Inline,
+    /// It asks the scheduler, which may keep one of them for it (`push_keep`).
+    Keep,
 }
