@@ -7,19 +7,25 @@
   16-packet frames at a rate; it passes when every packet was accepted and every frame completed
   (packets the kernel drops from a full socket buffer count: they never arrive). The rate grows by
   half until a trial fails or the sender cannot reach it, then is bisected.
+- `cpu`: the CPU the receiving process uses (every thread's run time, `/proc/PID/task/*/schedstat`)
+  against the floor, a plain `recvmmsg` loop (`recvmmsg_floor.c`, built here with gcc) receiving
+  the same packets from `tomii send` on the same sockets: CPU per packet at paced rates, and the
+  ratio of the two within one run; and idle, the CPU of a run that gets no packet for
+  `--idle-seconds`, before its first packet and after a burst of frames, as % of a core.
 - `latency`: packet-driven dispatch against collect-the-frame-then-start, on
   `tomii.graphs.mimo_uplink(16, 4, 4)` (one 1-KiB packet per antenna, `fft` 20 µs, the other
   stages 10 µs) with paced packets: the latency from a frame's first packet to its completion
   (the report's `network.latency_from_first_packet_us`), the two alternating round by round.
 
     cargo build --release --workspace
-    python bench/network.py [rate|latency|all] [--seconds S] [--rounds R] [--frames F]
+    python bench/network.py [rate|cpu|latency|all] [--seconds S] [--rounds R] [--frames F]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import signal
 import socket
 import statistics
@@ -34,7 +40,11 @@ ROOT = Path(__file__).resolve().parents[1]
 RELEASE = ROOT / "target" / "release"
 TOMII = RELEASE / "tomii"
 SYNTHETIC = RELEASE / "libtomii_synthetic.so"
+FLOOR_SOURCE = Path(__file__).resolve().parent / "recvmmsg_floor.c"
 FRAME_PACKETS = 16
+# The receiving run of the rate and CPU measurements.
+RATE_KNOBS = ["--workers", "1", "--slots", "16", "--frame-timeout-ms", "200"]
+RATE_KNOBS += ["--on-slots-busy", "wait"]
 
 
 def free_ports(count: int) -> int:
@@ -132,8 +142,7 @@ def highest_rate(threads: int, packet_length: int, seconds: float) -> tuple[floa
     def trial(rate: float) -> tuple[bool, float]:
         frames = max(100, int(rate * seconds / FRAME_PACKETS))
         graph = rate_graph(packet_length, free_ports(2))
-        knobs = ["--receiver-threads", str(threads), "--workers", "1", "--slots", "16"]
-        knobs += ["--frame-timeout-ms", "200", "--on-slots-busy", "wait"]
+        knobs = ["--receiver-threads", str(threads), *RATE_KNOBS]
         report, reached = run_and_send(graph, frames, rate, knobs)
         return lossless(report, frames), reached
 
@@ -179,6 +188,141 @@ def rate_table(seconds: float) -> None:
                 f"| {threads} | {size} | {best:,.0f} packets/s | {mbs:,.1f} | {stop} | {trials} |"
             )
             sys.stdout.flush()
+
+
+def cpu_seconds(pid: int) -> float:
+    """The run time of every thread of process `pid` so far, in seconds (threads that exited
+    are not counted: the processes measured here keep theirs)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text(encoding="ascii").split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total / 1e9
+
+
+def build_floor(directory: Path) -> Path:
+    """`recvmmsg_floor.c`, compiled into `directory`."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        sys.exit("error: the cpu part builds its recvmmsg floor with gcc, which is not on PATH")
+    binary = directory / "recvmmsg_floor"
+    subprocess.run([gcc, "-O2", "-o", str(binary), str(FLOOR_SOURCE)], check=True)
+    return binary
+
+
+def started(receiver: subprocess.Popen[str]) -> None:
+    """Raises, with what it said, if `tomii run` has already exited."""
+    if receiver.poll() is not None:
+        _, errors = receiver.communicate()
+        raise RuntimeError(f"tomii run: exit status {receiver.returncode}: {errors.strip()}")
+
+
+def stop(process: subprocess.Popen[str], what: str) -> str:
+    """Interrupts `process`, waits for it and returns what it printed; raises if it failed."""
+    process.send_signal(signal.SIGINT)
+    out, errors = process.communicate(timeout=60)
+    if process.returncode != 0:
+        raise RuntimeError(f"{what}: exit status {process.returncode}: {errors.strip()}")
+    return out
+
+
+def send_measured(pid: int, graph: Path, frames: int, rate: float) -> tuple[float, float]:
+    """Sends `frames` frames of `graph` at `rate` packets/s; returns the CPU seconds process
+    `pid` used meanwhile (until its sockets are drained) and the rate the sender reached."""
+    before = cpu_seconds(pid)
+    send = [str(TOMII), "send", "--graph", str(graph), "--frames", str(frames)]
+    sent = subprocess.run(
+        [*send, "--rate", f"{rate:.0f}"], capture_output=True, text=True, check=False
+    )
+    if sent.returncode != 0:
+        raise RuntimeError(f"send: {sent.stderr.strip()}")
+    time.sleep(0.05)  # the last packets read
+    return cpu_seconds(pid) - before, float(sent.stdout.rsplit(":", 1)[1].split()[0])
+
+
+def tomii_receiving(graph: Path, report: Path) -> subprocess.Popen[str]:
+    """`tomii run` of `graph` until interrupted, with the rate trials' knobs."""
+    run = [str(TOMII), "run", str(graph), "--dylib", str(SYNTHETIC), "--quiet", "--frames", "0"]
+    return subprocess.Popen(
+        [*run, "--report", str(report), *RATE_KNOBS],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def per_packet(floor: Path, tmp: Path, rate: float, seconds: float) -> dict[str, float]:
+    """CPU per packet of Tomii and of the floor, each receiving the same frames at `rate`."""
+    frames = max(100, int(rate * seconds / FRAME_PACKETS))
+    packets = frames * FRAME_PACKETS
+    port = free_ports(2)
+    graph, report = tmp / "cpu.json", tmp / "cpu-report.json"
+    graph.write_text(json.dumps(rate_graph(64, port)), encoding="utf-8")
+    receiver = tomii_receiving(graph, report)
+    time.sleep(0.3)  # binds its sockets, starts its threads
+    started(receiver)
+    tomii_cpu, reached = send_measured(receiver.pid, graph, frames, rate)
+    stop(receiver, "tomii run")
+    network = json.loads(report.read_text(encoding="utf-8"))["network"]
+    floor_run = [str(floor), "127.0.0.1", str(port), "2", "64"]
+    baseline = subprocess.Popen(
+        floor_run, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert baseline.stdout is not None
+    baseline.stdout.readline()  # "ready": its sockets are bound
+    floor_cpu, floor_reached = send_measured(baseline.pid, graph, frames, rate)
+    floor_received = int(stop(baseline, "recvmmsg floor").split()[-1])
+    return {
+        "reached": min(reached, floor_reached),
+        "tomii_us": tomii_cpu / packets * 1e6,
+        "floor_us": floor_cpu / packets * 1e6,
+        "tomii_lost": packets - network["packets_accepted"],
+        "floor_lost": packets - floor_received,
+    }
+
+
+def idle_share(tmp: Path, seconds: float, burst: int) -> float:
+    """% of a core a run uses over `seconds` without a packet, after `burst` frames (0: before
+    its first packet)."""
+    graph, report = tmp / "idle.json", tmp / "idle-report.json"
+    graph.write_text(json.dumps(rate_graph(64, free_ports(2))), encoding="utf-8")
+    receiver = tomii_receiving(graph, report)
+    time.sleep(0.3)
+    started(receiver)
+    if burst:
+        send_measured(receiver.pid, graph, burst, 20_000)
+    time.sleep(0.2)  # the burst's frames completed
+    before, start = cpu_seconds(receiver.pid), time.monotonic()
+    time.sleep(seconds)
+    used, wall = cpu_seconds(receiver.pid) - before, time.monotonic() - start
+    stop(receiver, "tomii run")
+    return 100 * used / wall
+
+
+def cpu_table(rates: list[float], seconds: float, idle_seconds: float) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        tmp = Path(directory)
+        floor = build_floor(tmp)
+        print("CPU per packet, 64-byte packets on 2 sockets, 1 receiver thread, 1 worker:")
+        print()
+        print("| rate | Tomii | recvmmsg loop | Tomii ÷ loop | lost (Tomii, loop) |")
+        print("|---:|---:|---:|---:|---|")
+        for rate in rates:
+            r = per_packet(floor, tmp, rate, seconds)
+            print(
+                f"| {r['reached']:,.0f} packets/s | {r['tomii_us']:.2f} µs | {r['floor_us']:.2f} µs "
+                f"| {r['tomii_us'] / r['floor_us']:.2f} | {r['tomii_lost']:.0f}, {r['floor_lost']:.0f} |"
+            )
+            sys.stdout.flush()
+        print()
+        before = idle_share(tmp, idle_seconds, 0)
+        after = idle_share(tmp, idle_seconds, 100)
+        print(
+            f"idle, {idle_seconds:g} s without a packet: {before:.1f} % of a core before the first "
+            f"packet, {after:.1f} % after 100 frames"
+        )
 
 
 def mimo(port: int) -> dict[str, Any]:
@@ -236,17 +380,28 @@ def latency_table(rounds: int, frames: int, rate: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("part", nargs="?", default="all", choices=["rate", "latency", "all"])
+    parser.add_argument("part", nargs="?", default="all", choices=["rate", "cpu", "latency", "all"])
     parser.add_argument("--seconds", type=float, default=0.5, help="of packets per rate trial")
     parser.add_argument("--rounds", type=int, default=5, help="latency rounds")
     parser.add_argument("--frames", type=int, default=500, help="frames per latency run")
     parser.add_argument("--rate", type=float, default=32_000, help="latency: packets/s")
+    parser.add_argument(
+        "--cpu-rates",
+        default="20000,100000",
+        help="cpu: the packet rates to measure CPU per packet at, comma-separated",
+    )
+    parser.add_argument("--cpu-seconds", type=float, default=3, help="cpu: of packets per rate")
+    parser.add_argument("--idle-seconds", type=float, default=5, help="cpu: of no packets")
     args = parser.parse_args()
     for binary in (TOMII, SYNTHETIC):
         if not binary.exists():
             sys.exit(f"error: {binary} is missing; run `cargo build --release --workspace` first")
     if args.part in ("rate", "all"):
         rate_table(args.seconds)
+        print()
+    if args.part in ("cpu", "all"):
+        rates = [float(rate) for rate in args.cpu_rates.split(",")]
+        cpu_table(rates, args.cpu_seconds, args.idle_seconds)
         print()
     if args.part in ("latency", "all"):
         latency_table(args.rounds, args.frames, args.rate)

@@ -1,6 +1,7 @@
 //! The sockets and the receiver threads (README.md, "Receiving"). Sockets are bound before the run
 //! starts, so a port in use or an address that is not local is an error before any frame; each
-//! receiver thread then polls its share of them (mio) and hands every packet to the source.
+//! receiver thread then polls its share of them (mio) and hands every packet to the source. A
+//! receiver never spins: with nothing to read it blocks in its poll, as long as the source lets it.
 
 use crate::plugin::KernelCaller;
 use std::io::{self, Read};
@@ -15,8 +16,6 @@ use std::sync::Arc;
 use super::TCP_LENGTH_PREFIX;
 use crate::graph::{NetworkConfig, SocketType};
 
-/// How long a receiver waits for a packet before it looks at the run (its end, frame deadlines).
-const POLL_EVERY: Duration = Duration::from_millis(2);
 /// The token of the receiver's waker.
 const WAKE: Token = Token(usize::MAX);
 /// Bytes a TCP connection reads at once, at least.
@@ -124,9 +123,13 @@ pub(crate) trait Sink {
     fn connected(&self);
     /// Looked at every poll: whether the receivers should stop.
     fn tick(&self) -> bool;
+    /// How long the receiver may block in its poll when no socket has anything to read: until the
+    /// run needs it to look again (a deadline); `None`: until a packet comes or it is woken.
+    fn longest_wait(&self) -> Option<Duration>;
     /// The length every packet has.
     fn packet_length(&self) -> usize;
-    /// The receiver's waker: waking it calls `slot_freed` on its thread.
+    /// The receiver's waker, which ends its poll: when a slot may be free (the receiver then calls
+    /// `slot_freed`) and when the source stops.
     fn waker(&self, waker: Arc<Waker>);
     /// A slot may have become free (the receiver was woken).
     fn slot_freed(&self);
@@ -187,8 +190,8 @@ pub(crate) fn receive(sink: &dyn Sink, mut endpoints: Vec<Endpoint>) -> io::Resu
     let mut events = Events::with_capacity(256);
     let mut more = false;
     while !sink.tick() {
-        let wait = if more { Duration::ZERO } else { POLL_EVERY };
-        if let Err(error) = poll.poll(&mut events, Some(wait)) {
+        let wait = if more { Some(Duration::ZERO) } else { sink.longest_wait() };
+        if let Err(error) = poll.poll(&mut events, wait) {
             if error.kind() == io::ErrorKind::Interrupted {
                 continue;
             }

@@ -9,6 +9,9 @@
 //! # Memory ordering
 //! - `stop` is stored Release when the source stops its receivers and loaded Acquire by each
 //!   receiver at its ticks and waits, so a receiver that sees it sees the run's end before it.
+//!   The receivers' wakers are woken after it, under the `wakers` lock, under which each receiver
+//!   registered its waker before its first tick: a receiver either sees `stop` or is woken from
+//!   its poll, so one blocked without a deadline never outlives the run.
 //! - `waiting` (whether a frame waits for a slot) is stored Release under the window's lock and
 //!   loaded Acquire, without the lock, by the door's slot-free callback and the receivers' ticks:
 //!   one that sees it set takes the lock and finds the waiting frame; one that misses it is
@@ -44,6 +47,9 @@ const MAX_POOL_BYTES: u64 = 2 << 30;
 const MAX_HELD: u64 = 1 << 26;
 /// The longest a receiver waits, blocked, for the window to move before it looks again.
 const WAIT_AT_MOST: Duration = Duration::from_millis(1);
+/// The longest a receiver blocks in its poll while frames have deadlines or wait for a slot
+/// (README.md, "Receiving"); with none, it blocks until a packet, the idle deadline or the stop.
+const POLL_EVERY: Duration = Duration::from_millis(2);
 /// How often a receiver looks for frames past their deadline, at most.
 const EXPIRE_EVERY_NS: u64 = 1_000_000;
 
@@ -80,7 +86,7 @@ struct Shared {
     stop: AtomicBool,
     /// Whether frames wait for a slot (`Window::has_waiting`, kept for the door's callback).
     waiting: AtomicBool,
-    /// Each receiver's waker: a free slot wakes them when frames wait for one.
+    /// Each receiver's waker: a free slot wakes them when frames wait for one, and the stop does.
     wakers: Mutex<Vec<Arc<mio::Waker>>>,
     /// Signalled (with `window`) when a frame leaves the engine or a slot is free: a receiver
     /// waiting for the window to move looks again.
@@ -233,9 +239,10 @@ impl NetworkSource {
         shared.outputs.as_ref().map(|o| std::mem::take(&mut *lock(o))).unwrap_or_default()
     }
 
-    /// Stops the receivers and waits for them.
+    /// Stops the receivers, waking those blocked in their poll, and waits for them.
     fn stop_receivers(&self) {
         self.shared.stop.store(true, Ordering::Release);
+        lock(&self.shared.wakers).iter().for_each(|waker| drop(waker.wake()));
         for receiver in std::mem::take(&mut *lock(&self.receivers)) {
             let _ = receiver.join();
         }
@@ -611,6 +618,21 @@ impl Sink for Shared {
             }
         }
         self.stop.load(Ordering::Acquire)
+    }
+
+    fn longest_wait(&self) -> Option<Duration> {
+        if self.waiting.load(Ordering::Acquire) || lock(&self.window).has_deadlines() {
+            return Some(POLL_EVERY);
+        }
+        // Nothing expires but the idle timeout, from the newest packet on; before the first one,
+        // or once the run ended, nothing does.
+        let limit = self.idle_limit_ns?;
+        let last = self.last_packet_ns.load(Ordering::Relaxed);
+        if last == 0 || self.door().is_none_or(|door| door.is_ended()) {
+            return None;
+        }
+        let left = (last.saturating_add(limit)).saturating_sub(self.now_ns());
+        Some(Duration::from_nanos(left).max(POLL_EVERY))
     }
 
     fn packet_length(&self) -> usize {

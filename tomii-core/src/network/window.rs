@@ -184,6 +184,11 @@ impl Window {
         self.open
     }
 
+    /// Whether a frame has a deadline: one open (receiving, or waiting for a slot) or expected.
+    pub(crate) fn has_deadlines(&self) -> bool {
+        self.open > 0 || self.expected > 0
+    }
+
     /// Frames whose reception is over (complete, incomplete, failed or dropped).
     pub(crate) fn taken(&self) -> u64 {
         self.taken
