@@ -419,7 +419,10 @@ impl Engine<'_> {
         if pusher.ready.is_empty() { Ok(()) } else { self.push_staged(pusher) }
     }
 
-    /// Pushes the staged batch and wakes workers for what no awake worker will take.
+    /// Pushes the staged batch and wakes workers for what no awake worker will take. Out of line,
+    /// as `push_keeping` is: inlined, they made the per-task path too large to stay inlined in the
+    /// worker loop (bench/README.md, "Instructions per task").
+    #[inline(never)]
     pub(super) fn push_staged(&self, pusher: &mut Pusher) -> Result<(), RunError> {
         if self.shared.containment.is_ejected() {
             self.shared.containment.fifo().push(&pusher.ready);
@@ -434,7 +437,7 @@ impl Engine<'_> {
     /// Pushes the staged batch of a worker that asks for work next through `push_keep`: whether
     /// the scheduler kept one of the tasks for it (then in `pusher.kept`, README.md, "Kept
     /// tasks"). Wakes workers for what no awake worker will take.
-    #[inline]
+    #[inline(never)]
     pub(super) fn push_keeping(&self, pusher: &mut Pusher) -> Result<bool, RunError> {
         if self.shared.containment.is_ejected() {
             self.push_staged(pusher)?;
