@@ -970,7 +970,7 @@ class Graph:
         """
         from .run import run_graph
 
-        with _environment(env):
+        with _environment(env) if env else contextlib.nullcontext():
             return run_graph(
                 self._run_text(),
                 dylibs=self._libraries(dylib, knobs),
