@@ -51,9 +51,10 @@ fn graph_parse(c: &mut Criterion) {
 }
 
 /// A 1-task graph run once on 1 worker with `tomii.run_graph`'s defaults: `whole` parses the graph,
-/// loads the kernels and the scheduler and runs it, as the Python binding's `run_json` does;
-/// `whole_as_before` the same through the JSON-value path with every scheduler check (what
-/// `whole` cost before); `engine_run` is `engine::run` alone, the graph and the plugins made before.
+/// loads the kernels and the scheduler and runs it, as the Python binding's `prepare_run` and
+/// `PreparedRun.run` do the first time; `whole_as_before` the same through the JSON-value path
+/// with every scheduler check (what `whole` cost before); `engine_run` is `engine::run` alone, the
+/// graph and the plugins made before.
 fn run_graph(c: &mut Criterion) {
     let dir = plugin_dir();
     let mut group = group(c, "run_graph_1_task");

@@ -14,8 +14,9 @@ pub fn run_graph_config() -> RunConfig {
     RunConfig { workers: 1, slots: 1, frames: 1, task_timing: true, collect_outputs: true, ..RunConfig::default() }
 }
 
-/// What `tomii.run_graph` asks of the runtime for a 1-task graph (the binding's `run_json`):
-/// parse it, load the kernels and the scheduler from `dir`, run it with [`run_graph_config`].
+/// What `tomii.run_graph` asks of the runtime for a 1-task graph the first time (the binding's
+/// `prepare_run` and `PreparedRun.run`): parse it, load the kernels and the scheduler from `dir`,
+/// run it with [`run_graph_config`].
 pub fn run_graph_1_task(dir: &Path) -> RunOutcome {
     run_1_task(dir, ParsePath::Auto, SchedulerPlugin::load)
 }

@@ -85,14 +85,26 @@ def _integer(value: Any) -> int | None:
         return None
 
 
+@functools.cache
+def _knob_types() -> dict[str, str]:
+    """Each catalog knob's type, by name; callers must not change it."""
+    return {knob["name"]: knob["type"] for knob in catalog_knobs()}
+
+
+@functools.cache
+def _taken_by(entry: str) -> tuple[str, ...]:
+    """The names of the knobs `entry` takes, in the catalog's order."""
+    return tuple(name for name, _default in knobs_taken(entry))
+
+
 def runtime_options(entry: str, values: Mapping[str, Any]) -> list[tuple[str, Any]]:
     """The options of `entry` ("run", "session" or "simulate") as the binding takes them: for each
     knob the entry takes, `(name, value)` from `values` (keyed by Python's keywords). An option
     that is absent, None or False where a path is expected is left out (unset); `True` for the
     scheduler record asks for its default place; NumPy numbers become Python's."""
-    types = {knob["name"]: knob["type"] for knob in catalog_knobs()}
+    types = _knob_types()
     options: list[tuple[str, Any]] = []
-    for name, _default in knobs_taken(entry):
+    for name in _taken_by(entry):
         value = values.get(PYTHON_NAMES.get(name, name))
         if value is None or (value is False and types[name] == "path"):
             continue

@@ -5,11 +5,11 @@ are defined in `tomii.errors`, not here.
 from collections.abc import Callable, Iterable
 from typing import Any, TypeAlias
 
-#: What `run_json` and `simulate_json` return: the report's JSON, each frame's outputs, the
-#: post-nodes' outputs, the trace (if kept: its records' bytes, laid out as `trace_fields` says,
-#: and the node names) and the exception the run ended with (if any).
+#: What `PreparedRun.run` and `simulate_json` return: the report (the dict of its JSON), each
+#: frame's outputs, the post-nodes' outputs, the trace (if kept: its records' bytes, laid out as
+#: `trace_fields` says, and the node names) and the exception the run ended with (if any).
 _Finished: TypeAlias = tuple[
-    str,
+    dict[str, Any],
     list[list[tuple[str, int, Any]]],
     list[tuple[str, int, Any]],
     tuple[bytes, list[str]] | None,
@@ -52,7 +52,7 @@ def send_packets(
 _Options: TypeAlias = list[tuple[str, Any]]
 
 def knobs_taken(entry: str) -> list[tuple[str, str]]: ...
-def run_json(
+def prepare_run(
     graph_json: str,
     *,
     source: str,
@@ -60,7 +60,11 @@ def run_json(
     python_kernels: list[tuple[str, Callable[..., Any], bool]],
     collect_outputs: bool,
     keep_trace: bool,
-) -> _Finished: ...
+) -> PreparedRun: ...
+
+class PreparedRun:
+    def is_current(self) -> bool: ...
+    def run(self) -> _Finished: ...
 
 class NativeTicket:
     def wait(

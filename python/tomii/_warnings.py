@@ -27,6 +27,8 @@ class GraphWarning(UserWarning):
 def warn_graph(lines: list[str], verbose: bool = False) -> None:
     """Raises a graph's warnings as GraphWarnings, pointing at the user's line: one per kind
     (as `tomii run` prints them), or every line when `verbose`."""
+    if not lines:
+        return
     from ._tomii import summarise_warnings
 
     for line in lines if verbose else summarise_warnings(lines):

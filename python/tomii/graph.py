@@ -8,6 +8,7 @@ name, factor, argument, edge or range) raises `tomii.GraphError` where it is def
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import sys
@@ -552,6 +553,8 @@ class Graph:
         self._python: dict[str, ExportedKernel] = {}
         self._network: dict[str, Any] | None = None
         self._built: BuildResult | None = None
+        #: `to_dict()` when it was last written as run text (a copy no edit reaches), and that text.
+        self._written: tuple[dict[str, Any], str] | None = None
 
     @classmethod
     def from_json(
@@ -866,6 +869,15 @@ class Graph:
         """The graph in the graph JSON format."""
         return json.dumps(self.to_dict(), indent=indent)
 
+    def _run_text(self) -> str:
+        """The graph's JSON text for a run, written again only when the graph changed since (its
+        dict differs from the copy kept), so that a repeated run hands `run_graph` the same text,
+        which finds the run it made ready for it."""
+        spec = self.to_dict()
+        if self._written is None or self._written[0] != spec:
+            self._written = (copy.deepcopy(spec), json.dumps(spec))
+        return self._written[1]
+
     def save_json(self, path: str | Path) -> None:
         """Writes `to_json()` to `path`."""
         Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
@@ -958,9 +970,9 @@ class Graph:
         """
         from .run import run_graph
 
-        with _environment(env):
+        with _environment(env) if env else contextlib.nullcontext():
             return run_graph(
-                self.to_dict(),
+                self._run_text(),
                 dylibs=self._libraries(dylib, knobs),
                 python_kernels=self.python_kernels(),
                 **knobs,
@@ -974,7 +986,7 @@ class Graph:
         from .session import Session
 
         return Session(
-            self.to_dict(),
+            self._run_text(),
             dylibs=self._libraries(dylib, knobs),
             python_kernels=self.python_kernels(),
             **knobs,

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import warnings
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,9 +20,10 @@ from typing import TYPE_CHECKING, Any, Union
 
 from ._options import PYTHON_NAMES, catalog_knobs, check_run_options, runtime_options
 from ._tomii import (
+    PreparedRun,
     convert_json,
     inits_listing,
-    run_json,
+    prepare_run,
     tomii_1_2_spellings,
     tomii_1_2_without_effect,
     trace_fields,
@@ -445,7 +447,14 @@ def run_graph(
     Ctrl-C stops the run (the frames in flight complete) and raises KeyboardInterrupt carrying
     the `result`; a second Ctrl-C stops waiting for a run that does not end.
     """
-    check_run_options(locals())
+    arguments = locals()
+    reuse = _reuse_key(arguments)
+    if reuse is not None:
+        kept = _PREPARED.get(reuse)
+        if kept is not None and kept.is_current():
+            _PREPARED.move_to_end(reuse)
+            return _launched(kept, verbose)
+    check_run_options(arguments)
     given_legacy = _read_legacy(legacy)
     options = given_legacy.options
     check_run_options(options)
@@ -475,22 +484,87 @@ def run_graph(
                 sys.stdout.flush()
             else:
                 os.write(1, listing.encode("utf-8"))
-        try:
-            returned = run_json(
-                text,
-                source=source,
-                options=runtime_options("run", given),
-                python_kernels=kernels,
-                collect_outputs=collect_outputs,
-                keep_trace=trace is True,
-            )
-        except TomiiError as error:
-            partial = getattr(error, "partial", None)
-            if partial is not None:
-                error.result = _run_result(partial[:4])  # type: ignore[attr-defined]
-                del error.partial  # type: ignore[attr-defined]
-                warn_graph(error.result.report.get("graph_warnings", []), verbose)  # type: ignore[attr-defined]
-            raise
+        prepared = prepare_run(
+            text,
+            source=source,
+            options=runtime_options("run", given),
+            python_kernels=kernels,
+            collect_outputs=collect_outputs,
+            keep_trace=trace is True,
+        )
+        # Python kernels found by name in `@tomii.export`'s registry are found again next time:
+        # the registry may have changed.
+        given_kernels = {kernel.name for kernel in python_kernels}
+        if reuse is not None and all(name in given_kernels for name, _, _ in kernels):
+            _keep_prepared(reuse, prepared)
+        return _launched(prepared, verbose)
+
+
+#: Runs made ready, by what made them (`_reuse_key`): a repeated `run_graph` of the same graph
+#: with the same options launches the run made ready before, its options checked, its kernel
+#: libraries loaded and its graph compiled once, while those libraries are the files they were.
+#: The most recently used `_PREPARED_KEPT` are kept.
+_PREPARED: OrderedDict[tuple[Any, ...], PreparedRun] = OrderedDict()
+_PREPARED_KEPT = 8
+
+
+def _keep_prepared(key: tuple[Any, ...], prepared: PreparedRun) -> None:
+    _PREPARED[key] = prepared
+    _PREPARED.move_to_end(key)
+    while len(_PREPARED) > _PREPARED_KEPT:
+        _PREPARED.popitem(last=False)
+
+
+def _reuse_key(arguments: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What decides the run `run_graph` makes ready from its `arguments`: the graph's JSON text,
+    each option's value and type, and the scheduler search path (a scheduler's name is looked up
+    on it). None when the run must be made ready anew: the graph is a file (which may change), a
+    Tomii 1.2 keyword is given (its warnings and effects belong to each call), or a value cannot
+    be part of a key."""
+    *values, legacy = arguments.values()
+    if legacy:
+        return None
+    graph = values[0]
+    if isinstance(graph, dict):
+        values[0] = json.dumps(graph)
+    elif not (isinstance(graph, str) and graph.lstrip().startswith("{")):
+        return None
+    for i, value in enumerate(values):
+        if type(value) in _CONTAINERS:
+            values[i] = _frozen(value)
+    # With each value's type: 1, 1.0 and True are equal, and different options.
+    key = (tuple(values), tuple(map(type, values)), os.environ.get("TOMII_SCHEDULER_PATH"))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+#: The types of option values made into tuples for a key.
+_CONTAINERS = (list, tuple, dict)
+
+
+def _frozen(value: Any) -> Any:
+    """A list, tuple or dict as a tuple of its items, each with its type."""
+    items = value.items() if isinstance(value, dict) else value
+    return tuple(
+        (type(item), _frozen(item) if type(item) in _CONTAINERS else item) for item in items
+    )
+
+
+def _launched(prepared: PreparedRun, verbose: bool) -> RunResult:
+    """Launches `prepared` and returns its RunResult; its graph's warnings are raised as
+    `run_graph` says."""
+    try:
+        returned = prepared.run()
+    except TomiiError as error:
+        partial = getattr(error, "partial", None)
+        if partial is not None:
+            error.result = _run_result(partial[:4])  # type: ignore[attr-defined]
+            del error.partial  # type: ignore[attr-defined]
+            warn_graph(error.result.report.get("graph_warnings", []), verbose)  # type: ignore[attr-defined]
+        raise
     result = _run_result(returned[:4])
     warn_graph(result.report.get("graph_warnings", []), verbose)
     signal = returned[4]
@@ -502,12 +576,12 @@ def run_graph(
     return result
 
 
-def _run_result(returned: tuple[str, Any, Any, Any]) -> RunResult:
-    """The RunResult of what `run_json` returned (the runtime wrote the files the run named)."""
-    report_json, outputs, post, packed = returned
+def _run_result(returned: tuple[dict[str, Any], Any, Any, Any]) -> RunResult:
+    """The RunResult of what `PreparedRun.run` returned (the runtime wrote the files the run named)."""
+    report, outputs, post, packed = returned
     records, names = (None, []) if packed is None else _trace_array(packed)
     return RunResult(
-        report=Report(json.loads(report_json)),
+        report=Report(report),
         outputs=outputs,
         post_outputs=post,
         trace=records,

@@ -231,7 +231,8 @@ class Session:
                 raise ConfigError(
                     f"the graph has inputs {names}: pass a dict from input name to value"
                 )
-            inputs = {self.inputs[0][0]: inputs}
+            name, factor = self.inputs[0]
+            return _instances(name, factor, inputs)
         unknown = sorted(set(inputs) - {name for name, _ in self.inputs})
         if unknown:
             valid = ", ".join(name for name, _ in self.inputs)
@@ -242,13 +243,16 @@ class Session:
         for name, factor in self.inputs:
             if name not in inputs:
                 raise ConfigError(f"input {name!r} has no value")
-            given = inputs[name]
-            if factor == 1:
-                values.append(given)
-            elif isinstance(given, (list, tuple)) and len(given) == factor:
-                values.extend(given)
-            else:
-                raise ConfigError(
-                    f"input {name!r} has {factor} instances: give a list or tuple of {factor} values"
-                )
+            values += _instances(name, factor, inputs[name])
         return values
+
+
+def _instances(name: str, factor: int, given: Any) -> list[Any]:
+    """The values of input `name`'s `factor` instances, from what `submit` was given for it."""
+    if factor == 1:
+        return [given]
+    if isinstance(given, (list, tuple)) and len(given) == factor:
+        return list(given)
+    raise ConfigError(
+        f"input {name!r} has {factor} instances: give a list or tuple of {factor} values"
+    )

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::mpsc::Sender;
 
 mod options;
+mod py_value;
 mod python_kernels;
 mod runner;
 mod send;
@@ -19,8 +20,8 @@ use runner::{Finished, GaveUp};
 use tomii_core::engine::{self, ChromeLayout, ChromeTrace, CsvTrace, Output, RunError, RunFailure, TaskRecord};
 use tomii_core::graph;
 use tomii_core::knobs::Entry;
-use tomii_core::launch::{Hooks, Launch};
-use tomii_core::plugin::PluginError as LoadError;
+use tomii_core::launch::{GraphInput, Hooks, Launch, LibraryStamps, Settings};
+use tomii_core::plugin::{KernelSet, PluginError as LoadError};
 
 use python_kernels::PythonKernels;
 
@@ -72,43 +73,87 @@ fn output(py: Python<'_>, value: Output) -> PyResult<Py<PyAny>> {
     })
 }
 
-/// What `run_json` returns to Python.
-type RunReturn = (String, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>, Option<Py<PyAny>>);
+/// What `PreparedRun.run` returns to Python.
+type RunReturn = (Py<PyAny>, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>, Option<Py<PyAny>>);
 
-/// Runs a graph given as JSON text with `options`, `[(knob, value), ...]` by the knob catalog's
-/// names (`tomii knobs`), through the launcher, which writes every file they name. Returns
-/// `(report_json, outputs, post_outputs, trace, signal)`: `trace` is `(records, node names)` when
-/// `keep_trace` or a trace file was set (the bytes of `TaskRecord`s, whose fields `trace_fields`
-/// lists; a record's node indexes the names), else None; `outputs` is one list per frame of
-/// `(node, instance, value)` (when `collect_outputs`), `post_outputs` a list of `(post_node,
-/// instance, value)`; `signal` the exception a Ctrl-C raised meanwhile. `python_kernels` are
-/// `(name, function, variadic)`: Python functions the graph calls by name, next to the kernels of
-/// the `dylib` option.
+/// A run of a graph made ready (`prepare_run`), to be launched once or again and again
+/// (`run_graph` of the same graph with the same options): its settings, its kernels loaded (and
+/// the libraries they came from, as they were on disk) and its graph compiled. Each `run` is a
+/// whole run of its own, through the launcher: its own scheduler instance, files, frames and
+/// report.
+#[pyclass(module = "tomii._tomii", frozen)]
+struct PreparedRun {
+    input: GraphInput,
+    settings: Settings,
+    kernels: Arc<KernelSet>,
+    python: Arc<PythonKernels>,
+    libraries: LibraryStamps,
+}
+
+/// The run of a graph given as JSON text (named `source`) with `options`, `[(knob, value), ...]`
+/// by the knob catalog's names (`tomii knobs`), made ready: ConfigError for a bad option,
+/// PluginError for a library that does not load, GraphError for a graph that does not compile.
+/// `python_kernels` are `(name, function, variadic)`: Python functions the graph calls by name,
+/// next to the kernels of the `dylib` option; `collect_outputs` keeps every frame's outputs,
+/// `keep_trace` the trace in memory.
 #[pyfunction]
 #[pyo3(signature = (graph_json, *, source, options, python_kernels, collect_outputs, keep_trace))]
-fn run_json(
-    py: Python<'_>,
+fn prepare_run(
     graph_json: &str,
     source: &str,
     options: Vec<(String, Bound<'_, PyAny>)>,
     python_kernels: Vec<(String, Py<PyAny>, bool)>,
     collect_outputs: bool,
     keep_trace: bool,
-) -> PyResult<RunReturn> {
+) -> PyResult<PreparedRun> {
     let mut settings = options::settings(Entry::Run, options)?;
     settings.run.collect_outputs = collect_outputs;
     settings.run.trace = keep_trace || settings.files.trace.is_some();
-    let traced = settings.run.trace;
     let python = Arc::new(PythonKernels::new(python_kernels));
+    let libraries = LibraryStamps::of(&settings.dylibs);
     // Loaded before the graph compiles: a count may name a computed initialization, computed
     // then, once, and handed to the run (graph README, "Computed counts").
     let kernels = Arc::new(settings.kernels(Some(python.library())).map_err(plugin_error)?);
     let input = options::graph_input(source, graph_json, settings.run.workers, &mut engine::evaluator(&kernels))?;
-    let graph = Arc::clone(&input.graph);
-    let launch = Arc::new(Launch::new(input, settings).map_err(|e| ConfigError::new_err(e.to_string()))?);
+    Ok(PreparedRun { input, settings, kernels, python, libraries })
+}
+
+#[pymethods]
+impl PreparedRun {
+    /// Whether every kernel library is still the file it was when the run was made ready: a
+    /// rebuilt one needs `prepare_run` again.
+    fn is_current(&self) -> bool {
+        self.libraries.unchanged()
+    }
+
+    /// Launches the run, which writes every file its options name, and returns `(report,
+    /// outputs, post_outputs, trace, signal)`: `report` is the dict `json.loads` makes of the
+    /// report's JSON; `trace` is `(records, node names)` when
+    /// `keep_trace` or a trace file was set (the bytes of `TaskRecord`s, whose fields
+    /// `trace_fields` lists; a record's node indexes the names), else None; `outputs` is one list
+    /// per frame of `(node, instance, value)` (when `collect_outputs`), `post_outputs` a list of
+    /// `(post_node, instance, value)`; `signal` the exception a Ctrl-C raised meanwhile. The
+    /// scheduler is loaded for each launch (a look-up once its file was checked), on the runner.
+    fn run(&self, py: Python<'_>) -> PyResult<RunReturn> {
+        let launch =
+            Launch::new(self.input.clone(), self.settings.clone()).map_err(|e| ConfigError::new_err(e.to_string()))?;
+        launch_run(py, Arc::new(launch), Arc::clone(&self.kernels), &self.python)
+    }
+}
+
+/// Runs `launch` with `kernels` on the runner (the GIL released), ends its files and returns what
+/// `PreparedRun.run` returns, or raises its error.
+fn launch_run(
+    py: Python<'_>,
+    launch: Arc<Launch>,
+    kernels: Arc<KernelSet>,
+    python: &PythonKernels,
+) -> PyResult<RunReturn> {
+    let graph = Arc::clone(launch.graph());
+    let traced = launch.settings().run.trace;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let job = {
-        let (launch, kernels, stop) = (Arc::clone(&launch), Arc::clone(&kernels), Arc::clone(&stop));
+        let (launch, stop) = (Arc::clone(&launch), Arc::clone(&stop));
         move |hung: Sender<Finished<RunDone, Handed>>| -> RunDone {
             let on_hang = engine::HangFn(Arc::new(move |result| {
                 let _ = hung.send(Finished::Hung(Handed(Box::new(result))));
@@ -141,13 +186,13 @@ fn run_json(
         // A run that succeeded fails on its files; a failed run's own error matters more.
         Ok(Ok(_)) if written.is_err() => Err(written.unwrap_err()),
         Ok(Ok(outcome)) => run_return(py, outcome, &graph, traced, signal),
-        Ok(Err(Ok(failure))) => Err(failed(py, failure, &graph, &python, traced)),
+        Ok(Err(Ok(failure))) => Err(failed(py, failure, &graph, python, traced)),
         Ok(Err(Err(error))) => Err(plugin_error(error)),
         // The run's outcome without its stuck worker: a failure, or a run finished after the
         // scheduler was ejected (fallback).
         Err(GaveUp::Hung(Handed(handed))) => match *handed {
             Ok(outcome) => run_return(py, outcome, &graph, traced, signal),
-            Err(failure) => Err(failed(py, failure, &graph, &python, traced)),
+            Err(failure) => Err(failed(py, failure, &graph, python, traced)),
         },
         Err(GaveUp::Interrupted) => Err(signal.unwrap_or_else(|| {
             pyo3::exceptions::PyKeyboardInterrupt::new_err(
@@ -161,7 +206,7 @@ fn run_json(
 /// What a run on the runner gives back: its outcome, its failure, or why it could not start.
 type RunDone = Result<engine::RunOutcome, Result<RunFailure, LoadError>>;
 
-/// What `run_json` returns for an outcome (`signal`: the exception a Ctrl-C raised meanwhile).
+/// What `PreparedRun.run` returns for an outcome (`signal`: the exception a Ctrl-C raised meanwhile).
 fn run_return(
     py: Python<'_>,
     mut outcome: engine::RunOutcome,
@@ -169,7 +214,7 @@ fn run_return(
     traced: bool,
     signal: Option<PyErr>,
 ) -> PyResult<RunReturn> {
-    let report = serde_json::to_string(&outcome.report).map_err(|e| TomiiError::new_err(e.to_string()))?;
+    let report = py_value::to_python(py, &outcome.report)?.unbind();
     let outputs = pyo3::types::PyList::empty(py);
     for frame in std::mem::take(&mut outcome.outputs) {
         let rows = pyo3::types::PyList::empty(py);
@@ -195,7 +240,7 @@ fn trace_return(py: Python<'_>, outcome: &engine::RunOutcome, graph: &graph::Com
     Ok((records.into_any().unbind(), names).into_pyobject(py)?.into_any().unbind())
 }
 
-/// The exception for a failed run, carrying what ran before it as `partial` (what `run_json`
+/// The exception for a failed run, carrying what ran before it as `partial` (what `PreparedRun.run`
 /// returns) when it ran at all.
 fn failed(
     py: Python<'_>,
@@ -308,7 +353,7 @@ fn knobs_table() -> String {
 /// A graph given as JSON text of either dialect, parsed and compiled as a run would, in the
 /// current format: `(dialect, text, warnings)`; `workers` is what a Tomii 1.2 factor of
 /// `"$workers"` becomes. A count naming a computed initialization is computed with the kernels of
-/// `dylibs` and `python_kernels` (as in `run_json`), loaded only then, and written as its value.
+/// `dylibs` and `python_kernels` (as in `prepare_run`), loaded only then, and written as its value.
 /// Raises GraphError naming the source and the node, argument or field at fault.
 #[pyfunction]
 #[pyo3(signature = (graph_json, source, workers=None, dylibs=Vec::new(), python_kernels=Vec::new()))]
@@ -453,7 +498,8 @@ fn schema_json(dialect: &str) -> PyResult<String> {
 
 #[pymodule]
 fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(run_json, m)?)?;
+    m.add_function(wrap_pyfunction!(prepare_run, m)?)?;
+    m.add_class::<PreparedRun>()?;
     m.add_function(wrap_pyfunction!(knobs_json, m)?)?;
     m.add_function(wrap_pyfunction!(summarise_warnings, m)?)?;
     m.add_function(wrap_pyfunction!(knobs_table, m)?)?;

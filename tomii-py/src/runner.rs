@@ -28,9 +28,11 @@ const STACK_BYTES: usize = 8 << 20;
 /// How often the caller looks at the interrupt count while it waits.
 const LOOK_EVERY: Duration = Duration::from_millis(20);
 
-/// What the caller waits for: the run's end, or a stuck call's partial outcome.
+/// What the caller waits for: the run's end, or a stuck call's partial outcome. The end is boxed:
+/// a channel's first message allocates room for 31, zeroed, so a large one would cost a run more
+/// than its message.
 pub enum Finished<T, H> {
-    Done(T),
+    Done(Box<T>),
     Hung(H),
 }
 
@@ -59,11 +61,11 @@ where
     let on_hang = sender.clone();
     submit(Box::new(move || {
         let done = job(on_hang);
-        let _ = sender.send(Finished::Done(done));
+        let _ = sender.send(Finished::Done(Box::new(done)));
     }));
     let gave_up = loop {
         match receiver.recv_timeout(LOOK_EVERY) {
-            Ok(Finished::Done(done)) => return Ok(done),
+            Ok(Finished::Done(done)) => return Ok(*done),
             Ok(Finished::Hung(hung)) => break GaveUp::Hung(hung),
             Err(RecvTimeoutError::Timeout) if interrupts.load(Ordering::Relaxed) >= 2 => break GaveUp::Interrupted,
             Err(RecvTimeoutError::Timeout) => {}

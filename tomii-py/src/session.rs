@@ -1,6 +1,6 @@
 //! `tomii._tomii.Session` and `Ticket`: the programmatic source (`tomii_core::engine::Session`)
 //! for Python. Wiring only: inputs become kernel values as Python kernels' results do (NumPy
-//! arrays without a copy), outputs come back as `run_json`'s do, and the GIL is released while
+//! arrays without a copy), outputs come back as `PreparedRun.run`'s do, and the GIL is released while
 //! the session starts, while `submit` waits for a slot, while a ticket waits, and while `close`
 //! drains.
 
@@ -39,7 +39,7 @@ pub struct NativeSession {
 #[pymethods]
 impl NativeSession {
     /// Starts the run of `graph_json` with `options`, `[(knob, value), ...]` by the knob catalog's
-    /// names (those a session takes; see `run_json`); returns once the workers wait for frames.
+    /// names (those a session takes; see `prepare_run`); returns once the workers wait for frames.
     #[new]
     #[pyo3(signature = (graph_json, *, source, options, python_kernels))]
     fn new(

@@ -1,5 +1,5 @@
 //! `tomii.simulate`: a graph on virtual workers with the same scheduler dylib (tomii-core's
-//! `sim/`), returned as `run_json` returns a run, so that Python's `RunResult` takes it unchanged.
+//! `sim/`), returned as `PreparedRun.run` returns a run, so that Python's `RunResult` takes it unchanged.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -14,7 +14,7 @@ use super::runner;
 use super::{ConfigError, RunReturn, TomiiError, failed, plugin_error, run_return};
 
 /// Simulates `graph_json` (README of tomii-core's `sim/`) with `options`, `[(knob, value), ...]`
-/// by the knob catalog's names (those a simulation takes; see `run_json`), and the simulation's
+/// by the knob catalog's names (those a simulation takes; see `prepare_run`), and the simulation's
 /// own settings: `cost_json` is the cost model's JSON (None: what the graph says).
 #[pyfunction]
 #[pyo3(signature = (graph_json, *, source, options, keep_trace, seed, cost_json, arrival_interval_ns, overhead_pop_ns,

@@ -1,7 +1,8 @@
 //! One start-up operation repeated N times, for `valgrind --tool=callgrind` (bench/README.md,
 //! "Start-up"): loading a scheduler plugin, parsing a generated graph (`parse`: a chain of `$dep`
 //! nodes; `parse-rich`: the graph of `rich_json`, which uses most of the format), or a whole 1-task
-//! run as the Python binding's `run_json` does it (load the kernels and the scheduler, parse, run).
+//! run as the Python binding makes it ready and launches it the first time (load the kernels and
+//! the scheduler, parse, run).
 //!
 //! Instructions per operation = (count at N − count at 1) ÷ (N − 1), so process start-up cancels.
 //! The elapsed time it prints is for orientation only: criterion's `startup` suite times them.

@@ -9,6 +9,7 @@
 mod decisions;
 mod outputs;
 mod settings;
+mod stamps;
 mod timer;
 mod timing;
 
@@ -19,6 +20,7 @@ use std::time::Duration;
 
 pub use outputs::{Outputs, Written, check_writable, write_report};
 pub use settings::{Files, RecordAt, Settings, TraceFormat, settings};
+pub use stamps::LibraryStamps;
 pub use timer::StopTimer;
 pub use timing::{Record, Timing};
 

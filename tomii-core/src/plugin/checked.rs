@@ -14,9 +14,10 @@ use std::sync::Mutex;
 
 use super::PluginError;
 
-/// What identifies a file's contents on disk, short of reading it.
+/// What identifies a file's contents on disk, short of reading it: a rebuilt library is another
+/// file (another inode, size or mtime).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct FileId {
+pub struct FileId {
     dev: u64,
     ino: u64,
     size: u64,
@@ -25,7 +26,8 @@ struct FileId {
 }
 
 impl FileId {
-    fn of(path: &Path) -> Option<FileId> {
+    /// The identity of the file `path` names now (one `stat`); None when there is none.
+    pub fn of(path: &Path) -> Option<FileId> {
         let meta = std::fs::metadata(path).ok()?;
         Some(FileId {
             dev: meta.dev(),

@@ -14,6 +14,7 @@ mod library;
 mod scheduler;
 mod watchdog;
 
+pub use checked::FileId;
 pub(crate) use kernel_call::{CallSite, KernelCaller, NEVER_CALLED};
 pub use kernels::{Kernel, KernelLibrary, KernelSet};
 pub(crate) use scheduler::SchedulerCaller;
