@@ -447,7 +447,8 @@ impl<'p> SchedulerInstance<'p> {
     }
 
     /// Hands `tasks` to the scheduler. `worker` is the pushing worker or `TOMII_NO_WORKER`.
-    #[inline]
+    /// Inlined into the engine's push hand-off, which stays out of line itself.
+    #[inline(always)]
     pub fn push(&self, worker: u32, tasks: &[TomiiTask]) -> Result<(), String> {
         let _serial = self.lock();
         // SAFETY: valid state from `create`; `tasks` is a live slice.
@@ -463,7 +464,7 @@ impl<'p> SchedulerInstance<'p> {
 
     /// Hands `tasks`, made ready by `worker`'s completion, to the scheduler, which may keep one for
     /// `worker` to run next (`push_keep`; plain `push` without it): the kept task's index.
-    #[inline]
+    #[inline(always)]
     pub fn push_keep(&self, worker: u32, tasks: &[TomiiTask]) -> Result<Option<usize>, String> {
         let Some(push_keep) = self.push_keep_fn else {
             return self.push(worker, tasks).map(|()| None);
