@@ -213,49 +213,28 @@ impl<'py> Items<'py> {
     }
 }
 
-impl<'py> ser::SerializeSeq for Items<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.push(value)
-    }
-    fn end(self) -> Made<'py> {
-        self.done()
-    }
+/// The four serde traits of a sequence, each an `Items` filled in order.
+macro_rules! serialize_items {
+    ($($trait:ident::$add:ident),*) => {$(
+        impl<'py> ser::$trait for Items<'py> {
+            type Ok = Bound<'py, PyAny>;
+            type Error = Error;
+            fn $add<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+                self.push(value)
+            }
+            fn end(self) -> Made<'py> {
+                self.done()
+            }
+        }
+    )*};
 }
 
-impl<'py> ser::SerializeTuple for Items<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.push(value)
-    }
-    fn end(self) -> Made<'py> {
-        self.done()
-    }
-}
-
-impl<'py> ser::SerializeTupleStruct for Items<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.push(value)
-    }
-    fn end(self) -> Made<'py> {
-        self.done()
-    }
-}
-
-impl<'py> ser::SerializeTupleVariant for Items<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.push(value)
-    }
-    fn end(self) -> Made<'py> {
-        self.done()
-    }
-}
+serialize_items!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 /// A dict being filled: a map (`key` holds a key until its value comes), a struct, or a struct
 /// variant's fields (`variant`).
