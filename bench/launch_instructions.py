@@ -27,23 +27,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from session_roundtrip import one_task
 from synthetic_option import add_synthetic_option, synthetic_plugin
-
-import tomii
 
 #: The repeated operations measured, by name.
 WHATS = ("run_graph", "session")
-
-
-def one_task(with_input: bool) -> tomii.Graph:
-    """A graph of one `noop` task, reading an input when `with_input`."""
-    app = tomii.Graph()
-    if with_input:
-        x = app.input("x")
-        app.node("task", func="noop", args=[x.dep()])
-    else:
-        app.node("task", func="noop")
-    return app
 
 
 def repeat(what: str, synthetic: Path, calls: int, timed: list[float] | None = None) -> None:

@@ -26,6 +26,7 @@ import tomii
 
 
 def one_task(with_input: bool) -> tomii.Graph:
+    """A graph of one `noop` task, reading an input when `with_input`."""
     app = tomii.Graph()
     if with_input:
         x = app.input("x")
