@@ -9,6 +9,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 ALL_STEPS=(setup build fmt clippy deps headers python test pytest memcheck instructions)
 
+# Disk: the run builds the workspace, its tests and a dozen plugin projects (each with its own
+# target directory) in debug. With full debug info and incremental caches that came to more than
+# a CI machine's disk held; line tables keep every backtrace's file and line, and nothing here is
+# rebuilt after an edit, so the incremental caches buy nothing. Set for every cargo the tests start.
+export CARGO_INCREMENTAL=0
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only
+
 run() {
     echo "+ $*"
     "$@"
