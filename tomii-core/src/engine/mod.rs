@@ -16,6 +16,7 @@ mod csv_trace;
 mod door;
 mod durations;
 mod fence;
+mod latencies;
 pub(crate) mod memory;
 mod pool;
 mod report;
@@ -36,6 +37,7 @@ pub(crate) use clock::Clock;
 pub use csv_trace::{CSV_COLUMNS, CsvTrace};
 pub use door::{Door, Opened, Refused};
 pub(crate) use durations::Durations;
+pub(crate) use latencies::Latencies;
 pub(crate) use report::latency as latency_summary;
 pub use report::{Latency, NodeReport, Report, SchedulerReport, WorkerReport};
 pub(crate) use report::{NodeCounters, Parts as ReportParts, WorkerCounters, assemble as assemble_report};
@@ -46,7 +48,7 @@ pub use source::{Capabilities, Counted, FrameDone, FrameSource, NextFrame};
 pub use task_record::{Field, FieldType, TaskRecord};
 pub(crate) use trace::TraceSink;
 pub use trace::{RecordTap, RecordTapRef, SystemKind, SystemRecord, TraceRecord, TraceTap};
-pub(crate) use worker::{latency_histogram, scheduler_setup, templates};
+pub(crate) use worker::{scheduler_setup, templates};
 
 /// The computation of a graph's initializations before it compiles (`graph::Evaluate`), with
 /// `kernels`: the run's own initialization code, on the calling thread. The values stay valid as

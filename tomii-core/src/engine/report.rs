@@ -2,8 +2,8 @@
 //!
 //! Throughput is frames completed over the wall time of the whole run, not the inverse of a
 //! latency. Everything here is computed after the run from per-worker counters and the frame
-//! latency histograms (hdrhistogram: 3 significant digits, constant memory however many frames
-//! ran); nothing here runs on the hot path.
+//! latencies (`latencies.rs`: hdrhistogram's figures, 3 significant digits, constant memory however
+//! many frames ran); nothing here runs on the hot path.
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -12,6 +12,7 @@ use super::advice::Suggestion;
 use super::analysis::{CriticalPathReport, NodeTimes, ResourceUtilization, Summary};
 use super::clock::{Clock, Ticks};
 use super::durations::Durations;
+use super::latencies::Latencies;
 use super::{RunError, analysis};
 use crate::graph::CompiledGraph;
 use crate::plugin::SchedulerPlugin;
@@ -278,7 +279,7 @@ pub(crate) struct Parts<'a> {
     pub counters: &'a [WorkerCounters],
     pub clock: &'a Clock,
     pub timing: bool,
-    pub latency: &'a Histogram<u64>,
+    pub latency: &'a Latencies,
     /// Frames completed after the warm-up.
     pub frames: u64,
     pub frames_excluded: u64,
@@ -300,7 +301,7 @@ pub(crate) fn assemble(parts: Parts<'_>) -> Report {
     let tasks: u64 = counters.iter().map(|c| c.tasks).sum();
     let names: Vec<(String, String)> = graph.nodes.iter().map(|n| (n.name.clone(), n.function.clone())).collect();
     let stats = parts.stats.filter(|s| !s.trim().is_empty() && s.trim() != "{}");
-    let latency = latency(parts.latency);
+    let latency = parts.latency.summary();
     let analysis = analysis::analyse(&analysis::Measured {
         graph,
         counters,

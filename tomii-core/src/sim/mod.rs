@@ -20,7 +20,6 @@ use std::collections::{BTreeSet, BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use serde_json::json;
@@ -31,8 +30,8 @@ use table::Table;
 pub use cost::{CostModel, CostSpec, Dist};
 
 use crate::engine::{
-    self, Clock, Durations, NodeCounters, Progress, ReportParts, RunConfig, RunError, RunFailure, RunOutcome,
-    TraceRecord, TraceSink, WorkerCounters,
+    self, Clock, Durations, Latencies, NodeCounters, Progress, ReportParts, RunConfig, RunError, RunFailure,
+    RunOutcome, TraceRecord, TraceSink, WorkerCounters,
 };
 use crate::graph::{CompiledGraph, quote_name};
 use crate::host::{self, Claim, Need, encode_handle};
@@ -191,7 +190,7 @@ struct Sim<'a> {
     idle: BTreeSet<u32>,
     woken: Vec<u32>,
     pop: PopBuffer,
-    latency: Histogram<u64>,
+    latency: Latencies,
     /// When the first measured frame started, and the last frame ended.
     measured_from: Option<u64>,
     last_end: u64,
@@ -254,7 +253,7 @@ impl<'a> Sim<'a> {
             idle: (0..run.workers).collect(),
             woken: Vec::new(),
             pop: PopBuffer::new(run.pop_batch as usize),
-            latency: engine::latency_histogram(),
+            latency: Latencies::new(),
             measured_from: None,
             last_end: 0,
             trace,
@@ -587,8 +586,7 @@ impl<'a> Sim<'a> {
         state.busy = false;
         let (frame, latency) = (state.frame, self.now - state.start_ns);
         if frame >= self.run.warmup_frames {
-            // A zero-length frame (every task free) records the histogram's least value.
-            let _ = self.latency.record(latency.max(1));
+            self.latency.record(latency);
         }
         self.done += 1;
         self.scheduler.frame_completed_by(self.caller(worker), frame, slot, latency);

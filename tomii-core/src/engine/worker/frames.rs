@@ -15,7 +15,6 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use hdrhistogram::Histogram;
 use tomii_types::abi::TOMII_NO_WORKER;
 use tomii_types::kernel::Value;
 
@@ -25,17 +24,18 @@ use super::records::{KEEPS_RESULT, SINK};
 use super::task::{Claimed, Continuation};
 use crate::engine::clock::Ticks;
 use crate::engine::door::{Opened, Request, Serving};
+use crate::engine::latencies::Latencies;
 use crate::engine::source::{FrameDone, NextFrame};
 use crate::engine::trace::SystemKind;
 use crate::engine::{FrameOutputs, Output, RunError};
 
-/// The longest frame latency the histogram records (an hour, in ns); longer ones count as it.
+/// The longest frame latency recorded (an hour, in ns); longer ones count as it.
 const MAX_LATENCY_NS: u64 = 3_600_000_000_000;
 
 impl Engine<'_> {
     /// Asks the source for a frame for every slot, then gives it the door (so that the slots it
     /// does not take are free before its threads use the door), from the host thread.
-    pub(super) fn start_first_frames(&self, latency: &mut Histogram<u64>) -> Result<(), RunError> {
+    pub(super) fn start_first_frames(&self, latency: &mut Latencies) -> Result<(), RunError> {
         let mut pusher = self.host_pusher();
         for slot in 0..self.plan.config.slots {
             match self.next_frame() {
@@ -75,7 +75,7 @@ impl Engine<'_> {
         slot: u32,
         (tag, serial): (u64, u64),
         inputs: Option<Vec<Value>>,
-        latency: &mut Histogram<u64>,
+        latency: &mut Latencies,
     ) -> Result<(), RunError> {
         if let Some(held) = self.shared.held.get(slot as usize) {
             let done = held.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -210,7 +210,7 @@ impl Engine<'_> {
         &self,
         pusher: &mut Pusher,
         frame: Opened,
-        latency: &mut Histogram<u64>,
+        latency: &mut Latencies,
     ) -> Result<(), RunError> {
         if self.opened(frame, 0).is_none() {
             return Ok(());
@@ -239,7 +239,7 @@ impl Engine<'_> {
         pusher: &mut Pusher,
         slot: u32,
         frame: u64,
-        latency: &mut Histogram<u64>,
+        latency: &mut Latencies,
     ) -> Result<(), RunError> {
         let state = self.shared.table.slot(slot);
         let latency_ns = self.shared.clock.ns_between(state.started.load(Ordering::Relaxed), self.shared.clock.now());
@@ -249,8 +249,7 @@ impl Engine<'_> {
         } else if frame < self.plan.config.warmup_frames {
             self.shared.frames_excluded.fetch_add(1, Ordering::Relaxed);
         } else {
-            // `record` grows the histogram (auto-resize); it fails only beyond u64, never here.
-            let _ = latency.record(latency_ns.clamp(1, MAX_LATENCY_NS));
+            latency.record(latency_ns.min(MAX_LATENCY_NS));
         }
         self.scheduler.frame_completed_by(pusher.scheduler, frame, slot, latency_ns);
         let tag = state.tag.load(Ordering::Relaxed);

@@ -16,10 +16,8 @@ use std::time::{Duration, Instant};
 use tomii_types::abi::TOMII_NO_WORKER;
 
 use super::Engine;
-use super::local::latency_histogram;
-use crate::engine::pool;
 use crate::engine::trace::TraceSink;
-use crate::engine::{Progress, RunError, RunFailure, RunOutcome};
+use crate::engine::{Latencies, Progress, RunError, RunFailure, RunOutcome, pool};
 use crate::plugin::Call;
 
 /// How often the host thread looks at the run (stop requests, the trace, progress) when nothing
@@ -65,7 +63,7 @@ impl Engine<'_> {
     /// A worker stuck in a call cannot be waited for: with `on_hang`, the outcome is made of what
     /// the other workers did once they exited and handed to it first.
     pub(super) fn run_workers(&self, sink: &mut TraceSink) -> Result<RunOutcome, RunFailure> {
-        let mut host_latency = latency_histogram();
+        let mut host_latency = Latencies::new();
         let crew = pool::hire(self.plan.config.workers);
         let wall = Instant::now();
         let crew = match crew {

@@ -1,14 +1,13 @@
 //! A worker's own state: the buffers it builds arguments and batches in, its callers of the
-//! scheduler and the kernels, its counters, trace chunk and latency histogram. Made once when the
+//! scheduler and the kernels, its counters, trace chunk and frame latencies. Made once when the
 //! worker takes its part of the run, sized so that the hot path never allocates; never shared with
 //! another thread (what it hands back at the end goes through `Shared::finished`).
-
-use hdrhistogram::Histogram;
 
 use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask, TomiiValue};
 
 use super::Engine;
 use crate::engine::durations::Durations;
+use crate::engine::latencies::Latencies;
 use crate::engine::report::{NodeCounters, WorkerCounters};
 use crate::engine::trace::{TraceRecord, WorkerTrace};
 use crate::plugin::{KernelCaller, SchedulerCaller};
@@ -43,21 +42,11 @@ pub(super) struct Local<'e> {
     pub(super) warmup: WorkerCounters,
     pub(super) trace: WorkerTrace,
     /// Latencies of the frames this worker completed.
-    pub(super) latency: Histogram<u64>,
+    pub(super) latency: Latencies,
 }
 
 /// What a worker hands back when it stops.
-pub(super) type WorkerResult = (WorkerCounters, Vec<TraceRecord>, Histogram<u64>);
-
-/// A histogram of frame latencies in nanoseconds, 3 significant digits, up to an hour. It starts
-/// small and grows to the largest latency recorded (at most a few times a run, at a frame's end,
-/// never per task): one sized for an hour from the start is 256 KiB zeroed, merged and freed per
-/// worker per run, most of a short run's cost.
-pub(crate) fn latency_histogram() -> Histogram<u64> {
-    let mut histogram = Histogram::new_with_bounds(1, 2, 3).expect("valid histogram bounds");
-    histogram.auto(true);
-    histogram
-}
+pub(super) type WorkerResult = (WorkerCounters, Vec<TraceRecord>, Latencies);
 
 impl Engine<'_> {
     /// The pusher of the host thread, which starts the first frames.
@@ -98,7 +87,7 @@ impl Engine<'_> {
             },
             warmup: WorkerCounters { per_node: vec![NodeCounters::default(); nodes], ..WorkerCounters::default() },
             trace: WorkerTrace::new(self.shared.trace_pool.as_ref()),
-            latency: latency_histogram(),
+            latency: Latencies::new(),
         }
     }
 }

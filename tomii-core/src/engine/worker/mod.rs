@@ -33,7 +33,6 @@ mod shared;
 mod task;
 mod worker_loop;
 
-pub(crate) use local::latency_histogram;
 pub(crate) use plan::compute_into;
 pub(crate) use setup::{scheduler_setup, templates};
 

@@ -11,12 +11,12 @@
 use std::ffi::CString;
 use std::sync::atomic::Ordering;
 
-use hdrhistogram::Histogram;
 use tomii_types::abi::{TOMII_KERNEL_VARIADIC, TOMII_TAG_LIST, TomiiBuffer, TomiiPayload, TomiiValue};
 
 use super::Engine;
 use super::body::usize_value;
 use super::plan::CALL_ONCE_ERROR_CAPACITY;
+use crate::engine::latencies::Latencies;
 use crate::engine::report::{self, NodeCounters, WorkerCounters};
 use crate::engine::source::FrameDone;
 use crate::engine::trace::{TracePool, TraceSink};
@@ -31,25 +31,18 @@ impl Engine<'_> {
     /// reported as such): whole, or partial with the run's failure.
     pub(super) fn outcome(
         &self,
-        host_latency: &Histogram<u64>,
+        host_latency: &Latencies,
         sink: &mut TraceSink,
         wall_s: f64,
     ) -> Result<RunOutcome, RunFailure> {
-        // The histograms merged: the first one taken whole, not added bucket by bucket into an
-        // empty one (each has as many buckets as its longest latency needs: thousands).
-        let mut latency = (!host_latency.is_empty()).then(|| host_latency.clone());
+        let mut latency = host_latency.clone();
         let mut counters = Vec::with_capacity(self.shared.finished.len());
         let mut unreported = Vec::new();
         for (worker, finished) in self.shared.finished.iter().enumerate() {
             match finished.lock().unwrap_or_else(|p| p.into_inner()).take() {
                 Some((worker_counters, chunk, worker_latency)) => {
                     sink.take(chunk, None, &self.shared.clock);
-                    match &mut latency {
-                        Some(latency) => {
-                            let _ = latency.add(&worker_latency);
-                        }
-                        None => latency = Some(worker_latency),
-                    }
+                    latency.add(worker_latency);
                     counters.push(worker_counters);
                 }
                 None => {
@@ -59,7 +52,6 @@ impl Engine<'_> {
                 }
             }
         }
-        let latency = latency.unwrap_or_else(|| host_latency.clone());
         if let Some(log) = &self.shared.system_log {
             sink.drain_system(log, &self.shared.clock);
         }
@@ -121,7 +113,7 @@ impl Engine<'_> {
     pub(super) fn report(
         &self,
         counters: &[WorkerCounters],
-        latency: &Histogram<u64>,
+        latency: &Latencies,
         trace: &TraceSink,
         wall_s: f64,
         failure: Option<&RunError>,
