@@ -4,7 +4,7 @@
 //! The shims here are the only code between the host and a Rust scheduler. Each one checks its
 //! pointers, catches panics and turns results into status codes; none allocates on the push/pop
 //! path unless the scheduler reports an error. The submodules hold safe building blocks that
-//! several schedulers share: [`RangeClasses`], [`ClassHeaps`], [`HandleRing`], [`fill`] and, behind the cargo
+//! several schedulers share: [`RangeClasses`], [`ClassHeaps`], [`HandleRing`], [`HandleDeque`], [`fill`] and, behind the cargo
 //! feature `testing`, the `testing` harness. They never touch the ABI.
 
 use std::cell::RefCell;
@@ -18,11 +18,13 @@ use crate::abi::{
 use crate::errbuf::{catch_panic, catch_panic_marked, write_error};
 
 pub use crate::abi::{TOMII_NO_WORKER as NO_WORKER, TomiiTask as Task};
+pub use deque::{HandleDeque, Owner as DequeOwner};
 pub use fill::{fill, fill_handles};
 pub use heaps::ClassHeaps;
 pub use ranges::RangeClasses;
 pub use ring::HandleRing;
 
+mod deque;
 mod fill;
 mod heaps;
 mod ranges;

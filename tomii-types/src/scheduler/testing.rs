@@ -41,10 +41,14 @@ pub fn init(workers: u32, ranges: &[(u32, u32)], knobs: &[(&str, &str)]) -> Init
 
 /// Checks `knobs` as the export shim does, then creates an `S` for [`init`]`(workers, ranges, knobs)`.
 pub fn create<S: Scheduler>(workers: u32, ranges: &[(u32, u32)], knobs: &[(&str, &str)]) -> S {
-    let init = init(workers, ranges, knobs);
+    create_from(&init(workers, ranges, knobs))
+}
+
+/// Checks `init`'s options as the export shim does, then creates an `S` for it.
+pub fn create_from<S: Scheduler>(init: &InitInfo) -> S {
     let name = S::NAME.to_string_lossy();
-    init.check_knobs(S::KNOBS).unwrap_or_else(|e| panic!("{name} refused the options {knobs:?}: {e}"));
-    S::create(&init).unwrap_or_else(|e| panic!("{name} failed to create: {e}"))
+    init.check_knobs(S::KNOBS).unwrap_or_else(|e| panic!("{name} refused the options {:?}: {e}", init.knobs));
+    S::create(init).unwrap_or_else(|e| panic!("{name} failed to create: {e}"))
 }
 
 /// A task of node 0 allowed on workers `worker_lo .. worker_hi`, made ready by the host.
@@ -119,7 +123,11 @@ pub fn assert_exactly_once_under_concurrency<S: Scheduler>(threads: u32, tasks: 
     assert!(threads >= 2, "the scenario needs at least 2 workers");
     let per = tasks / u64::from(threads);
     let total = (per * u64::from(threads)) as usize;
-    let s: S = create(threads, &scenario_ranges(threads), knobs);
+    // Any number of the tasks may be queued at once: slots enough for a queue sized by `max_ready`.
+    let mut room = init(threads, &scenario_ranges(threads), knobs);
+    room.slots = u32::try_from(tasks).unwrap_or(u32::MAX);
+    room.max_ready = tasks.saturating_mul(room.nodes.len() as u64);
+    let s: S = create_from(&room);
     let popped = AtomicUsize::new(0);
     let deadline = Instant::now() + Duration::from_secs(60);
     let results: Vec<Vec<(u64, u32)>> = std::thread::scope(|scope| {
