@@ -11,7 +11,8 @@ spins before it parks, which varies with how valgrind schedules the threads). Mi
 the median of timed calls in this process, without valgrind (the machine's load shows in them;
 the instruction counts do not depend on it).
 
-    python bench/launch_instructions.py [--small N] [--large N] [--calls N] [--synthetic PATH]
+    python bench/launch_instructions.py [--small N] [--large N] [--calls N] [--what WHAT]
+                                        [--synthetic PATH]
 """
 
 from __future__ import annotations
@@ -30,18 +31,23 @@ from pathlib import Path
 from session_roundtrip import one_task
 from synthetic_option import add_synthetic_option, synthetic_plugin
 
-#: The repeated operations measured, by name.
-WHATS = ("run_graph", "session")
+#: The repeated operations measured, by name: `run_graph+report` also reads a figure of each
+#: run's report, which makes the report into Python objects (a run that is not asked for its
+#: report does not make them).
+WHATS = ("run_graph", "run_graph+report", "session")
 
 
 def repeat(what: str, synthetic: Path, calls: int, timed: list[float] | None = None) -> None:
     """Makes `calls` repeated `what` calls after one untimed first call; appends each call's µs
     to `timed` when given."""
-    if what == "run_graph":
+    if what.startswith("run_graph"):
         graph = one_task(False)
+        read_report = what.endswith("+report")
 
         def call() -> None:
-            graph.run(dylib=synthetic, frames=1, collect_outputs=False)
+            result = graph.run(dylib=synthetic, frames=1, collect_outputs=False)
+            if read_report:
+                assert result.report.wall_time_s >= 0
 
         _repeat_calls(call, calls, timed)
         return

@@ -5,11 +5,17 @@ are defined in `tomii.errors`, not here.
 from collections.abc import Callable, Iterable
 from typing import Any, TypeAlias
 
-#: What `PreparedRun.run` and `simulate_json` return: the report (the dict of its JSON), each
+class RunReport:
+    """A run's report as the runtime made it; `to_dict()` makes the dict of its JSON."""
+
+    graph_warnings: list[str]
+    def to_dict(self) -> dict[str, Any]: ...
+
+#: What `PreparedRun.run` and `simulate_json` return: the report (a `RunReport`), each
 #: frame's outputs, the post-nodes' outputs, the trace (if kept: its records' bytes, laid out as
 #: `trace_fields` says, and the node names) and the exception the run ended with (if any).
 _Finished: TypeAlias = tuple[
-    dict[str, Any],
+    RunReport,
     list[list[tuple[str, int, Any]]],
     list[tuple[str, int, Any]],
     tuple[bytes, list[str]] | None,

@@ -14,13 +14,14 @@ import sys
 import warnings
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union
 
 from ._options import PYTHON_NAMES, catalog_knobs, check_run_options, runtime_options
 from ._tomii import (
     PreparedRun,
+    RunReport,
     convert_json,
     inits_listing,
     prepare_run,
@@ -126,19 +127,70 @@ class Report(dict[str, Any]):
         return line
 
 
-@dataclass(frozen=True)
 class RunResult:
-    """What a run produced."""
+    """What a run produced: its `report`, each frame's `outputs`, the post-nodes' `post_outputs`,
+    the `trace` and the graph's `node_names`. Read-only.
 
-    report: Report
+    The report is made into a `Report` (a dict of about a hundred values) when first read, so that
+    a graph run again and again for its outputs does not pay for a report nobody reads."""
+
+    __slots__ = ("_report", "node_names", "outputs", "post_outputs", "trace")
+
+    _report: Report | RunReport
     #: Per frame: (node, instance, value) for every sink instance.
-    outputs: list[list[tuple[str, int, Any]]] = field(default_factory=list)
+    outputs: list[list[tuple[str, int, Any]]]
     #: (post-node, instance, value) for every post-node instance.
-    post_outputs: list[tuple[str, int, Any]] = field(default_factory=list)
+    post_outputs: list[tuple[str, int, Any]]
     #: One record per task execution (dtype `TRACE_DTYPE`), sorted by start; None unless traced.
-    trace: np.ndarray[Any, Any] | None = None
+    trace: np.ndarray[Any, Any] | None
     #: The graph's node names; a trace record's `node` indexes them.
-    node_names: list[str] = field(default_factory=list)
+    node_names: list[str]
+
+    def __init__(
+        self,
+        report: Report | RunReport,
+        outputs: list[list[tuple[str, int, Any]]] | None = None,
+        post_outputs: list[tuple[str, int, Any]] | None = None,
+        trace: np.ndarray[Any, Any] | None = None,
+        node_names: list[str] | None = None,
+    ) -> None:
+        given = {
+            "_report": report,
+            "outputs": outputs or [],
+            "post_outputs": post_outputs or [],
+            "trace": trace,
+            "node_names": node_names or [],
+        }
+        for name, value in given.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def report(self) -> Report:
+        """The run report (the JSON of `--report`)."""
+        report = self._report
+        if not isinstance(report, Report):
+            report = Report(report.to_dict())
+            object.__setattr__(self, "_report", report)
+        return report
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunResult):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[type[RunResult], tuple[Any, ...]]:
+        return RunResult, self._fields()
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.report, self.outputs, self.post_outputs, self.trace, self.node_names)
 
     def __repr__(self) -> str:
         """The report's one line and what else the result holds: the whole report and every
@@ -563,10 +615,10 @@ def _launched(prepared: PreparedRun, verbose: bool) -> RunResult:
         if partial is not None:
             error.result = _run_result(partial[:4])  # type: ignore[attr-defined]
             del error.partial  # type: ignore[attr-defined]
-            warn_graph(error.result.report.get("graph_warnings", []), verbose)  # type: ignore[attr-defined]
+            warn_graph(partial[0].graph_warnings, verbose)
         raise
     result = _run_result(returned[:4])
-    warn_graph(result.report.get("graph_warnings", []), verbose)
+    warn_graph(returned[0].graph_warnings, verbose)
     signal = returned[4]
     if signal is not None:
         # Ctrl-C (or another signal's handler) raised during the run: the run stopped, completing
@@ -576,12 +628,12 @@ def _launched(prepared: PreparedRun, verbose: bool) -> RunResult:
     return result
 
 
-def _run_result(returned: tuple[dict[str, Any], Any, Any, Any]) -> RunResult:
+def _run_result(returned: tuple[RunReport, Any, Any, Any]) -> RunResult:
     """The RunResult of what `PreparedRun.run` returned (the runtime wrote the files the run named)."""
     report, outputs, post, packed = returned
     records, names = (None, []) if packed is None else _trace_array(packed)
     return RunResult(
-        report=Report(report),
+        report=report,
         outputs=outputs,
         post_outputs=post,
         trace=records,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -43,6 +45,25 @@ def test_checksums_match_for_every_frame_and_scheduler() -> None:
 def test_a_graph_file_and_post_outputs() -> None:
     result = tomii.run_graph(GRAPHS / "post_node.json", dylibs=[SYNTHETIC], frames=3)
     assert [name for name, _, _ in result.post_outputs] == ["summary", "summary"]
+
+
+def test_a_result_is_read_only_and_its_report_made_when_read_equals_the_report_file(
+    tmp_path: Path,
+) -> None:
+    graph = {"nodes": [{"name": "x", "function": "noop", "factor": 2}]}
+    path = tmp_path / "report.json"
+    result = tomii.run_graph(graph, dylibs=[SYNTHETIC], frames=3, report=path)
+    written = json.loads(path.read_text())
+    for key in ("wall_time_s", "throughput_frames_per_s", "tasks_per_s", "latency_us", "summary"):
+        written.pop(key)
+    report = result.report
+    assert isinstance(report, tomii.Report) and report is result.report, "made once"
+    assert {key: report[key] for key in written} == written
+    assert report.tasks == 6
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.outputs = []  # type: ignore[misc]
+    copy = pickle.loads(pickle.dumps(tomii.run_graph(graph, dylibs=[SYNTHETIC], frames=2)))
+    assert copy.report.frames == 2 and copy.outputs == result.outputs[:2]
 
 
 def test_errors_are_specific_exceptions() -> None:

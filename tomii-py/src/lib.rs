@@ -74,7 +74,28 @@ fn output(py: Python<'_>, value: Output) -> PyResult<Py<PyAny>> {
 }
 
 /// What `PreparedRun.run` returns to Python.
-type RunReturn = (Py<PyAny>, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>, Option<Py<PyAny>>);
+type RunReturn = (RunReport, Py<PyAny>, Py<PyAny>, Option<Py<PyAny>>, Option<Py<PyAny>>);
+
+/// A run's report, kept as the runtime made it until Python reads it: made into the dict of its
+/// JSON only then (`to_dict`), so that a run whose report is never read (a graph run again and
+/// again for its outputs) does not pay for the ~100 Python objects. Its graph warnings, which
+/// every run raises, are read without the rest.
+#[pyclass(module = "tomii._tomii", frozen)]
+struct RunReport(engine::Report);
+
+#[pymethods]
+impl RunReport {
+    /// The dict `json.loads` makes of the report's JSON.
+    fn to_dict(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(py_value::to_python(py, &self.0)?.unbind())
+    }
+
+    /// The graph's warnings (`graph_warnings` of the report).
+    #[getter]
+    fn graph_warnings(&self) -> Vec<String> {
+        self.0.graph_warnings.clone()
+    }
+}
 
 /// A run of a graph made ready (`prepare_run`), to be launched once or again and again
 /// (`run_graph` of the same graph with the same options): its settings, its kernels loaded (and
@@ -127,8 +148,8 @@ impl PreparedRun {
     }
 
     /// Launches the run, which writes every file its options name, and returns `(report,
-    /// outputs, post_outputs, trace, signal)`: `report` is the dict `json.loads` makes of the
-    /// report's JSON; `trace` is `(records, node names)` when
+    /// outputs, post_outputs, trace, signal)`: `report` is a `RunReport`, whose `to_dict()` is the
+    /// dict `json.loads` makes of the report's JSON; `trace` is `(records, node names)` when
     /// `keep_trace` or a trace file was set (the bytes of `TaskRecord`s, whose fields
     /// `trace_fields` lists; a record's node indexes the names), else None; `outputs` is one list
     /// per frame of `(node, instance, value)` (when `collect_outputs`), `post_outputs` a list of
@@ -214,7 +235,6 @@ fn run_return(
     traced: bool,
     signal: Option<PyErr>,
 ) -> PyResult<RunReturn> {
-    let report = py_value::to_python(py, &outcome.report)?.unbind();
     let outputs = pyo3::types::PyList::empty(py);
     for frame in std::mem::take(&mut outcome.outputs) {
         let rows = pyo3::types::PyList::empty(py);
@@ -230,6 +250,7 @@ fn run_return(
     }
     let trace = traced.then(|| trace_return(py, &outcome, graph)).transpose()?;
     let signal = signal.map(|raised| raised.into_value(py).into_any());
+    let report = RunReport(outcome.report);
     Ok((report, outputs.into_any().unbind(), post.into_any().unbind(), trace, signal))
 }
 
@@ -500,6 +521,7 @@ fn schema_json(dialect: &str) -> PyResult<String> {
 fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prepare_run, m)?)?;
     m.add_class::<PreparedRun>()?;
+    m.add_class::<RunReport>()?;
     m.add_function(wrap_pyfunction!(knobs_json, m)?)?;
     m.add_function(wrap_pyfunction!(summarise_warnings, m)?)?;
     m.add_function(wrap_pyfunction!(knobs_table, m)?)?;
