@@ -968,14 +968,11 @@ class Graph:
         used, if any. `env` sets environment variables for the duration of the run (kernels may
         read them). Python kernels of `py_node`s need no library.
         """
-        from .run import run_graph
+        from .run import _run_given
 
         with _environment(env) if env else contextlib.nullcontext():
-            return run_graph(
-                self._run_text(),
-                dylibs=self._libraries(dylib, knobs),
-                python_kernels=self.python_kernels(),
-                **knobs,
+            return _run_given(
+                self._run_text(), self._libraries(dylib, knobs), self.python_kernels(), knobs
             )
 
     def session(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import inspect
 import json
 import os
 import sys
@@ -565,6 +566,70 @@ def _keep_prepared(key: tuple[Any, ...], prepared: PreparedRun) -> None:
     _PREPARED.move_to_end(key)
     while len(_PREPARED) > _PREPARED_KEPT:
         _PREPARED.popitem(last=False)
+
+
+def _run_given(
+    text: str,
+    dylibs: list[str | Path],
+    python_kernels: list[ExportedKernel],
+    knobs: dict[str, Any],
+) -> RunResult:
+    """`run_graph(text, dylibs=dylibs, python_kernels=python_kernels, **knobs)` (what `Graph.run`
+    calls), which finds the run made ready for the same call by what the caller gave alone: a
+    repeated call does not go through `run_graph`'s forty keyword arguments and their key."""
+    given = _given_key(text, dylibs, python_kernels, knobs)
+    reuse = _GIVEN.get(given) if given is not None else None
+    if reuse is not None and (kept := _PREPARED.get(reuse)) is not None and kept.is_current():
+        _PREPARED.move_to_end(reuse)
+        return _launched(kept, bool(knobs.get("verbose", False)))
+    result = run_graph(text, dylibs=dylibs, python_kernels=python_kernels, **knobs)
+    if given is not None:
+        # The key `run_graph` kept its run under: the same arguments with every default.
+        arguments = _RUN_GRAPH.bind(text, dylibs=dylibs, python_kernels=python_kernels, **knobs)
+        arguments.apply_defaults()
+        reuse = _reuse_key(arguments.arguments)
+        if reuse is not None and reuse in _PREPARED:
+            _GIVEN[given] = reuse
+            while len(_GIVEN) > _PREPARED_KEPT:
+                _GIVEN.pop(next(iter(_GIVEN)), None)
+    return result
+
+
+#: The key of a kept run (`_PREPARED`) by the key of the `_run_given` call that made it.
+_GIVEN: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_RUN_GRAPH = inspect.signature(run_graph)
+#: The keywords `_run_given` passes on: `run_graph`'s, but those it gives itself.
+_RUN_GRAPH_KEYWORDS = frozenset(
+    p.name for p in _RUN_GRAPH.parameters.values() if p.kind is p.KEYWORD_ONLY
+) - {"dylibs", "python_kernels"}
+
+
+def _given_key(
+    text: str, dylibs: list[str | Path], python_kernels: list[ExportedKernel], knobs: dict[str, Any]
+) -> tuple[Any, ...] | None:
+    """What decides the run of a `_run_given` call, as `_reuse_key` says of `run_graph`'s: the
+    given values with their types (the others are `run_graph`'s defaults); None for a call whose
+    run must be made ready anew (a Tomii 1.2 keyword, a value that cannot be part of a key)."""
+    if not _RUN_GRAPH_KEYWORDS.issuperset(knobs):
+        return None
+    given = tuple(
+        sorted(
+            (name, type(value), _frozen(value) if type(value) in _CONTAINERS else value)
+            for name, value in knobs.items()
+        )
+    )
+    key = (
+        text,
+        _frozen(dylibs),
+        _frozen(python_kernels),
+        given,
+        os.environ.get("TOMII_SCHEDULER_PATH"),
+    )
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _reuse_key(arguments: dict[str, Any]) -> tuple[Any, ...] | None:

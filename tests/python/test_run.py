@@ -61,7 +61,7 @@ def test_a_result_is_read_only_and_its_report_made_when_read_equals_the_report_f
     assert {key: report[key] for key in written} == written
     assert report.tasks == 6
     with pytest.raises(dataclasses.FrozenInstanceError):
-        result.outputs = []  # type: ignore[misc]
+        result.outputs = []
     copy = pickle.loads(pickle.dumps(tomii.run_graph(graph, dylibs=[SYNTHETIC], frames=2)))
     assert copy.report.frames == 2 and copy.outputs == result.outputs[:2]
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pykernels
 import pytest
 from reference import SYNTHETIC, checksum
@@ -54,8 +55,10 @@ def figures(report: tomii.Report) -> dict[str, Any]:
 @pytest.fixture(autouse=True)
 def no_runs_kept() -> Iterator[None]:
     tomii.run._PREPARED.clear()
+    tomii.run._GIVEN.clear()
     yield
     tomii.run._PREPARED.clear()
+    tomii.run._GIVEN.clear()
 
 
 def test_a_repeated_run_is_launched_from_the_run_made_ready_with_a_fresh_runs_results() -> None:
@@ -76,6 +79,28 @@ def test_a_repeated_run_is_launched_from_the_run_made_ready_with_a_fresh_runs_re
     # Each launch is a run of its own: its own report, trace and clock.
     assert len({id(result.report) for result in again}) == 3
     assert len({result.report["wall_time_s"] for result in [first, *again]}) > 1
+
+
+def test_a_graphs_repeated_run_finds_its_run_by_the_options_it_was_given(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    graph = checksum_graph()
+    graph.run(dylib=SYNTHETIC, frames=2, workers=1)
+    [kept] = prepared()
+    # The key of what `Graph.run` was given leads to `run_graph`'s key of the same run.
+    assert list(tomii.run._GIVEN.values()) == list(tomii.run._PREPARED)
+    again = graph.run(dylib=SYNTHETIC, frames=2, workers=1)
+    same = tomii.run_graph(graph.to_json(indent=None), dylibs=[SYNTHETIC], frames=2, workers=1)
+    assert prepared() == [kept] and again.outputs == same.outputs == expected_outputs(2)
+    # Another value, another type of the same value, or another scheduler path: made ready anew.
+    graph.run(dylib=SYNTHETIC, frames=2, workers=2)
+    graph.run(dylib=SYNTHETIC, frames=np.int64(2), workers=1)
+    monkeypatch.setenv("TOMII_SCHEDULER_PATH", str(tmp_path))
+    graph.run(dylib=SYNTHETIC, frames=2, workers=1)
+    assert len(prepared()) == 4 and len(tomii.run._GIVEN) == 4
+    # A Tomii 1.2 keyword is never kept.
+    assert graph.run(dylib=SYNTHETIC, max_streams=2).report["frames"] == 2
+    assert len(prepared()) == 4
 
 
 def test_a_changed_graph_is_made_ready_anew() -> None:
