@@ -5,6 +5,7 @@ a changed graph, other options or a rebuilt kernel library make the run ready an
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -95,7 +96,8 @@ def test_a_graphs_repeated_run_finds_its_run_by_the_options_it_was_given(
     # Another value, another type of the same value, or another scheduler path: made ready anew.
     graph.run(dylib=SYNTHETIC, frames=2, workers=2)
     graph.run(dylib=SYNTHETIC, frames=np.int64(2), workers=1)
-    monkeypatch.setenv("TOMII_SCHEDULER_PATH", str(tmp_path))
+    searched = [str(tmp_path), *filter(None, [os.environ.get("TOMII_SCHEDULER_PATH")])]
+    monkeypatch.setenv("TOMII_SCHEDULER_PATH", os.pathsep.join(searched))
     graph.run(dylib=SYNTHETIC, frames=2, workers=1)
     assert len(prepared()) == 4 and len(tomii.run._GIVEN) == 4
     # A Tomii 1.2 keyword is never kept.
