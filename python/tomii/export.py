@@ -100,7 +100,7 @@ def export(
     def register(function: F) -> F:
         if not callable(function):
             raise TypeError(f"@tomii.export needs a function, got {type(function).__name__}")
-        key = name if name is not None else f"{function.__module__}.{function.__qualname__}"
+        key = name if name is not None else f"{_module_of(function)}.{function.__qualname__}"
         if not isinstance(key, str) or not key:
             raise ValueError("@tomii.export: name must be a non-empty string")
         with _LOCK:
@@ -116,6 +116,14 @@ def export(
     return register if fn is None else register(fn)
 
 
+def _module_of(function: Callable[..., Any]) -> str:
+    """The module `function` was defined in, by the name its callers know: a script imported
+    again by a child process (`__mp_main__`, as `tomii.isolation` and multiprocessing do) is
+    `__main__`."""
+    module = function.__module__
+    return "__main__" if module == "__mp_main__" else module
+
+
 def _origin(function: Callable[..., Any]) -> str:
     code = getattr(function, "__code__", None)
     where = f"{code.co_filename}:{code.co_firstlineno}" if code is not None else "?"
@@ -129,19 +137,18 @@ def find_exported(function: Callable[..., Any] | str) -> ExportedKernel:
     `@export` decorators). Raises `TomiiExportError` saying what to do.
     """
     if isinstance(function, str):
+        module, _, attr = function.rpartition(".")
+        if module == "__main__":
+            from .isolation import import_parent_script
+
+            import_parent_script(f"Python kernel {function!r}")  # in a child process
         with _LOCK:
             found = _REGISTRY.get(function)
         if found is not None:
             return found
-        module, _, attr = function.rpartition(".")
         if not module:
             raise TomiiExportError(
                 f"Python kernel {function!r}: expected 'module.function' or a registered name"
-            )
-        if module == "__main__" and "__main__" not in sys.modules:
-            raise TomiiExportError(
-                f"Python kernel {function!r} lives in a script's __main__, which cannot be "
-                "imported by name: move it to an importable module"
             )
         try:
             importlib.import_module(module)

@@ -2,24 +2,36 @@
 timeout_s=...)` runs `fn` in a long-lived worker process, one call at a time. When the worker dies
 (a signal, an exit code) or the time limit passes, the call raises `ChildFailed` saying what
 happened, with the last lines the worker wrote to stderr, and the next call gets a fresh worker.
-`tomii.experiments.sweep` and `tomii.check.check` run scheduler plugins through it.
+`tomii.experiments.sweep`, `tomii.check.check` and `tomii.tune` run plugins through it.
 
-Workers are started with multiprocessing's "spawn" (never fork: the parent may have threads) and
-ignore SIGINT: on Ctrl-C the parent decides, and kills the worker of the call it interrupts.
-Nothing is left behind: `close()` (or leaving the `with` block) ends the worker.
+A worker is a fresh interpreter started from this module (never a fork: the parent may have
+threads), with the parent's `sys.path`. It does not import the parent's script: a plain script
+that calls `sweep` at its top level, a notebook, a script read from stdin and a test all work as
+they are. The one exception is a Python kernel defined in the script itself (`__main__`): to find
+it, the worker imports the script once, under the name `__mp_main__`, as multiprocessing does,
+and then the script's top-level work must sit under `if __name__ == "__main__":`. A script that
+starts a sweep, check or tune while a worker imports it gets `ParentScriptError` saying so, as
+does a kernel defined where no child can import it (a notebook, stdin).
+
+Workers ignore SIGINT: on Ctrl-C the parent decides, and kills the worker of the call it
+interrupts. Nothing is left behind: `close()` (or leaving the `with` block) ends the worker, and
+on Linux a worker dies with its parent.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import io
 import os
+import pickle
+import runpy
 import signal
+import socket
+import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import types
+from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
-from multiprocessing.process import BaseProcess
 from types import TracebackType
 from typing import Any, BinaryIO, TypeVar, final
 
@@ -27,7 +39,15 @@ import tomii
 
 from .errors import TomiiError
 
-__all__ = ["ChildFailed", "ChildStartFailed", "ChildTimeout", "Isolated"]
+__all__ = [
+    "ChildFailed",
+    "ChildStartFailed",
+    "ChildTimeout",
+    "Isolated",
+    "ParentScriptError",
+    "import_parent_script",
+    "refuse_while_importing_parent_script",
+]
 
 T = TypeVar("T")
 E = TypeVar("E", bound="_ChildError")
@@ -70,11 +90,13 @@ class ChildStartFailed(_ChildError):
 
     @staticmethod
     def message(reason: str, quoted: str, pid: int | None) -> str:
-        return (
-            f"a child process (pid {pid}) could not start: it {reason}{quoted}. A script that "
-            'calls this at its top level needs `if __name__ == "__main__":` (the child imports '
-            'the script again), or isolation="none"'
-        )
+        return f"a child process (pid {pid}) could not start: it {reason}{quoted}"
+
+
+class ParentScriptError(TomiiError):
+    """A worker needs a Python kernel the parent's script defines and cannot have it: the parent
+    has no script file (a notebook, stdin), or the script, imported to find the kernel, starts a
+    sweep, check or tune again at its top level. The caller's code is at fault, not a trial's."""
 
 
 def _quoted(stderr: str) -> str:
@@ -159,47 +181,49 @@ def _leaves_a_thread_running(error: BaseException) -> bool:
     return isinstance(error, tomii.HangError)
 
 
-@contextmanager
-def _main_without_missing_file() -> Iterator[None]:
-    """While a child is spawned: a `__main__` whose file does not exist (a script read from stdin,
-    `<stdin>`) is left out of what the child imports again, as a `-c` command or a REPL is."""
-    main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    if main is None or path is None or os.path.isfile(path):
-        yield
-        return
-    del main.__file__
-    try:
-        yield
-    finally:
-        main.__file__ = path
-
-
 class _Worker:
-    """One worker process: its connection, and the file its stderr goes to."""
+    """One worker process: its connection, the file its stderr goes to, and a file descriptor
+    that becomes readable when the process ends (a pidfd, where Linux has them)."""
 
     def __init__(self) -> None:
-        fd, path = tempfile.mkstemp(prefix="tomii-worker-", suffix=".stderr")
-        self.stderr: BinaryIO = os.fdopen(fd, "rb")
+        self.stderr: BinaryIO | None = None
         self.seen = b""  # the stderr text of the current call (and of the start)
-        context = multiprocessing.get_context("spawn")
-        self.connection, theirs = context.Pipe()
-        self.process: BaseProcess = context.Process(
-            target=_serve, args=(theirs, path, os.getpid()), name="tomii-worker", daemon=True
-        )
+        mine, theirs = socket.socketpair()
+        self.connection = Connection(mine.detach())
+        fd, path = tempfile.mkstemp(prefix="tomii-worker-", suffix=".stderr")
         try:
-            with _main_without_missing_file():
-                self.process.start()
+            # Its own open file, not a copy of the worker's: reading does not move where the
+            # worker writes.
+            self.stderr = os.fdopen(fd, "rb")
+            with open(path, "ab") as written:
+                self.process = subprocess.Popen(
+                    _worker_command(theirs.fileno()),
+                    stdin=subprocess.DEVNULL,
+                    stderr=written,
+                    pass_fds=(theirs.fileno(),),
+                )
+        except BaseException:
+            self.connection.close()
+            if self.stderr is not None:
+                self.stderr.close()
+            raise
+        finally:
             theirs.close()
+            os.unlink(path)  # the worker has it open (or is gone): nothing left on disk
+        self.ended = _end_of(self.process.pid)
+        try:
             self._wait_until_ready()
         except BaseException:
             self.kill()
             raise
-        finally:
-            os.unlink(path)  # the worker has it open (or is gone): nothing left on disk
+
+    @property
+    def sentinels(self) -> list[Any]:
+        """What `wait` watches besides the connection: the process's end, when it can be."""
+        return [] if self.ended is None else [self.ended]
 
     def _wait_until_ready(self) -> None:
-        if not wait([self.connection, self.process.sentinel], START_TIMEOUT_S):
+        if not wait([self.connection, *self.sentinels], START_TIMEOUT_S):
             raise self._killed(f"did not start within {START_TIMEOUT_S:g} s", ChildStartFailed)
         try:
             self.connection.recv()
@@ -218,7 +242,7 @@ class _Worker:
             self.connection.send((fn, args, kwargs))
         except (BrokenPipeError, ConnectionResetError):
             raise self._died(what) from None
-        if not wait([self.connection, self.process.sentinel], timeout_s):
+        if not wait([self.connection, *self.sentinels], timeout_s):
             raise self._killed(
                 f"did not finish {name} within {timeout_s:g} s; killed", ChildTimeout
             )
@@ -230,8 +254,7 @@ class _Worker:
         return reply
 
     def _died(self, what: str) -> ChildFailed:
-        self.process.join(STOP_TIMEOUT_S)
-        code = self.process.exitcode
+        code = self._exit_code(STOP_TIMEOUT_S)
         if code is None:
             return self._killed(f"closed its connection {what}; killed", ChildFailed)
         if code < 0:
@@ -245,9 +268,17 @@ class _Worker:
         self.kill()
         return kind(reason, self.seen.decode(errors="replace"), self.process.pid)
 
+    def _exit_code(self, timeout_s: float) -> int | None:
+        """The worker's exit status (negative: the signal that killed it), waiting at most
+        `timeout_s` for it to end; None if it is still running."""
+        try:
+            return self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+
     def _pass_on_stderr(self) -> None:
         """Copies what the worker wrote to stderr since the last look to this process's."""
-        if self.stderr.closed:
+        if self.stderr is None or self.stderr.closed:
             return
         text = self.stderr.read()
         if text:
@@ -257,17 +288,43 @@ class _Worker:
 
     def stop(self) -> None:
         self.connection.close()  # the worker's next receive ends its loop
-        self.process.join(STOP_TIMEOUT_S)
+        self._exit_code(STOP_TIMEOUT_S)
         self.kill()
 
     def kill(self) -> None:
-        if self.process.is_alive():
-            self.process.kill()
-        if self.process.pid is not None:
-            self.process.join()
+        if self.process.poll() is None:
+            self.process.kill()  # SIGKILL: ends a stopped (SIGSTOP) worker too
+        self.process.wait()
         self._pass_on_stderr()
         self.connection.close()
-        self.stderr.close()
+        if self.stderr is not None:
+            self.stderr.close()
+        if self.ended is not None:
+            os.close(self.ended)
+            self.ended = None
+
+
+def _worker_command(fd: int) -> list[str]:
+    """The worker's command line: this interpreter, the parent's `sys.path`, and this module's
+    `_serve` on the connection `fd`."""
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None)
+    script = os.path.abspath(script) if script and os.path.isfile(script) else None
+    code = (
+        "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+        f"import sys; sys.path[:] = {sys.path!r}; "
+        f"from tomii.isolation import _serve; _serve({fd}, {os.getpid()}, {script!r})"
+    )
+    return [sys.executable, "-c", code]
+
+
+def _end_of(pid: int) -> int | None:
+    """A descriptor readable once process `pid` has ended (Linux's pidfd); None where there are
+    none, and then a dead worker shows as its connection's end."""
+    try:
+        return os.pidfd_open(pid)  # type: ignore[attr-defined,unused-ignore]
+    except (AttributeError, OSError):
+        return None
 
 
 def _signal_name(number: int) -> str:
@@ -281,21 +338,32 @@ def _signal_name(number: int) -> str:
 # In the worker
 
 
-def _serve(connection: Connection, stderr_path: str, parent: int) -> None:
+#: In a worker: set, with the parent's script's path (None: the parent has no script file, as
+#: a notebook, `python -c` or a script read from stdin), and whether that is being imported now.
+_serving = False
+_parent_script: str | None = None
+_importing_parent_script = False
+#: Why importing the parent's script failed, raised again at every later attempt (what the failed
+#: import defined before it stopped is not to be used).
+_parent_script_error: BaseException | None = None
+
+
+def _serve(fd: int, parent: int, script: str | None) -> None:
     """The worker's loop: receive (fn, args, kwargs), send back (raised, value), until the
     parent closes the connection."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    global _serving, _parent_script
+    _serving, _parent_script = True, script
     _die_with(parent)
-    fd = os.open(stderr_path, os.O_WRONLY | os.O_APPEND)
-    os.dup2(fd, 2)
-    os.close(fd)
+    connection = Connection(fd)
     connection.send(os.getpid())
     while True:
         try:
-            fn, args, kwargs = connection.recv()
+            message = connection.recv_bytes()
         except EOFError:
             return
+        fn: Any = "the call"
         try:
+            fn, args, kwargs = _Unpickler(io.BytesIO(message)).load()
             reply: tuple[bool, Any] = (False, fn(*args, **kwargs))
         except BaseException as error:  # noqa: BLE001 (the caller's to handle)
             reply = (True, error)
@@ -305,6 +373,59 @@ def _serve(connection: Connection, stderr_path: str, parent: int) -> None:
         except Exception as error:  # noqa: BLE001 (a value that does not pickle)
             unsent = f"{getattr(fn, '__qualname__', fn)}: cannot send back {reply[1]!r}: {error}"
             connection.send((True, TomiiError(unsent)))
+
+
+class _Unpickler(pickle.Unpickler):
+    """Finds what the parent's `__main__` defines in the parent's script."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "__main__":
+            return getattr(import_parent_script(f"{name} (defined in the parent's script)"), name)
+        return super().find_class(module, name)
+
+
+def import_parent_script(wanted: str) -> types.ModuleType:
+    """In a worker: the parent's script, imported once as `__mp_main__` and installed as
+    `__main__`, so that what it defines (a Python kernel, `wanted` names it) can be found.
+    Anywhere else: `__main__` itself. Raises `ParentScriptError` when the script starts a
+    sweep, check or tune at its top level, or when the parent has no script file."""
+    global _importing_parent_script, _parent_script_error
+    main = sys.modules["__main__"]
+    if not _serving or main.__name__ == "__mp_main__":
+        return main
+    if _parent_script_error is not None:
+        raise _parent_script_error
+    if _parent_script is None:
+        raise ParentScriptError(
+            f"{wanted} lives in the parent's __main__, which has no script file (a notebook, "
+            "`python -c` or stdin): a child process cannot import it. Define it in a module, or "
+            'pass isolation="none"'
+        )
+    module = types.ModuleType("__mp_main__")
+    module.__file__ = _parent_script
+    sys.modules["__mp_main__"] = module
+    _importing_parent_script = True
+    try:
+        module.__dict__.update(runpy.run_path(_parent_script, run_name="__mp_main__"))
+    except BaseException as error:
+        del sys.modules["__mp_main__"]
+        _parent_script_error = error
+        raise
+    finally:
+        _importing_parent_script = False
+    sys.modules["__main__"] = module
+    return module
+
+
+def refuse_while_importing_parent_script(what: str) -> None:
+    """Raises `ParentScriptError` when called while a worker imports the parent's script:
+    `what` ("sweep", "check", "tune") would otherwise run again inside the worker."""
+    if _importing_parent_script:
+        raise ParentScriptError(
+            f"{_parent_script} calls {what} at its top level, and a child process imported it "
+            "to find a Python kernel the script defines: put the script's work under "
+            '`if __name__ == "__main__":`, or move the kernel to a module of its own'
+        )
 
 
 def _die_with(parent: int) -> None:

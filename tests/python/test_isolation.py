@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +49,20 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
+def children() -> set[int]:
+    """The process ids of this process's living (or unreaped) children, but multiprocessing's
+    resource tracker (started with the first "spawn" pool, kept until exit)."""
+    found = set()
+    for task in Path("/proc/self/task").iterdir():
+        found |= {int(pid) for pid in (task / "children").read_text().split()}
+    return found - {getattr(resource_tracker._resource_tracker, "_pid", None)}
+
+
 @pytest.fixture(autouse=True)
 def no_child_left() -> Iterator[None]:
+    before = children()  # a process pool another test left running, say
     yield
-    assert multiprocessing.active_children() == []
+    assert children() <= before
 
 
 def gone(pid: int) -> bool:
@@ -213,6 +224,18 @@ def test_a_dead_or_late_worker_is_replaced() -> None:
             child.call(time.sleep, 30, timeout_s=0.2)
         third = child.call(os.getpid)
     assert len({first, second, third}) == 3 and all(map(gone, (first, second, third)))
+
+
+def test_a_stopped_worker_is_killed_at_the_time_limit() -> None:
+    """SIGSTOP holds a worker without ending it: the time limit still ends the call."""
+    with Isolated() as child:
+        pid = child.call(os.getpid)
+        os.kill(pid, signal.SIGSTOP)
+        started = time.monotonic()
+        with pytest.raises(ChildTimeout, match=r"did not finish getpid within 1 s; killed"):
+            child.call(os.getpid, timeout_s=1)
+        assert time.monotonic() - started < 30  # the limit, not a stuck wait for the stopped pid
+        assert gone(pid)
 
 
 def test_a_hang_error_replaces_the_worker(broken: dict[str, Path]) -> None:

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
 from ..errors import HangError
-from ..isolation import ChildFailed, Isolated
+from ..isolation import ChildFailed, Isolated, refuse_while_importing_parent_script
 from ..plugins import find_plugin
 from ..run import run_graph
 from .invariants import Violation, check_trace, fifo_order, priority_order, rows_of
@@ -299,6 +299,7 @@ def check(
     example, and a failure that does not repeat (hypothesis' Flaky) fails the property, marked
     `flaky`.
     """
+    refuse_while_importing_parent_script("check")
     if profile not in PROFILES:
         raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {profile!r}")
     if isolation not in ISOLATIONS:

@@ -34,7 +34,12 @@ from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 from ..errors import ConfigError, GraphError, HangError, PluginError, TomiiError
 from ..graph import Graph
 from ..graphs import Workload, critical_path_us, standard_set, total_work_us
-from ..isolation import ChildFailed, Isolated
+from ..isolation import (
+    ChildFailed,
+    Isolated,
+    ParentScriptError,
+    refuse_while_importing_parent_script,
+)
 from ..plugins import find_plugin, find_scheduler
 from ..run import TRACE_DTYPE, run_graph
 from ..simulation import simulate
@@ -433,13 +438,15 @@ def run_trial(
             # why. A stuck one ends the trial: its thread spins on.
             try:
                 runner(graph, **options)
-            except HangError:
+            except (HangError, ParentScriptError):
                 raise
             except Exception:  # noqa: BLE001, S110
                 pass
         machine = _MachineLoad()
         result = runner(graph, trace=True, **options)
         outcome.update(machine.since())
+    except ParentScriptError:
+        raise  # the caller's script is at fault, not the trial: the sweep stops and says so
     except Exception as error:  # noqa: BLE001 (any failure is the row's problem, not the sweep's)
         outcome["problem"] = f"{type(error).__name__}: {error}"
         outcome["stuck"] = isinstance(error, HangError)
@@ -783,6 +790,7 @@ def sweep(
     environment; when the tomii package is an installed copy, whose checkout is unknown, the git
     commit recorded is that of the checkout holding `source` (`git_from` says which).
     """
+    refuse_while_importing_parent_script("sweep")
     if mode not in MODES:
         raise ValueError(f"sweep: mode must be one of {', '.join(MODES)}, got {mode!r}")
     if isolation not in ISOLATIONS:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from ..errors import TomiiError
+from ..isolation import refuse_while_importing_parent_script
 from ..knobs import GraphInput, load_graph
 from .agent import Agent, AgentError
 from .space import Candidate, TuneSpace, build_space
@@ -414,6 +415,7 @@ def tune(
     `trial_timeout_s`. Returns a `TuneResult`; with `out`, saves it there (and its convergence
     plot with `plot`). `progress` shows a tqdm bar on stderr; `on_trial(row)` sees every row.
     """
+    refuse_while_importing_parent_script("tune")
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ValueError(f"tune: budget must be a positive integer, got {budget!r}")
     chosen_objective = objective_of(objective, direction)
