@@ -305,6 +305,15 @@ def test_the_agent_protocol_round_trips(tmp_path: Path) -> None:
         ('print(\'{"version": 2, "knobs": {}}\')', "answered garbage: version 2"),
         ("print('[1, 2]')", "answered garbage: a JSON list"),
         ("print('{\"version\": 1}'); print('{\"version\": 1}')", "answered garbage: 2 lines"),
+        ("import sys; sys.stdout.buffer.write(b'\\xff{}\\n')", "answered garbage: not UTF-8"),
+        (
+            "print('{\"version\": 1, \"knobs\": {\"slots\": ' + '[' * 10**5 + ']' * 10**5 + '}}')",
+            "answered garbage: JSON nested too deeply",
+        ),
+        (
+            "print('{\"version\": 1, \"knobs\": {\"slots\": ' + '[' * 990 + ']' * 990 + '}}')",
+            "slots",
+        ),
     ],
 )
 def test_a_failing_agent_costs_its_trial_with_the_reason(

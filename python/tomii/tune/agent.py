@@ -126,7 +126,6 @@ class Agent:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                text=True,
                 start_new_session=True,
             )
         except OSError as error:
@@ -135,21 +134,25 @@ class Agent:
                 "command line that runs (the protocol: python/tomii/tune/README.md)"
             ) from None
         try:
-            stdout, stderr = process.communicate(text, timeout=self.timeout_s)
+            stdout, stderr = process.communicate(text.encode(), timeout=self.timeout_s)
         except subprocess.TimeoutExpired:
             _kill(process)
             return "", f"did not answer within {self.timeout_s:g} s (killed)"
         except BrokenPipeError:
             stdout, stderr = process.communicate()
         if process.returncode != 0:
-            return "", f"{_exit(process.returncode)} without an answer{_quoted(stderr)}"
-        return stdout, ""
+            said = stderr.decode(errors="replace")
+            return "", f"{_exit(process.returncode)} without an answer{_quoted(said)}"
+        try:
+            return stdout.decode(), ""
+        except UnicodeDecodeError as error:
+            return "", f"answered garbage: not UTF-8 ({error.reason} at byte {error.start})"
 
     def tell(self, record: TrialRecord) -> None:
         pass
 
 
-def _kill(process: subprocess.Popen[str]) -> None:
+def _kill(process: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -178,6 +181,8 @@ def _read_answer(stdout: str) -> tuple[Candidate | None, str]:
         answer = json.loads(lines[0])
     except json.JSONDecodeError as error:
         return None, f"answered garbage: not JSON ({error}): {lines[0][:120]!r}"
+    except RecursionError:
+        return None, f"answered garbage: JSON nested too deeply: {lines[0][:120]!r}"
     if not isinstance(answer, dict):
         return None, f"answered garbage: a JSON {type(answer).__name__}, not an object"
     if answer.get("version") != PROTOCOL_VERSION:
