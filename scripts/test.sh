@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The one command that runs every gate and test from a fresh clone: `bash scripts/test.sh`.
-# Needs cargo, python3 and a C compiler on PATH; adds rustfmt/clippy through rustup when missing.
+# Needs cargo, python3 and a C compiler on PATH; adds rustfmt/clippy through rustup when missing,
+# and installs with apt-get the Debian packages its tests need when missing (chromium,
+# chromium-driver, libopenblas-dev, liblapacke-dev, g++, libtbb-dev, valgrind): on CI (`CI` set)
+# or without a terminal on stdin at once, else after asking (y/N).
 # `bash scripts/test.sh STEP...` runs only the named steps (the Makefile's targets do this).
 # It checks and never fixes: no formatting, no header regeneration (see `make blessed-headers`).
 set -euo pipefail
@@ -70,14 +73,25 @@ step_python() {
     done
 }
 
+# Whether apt-get may install PACKAGES: yes on CI (`CI` set) and when stdin is not a terminal, so
+# that unattended runs go on as they always did; else the answer to a y/N question (no by default).
+may_install() {
+    [[ -n ${CI:-} || ! -t 0 ]] && return 0
+    local answer=""
+    read -r -p "install $* with apt-get? [y/N] " answer
+    [[ $answer =~ ^[yY]([eE][sS])?$ ]]
+}
+
 # Installs Debian PACKAGES with apt-get unless COMMAND is on PATH (or, for a library, unless the
 # absolute path COMMAND exists: one of its files); the package lists are updated once when they do
-# not know a package yet. Fails, saying what WHAT needs, if it cannot.
+# not know a package yet. Fails, saying what WHAT needs, if it cannot or may not.
 need_apt() {
     local command=$1 what=$2
     shift 2
     { command -v "$command" >/dev/null || [[ $command == /* && -e $command ]]; } && return
     command -v apt-get >/dev/null || { echo "error: $what needs $*, and apt-get is not available to install them" >&2; return 1; }
+    echo "$what needs $*, which are not installed"
+    may_install "$@" || { echo "error: $what needs $*; install them, then rerun" >&2; return 1; }
     run apt-get install -y -q "$@" || { run apt-get update -q && run apt-get install -y -q "$@"; } || {
         echo "error: $what needs $*, and apt-get could not install them" >&2
         return 1

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from . import graphs, knobs, network
 from ._warnings import GraphWarning
-from .build import BuildResult, build
+from .build import BuildFunction, BuildResult
 from .errors import (
     ConfigError,
     GraphError,
@@ -71,6 +71,10 @@ from .types import (
     u128,
     usize,
 )
+
+#: `build(func_path=...)` compiles a kernel plugin; `build.sdk_dir()`, `build.glue_for(...)` and
+#: `build.build(...)` are the functions of the module tomii.build, which this name would hide.
+build = BuildFunction()
 
 __all__ = [
     "INDEX",

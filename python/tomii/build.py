@@ -11,11 +11,19 @@ SDK (`_v12_crate`); any other `tomii-types` requirement is refused. A C plugin i
 sources into a shared library; or, for a plain C library its own build makes (Tomii 1.2's flow:
 `make`, then `build(func_path=header)`, then `run(dylib=<make's library>)`), linked to that library
 as a small glue library (`glue_for`).
+
+Rust crates that are a workspace of their own share one build directory (`cargo_build_dir()`), so
+the SDK's dependencies compile once per user, not once per crate; each library still goes to its
+crate's `target/`.
+
+The package's `tomii.build` is this module's `build()` (`BuildFunction`), carrying the module's
+`build`, `sdk_dir` and `glue_for`: `tomii.build(...)` and `tomii.build.sdk_dir()` both work.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 import re
@@ -27,6 +35,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from . import _cgen
 from ._v12_crate import V12Crate, read_v12_crate
@@ -38,7 +47,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - depends on the interpreter
     import tomli as tomllib
 
-__all__ = ["BuildResult", "build", "glue_for", "main", "sdk_dir"]
+__all__ = [
+    "BuildFunction",
+    "BuildResult",
+    "build",
+    "cargo_build_dir",
+    "glue_for",
+    "main",
+    "sdk_dir",
+]
 
 #: How many of the compiler's last lines a PluginError quotes.
 TAIL_LINES = 25
@@ -48,6 +65,9 @@ LIBRARY_SUFFIX = {"darwin": ".dylib", "win32": ".dll"}.get(sys.platform, ".so")
 SDK_REQUIREMENT = re.compile(r"[=^~]?\s*0\.1(\.0)?")
 #: The manifest tables that may name tomii-types.
 DEPENDENCY_TABLES = ("dependencies", "dev-dependencies", "build-dependencies")
+#: The environment variables that choose where cargo builds: with one of them set, `build()` keeps
+#: the caller's choice rather than sharing `cargo_build_dir()`.
+CARGO_DIRECTORY_VARIABLES = ("CARGO_TARGET_DIR", "CARGO_BUILD_TARGET_DIR", "CARGO_BUILD_BUILD_DIR")
 
 
 @dataclass(frozen=True)
@@ -80,6 +100,17 @@ def sdk_dir() -> Path:
     )
 
 
+def cargo_build_dir() -> Path:
+    """The cargo build directory (`build.build-dir`: compiled dependencies, fingerprints and other
+    intermediate files; Cargo 1.91 or newer) that the Rust crates `build()` compiles and the
+    projects `tomii new` writes share, so that a new crate does not compile the SDK's dependencies
+    again: `$XDG_CACHE_HOME/tomii/cargo-build`, by default `~/.cache/tomii/cargo-build`. Each
+    crate's library still goes to its own `target/`. Deleting it costs one rebuild."""
+    cache = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(cache) if os.path.isabs(cache) else Path.home() / ".cache"
+    return root / "tomii" / "cargo-build"
+
+
 def build(
     *,
     func_path: str | os.PathLike[str] | None = None,
@@ -105,7 +136,11 @@ def build(
     library, in the plugin's `target/`), and `reg_path` names a hand-written registry to compile
     instead of generating one. `release` optimises; `clean` rebuilds from scratch;
     `env` adds environment variables for the compiler (`CC`, `CFLAGS`, `CARGO_TARGET_DIR`...).
-    Raises PluginError naming the file, with the compiler's last lines when it fails.
+    A Rust crate that is a workspace of its own and builds where cargo does by default (no
+    `CARGO_TARGET_DIR`, `CARGO_BUILD_TARGET_DIR` or `CARGO_BUILD_BUILD_DIR`, no directory in a
+    cargo config file) compiles its dependencies in the shared `cargo_build_dir()`; its library
+    goes to its `target/` all the same. Raises PluginError naming the file, with the compiler's
+    last lines when it fails.
     """
     compiler_env = {**os.environ, **(env or {})}
     given = func_path if func_path is not None else plugin_manifest
@@ -238,10 +273,12 @@ def _build_rust(
         return _build_v12(v12, named=named, release=release, clean=clean, env=env)
     cargo = env.get("CARGO", "cargo")
     patch = _sdk_patch(manifest)
+    metadata = _metadata(cargo, manifest, env)
+    env = _with_shared_build_dir(env, manifest, metadata)
     where = ["--manifest-path", str(manifest)]
     profile = ["--release"] if release else []
     if clean:
-        package = _package_name(cargo, manifest, env)
+        package = _package_name(metadata, manifest)
         _run(
             [cargo, "clean", *where, *patch, *profile, "-p", package],
             env=env,
@@ -327,23 +364,35 @@ def _registry_requirement(manifest: Path) -> str | None:
     return None
 
 
-def _package_name(cargo: str, manifest: Path, env: dict[str, str]) -> str:
-    metadata = json.loads(
-        _run(
-            [
-                cargo,
-                "metadata",
-                "--no-deps",
-                "--format-version",
-                "1",
-                "--manifest-path",
-                str(manifest),
-            ],
-            env=env,
-            what=manifest,
-            tool="cargo",
-        )
+def _metadata(cargo: str, manifest: Path, env: dict[str, str]) -> dict[str, Any]:
+    """`cargo metadata --no-deps` of the crate: its workspace's packages and directories."""
+    command = [cargo, "metadata", "--no-deps", "--format-version", "1", "--manifest-path"]
+    metadata: dict[str, Any] = json.loads(
+        _run([*command, str(manifest)], env=env, what=manifest, tool="cargo")
     )
+    return metadata
+
+
+def _with_shared_build_dir(
+    env: dict[str, str], manifest: Path, metadata: Mapping[str, Any]
+) -> dict[str, str]:
+    """`env`, with cargo's build directory set to the shared `cargo_build_dir()` when the crate of
+    `manifest` is a workspace of its own and builds where cargo does by default (its `target/`):
+    neither an environment variable nor a cargo config file chose a directory. A crate in a larger
+    workspace builds in that workspace's `target/`, which holds what the workspace compiled."""
+    if any(env.get(name) for name in CARGO_DIRECTORY_VARIABLES):
+        return env
+    root = Path(metadata["workspace_root"])
+    default = root / "target"
+    # Cargo before 1.91 reports no build directory, and ignores the setting.
+    chosen = {metadata["target_directory"], metadata.get("build_directory", default)}
+    if root != manifest.parent or {Path(directory) for directory in chosen} != {default}:
+        return env
+    return {**env, "CARGO_BUILD_BUILD_DIR": str(cargo_build_dir())}
+
+
+def _package_name(metadata: Mapping[str, Any], manifest: Path) -> str:
+    """The name of the package of `manifest`, from its workspace's `metadata`."""
     for package in metadata["packages"]:
         if Path(package["manifest_path"]).resolve() == manifest:
             return str(package["name"])
@@ -505,3 +554,18 @@ def _has_registry(library: Path) -> bool:
         return hasattr(ctypes.CDLL(str(library)), "tomii_kernels_v1")
     except OSError as error:
         raise PluginError(f"{library}: cannot load library: {error}") from None
+
+
+class BuildFunction:
+    """What the package's name `tomii.build` is: calling it is `build()`, and it carries this
+    module's functions, so that `tomii.build(func_path=...)`, `tomii.build.build(...)`,
+    `tomii.build.sdk_dir()` and `tomii.build.glue_for(...)` all work (a plain function of that
+    name would hide the module). Its signature and docstring are `build()`'s."""
+
+    __call__ = staticmethod(build)
+    build = staticmethod(build)
+    sdk_dir = staticmethod(sdk_dir)
+    glue_for = staticmethod(glue_for)
+
+    def __init__(self) -> None:
+        functools.update_wrapper(self, build)

@@ -3,7 +3,10 @@ templates in `_templates/` (shipped in the wheel with the package).
 
 A project builds against the plugin SDK installed with this package (`tomii.build.sdk_dir()`), by
 an absolute path written into its Cargo.toml or Makefile: never the crates.io crate that happens
-to be named tomii-types. It never overwrites a file: the directory must be new or empty.
+to be named tomii-types. A Rust project compiles its dependencies in the build directory that all
+of them share (`tomii.build.cargo_build_dir()`, written into its `.cargo/config.toml`). Its README
+and Makefile name the Python that wrote it, which has tomii. It never overwrites a file: the
+directory must be new or empty.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from .build import sdk_dir
+from .build import cargo_build_dir, sdk_dir
 from .errors import TomiiError
 
 __all__ = ["PROJECT_FILES", "main", "new_scheduler", "sdk_main"]
@@ -33,6 +36,7 @@ PROJECT_FILES: dict[str, dict[str, str]] = {
         "src/lib.rs": "rust/lib.rs.tmpl",
         "README.md": "rust/README.md.tmpl",
         ".gitignore": "rust/gitignore.tmpl",
+        ".cargo/config.toml": "rust/cargo-config.toml.tmpl",
         "graph.json": "common/graph.json",
         "sweep.toml": "common/sweep.toml.tmpl",
         "tests/test_properties.py": "common/test_properties.py.tmpl",
@@ -85,11 +89,34 @@ def _values(name: str, lang: str) -> dict[str, str]:
         "LIB": lib,
         # The Rust type: my_sched → MySched.
         "TYPE": "".join(part.capitalize() for part in lib.split("_")),
-        # A TOML string (JSON's escapes are TOML's).
+        # TOML strings (JSON's escapes are TOML's).
         "SDK": json.dumps(str(sdk)),
+        "BUILD_DIR": json.dumps(str(cargo_build_dir())),
         "SDK_INCLUDE": str(sdk / "include"),
         "LIBRARY": f"target/release/lib{lib}.so" if lang == "rust" else f"lib{lib}.so",
+        "PYTHON": _python(),
+        "ENVIRONMENT": _environment(),
     }
+
+
+def _python() -> str:
+    """The Python that has tomii: this one (unresolved, so that a virtualenv's stays its own)."""
+    return sys.executable or "python3"
+
+
+def _environment() -> str:
+    """The README's words on where its `tomii` and `python` come from: the virtualenv to activate
+    when this Python is one, else this Python's path."""
+    if sys.prefix != sys.base_prefix:
+        activate = Path(sys.prefix) / "bin" / "activate"
+        return (
+            "those of the virtualenv that `tomii new` ran from, so activate it first, in each new "
+            f"shell:\n\n```sh\nsource {activate}\n```"
+        )
+    return (
+        f"`tomii new` ran from `{_python()}`, so use it where the commands say `python`,\nand put "
+        "the directory of its `tomii` command on PATH (`~/.local/bin` after `pip install --user`)."
+    )
 
 
 def _render(text: str, values: dict[str, str]) -> str:

@@ -1,11 +1,15 @@
 """`tomii.build.build()`: Rust and C kernel plugins compiled from Python and run, a Rust crate
 outside the repository, the C conventions value by value, and every error as a PluginError naming
-the file. Rust builds use a shared target directory under target/ so reruns reuse dependencies."""
+the file; where a crate's dependencies compile (`cargo_build_dir()`), and `tomii.build` both called
+and read as the module. Rust builds use a shared target directory under target/ so reruns reuse
+dependencies."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
+import os
 import re
 import textwrap
 from pathlib import Path
@@ -17,10 +21,20 @@ from matrix_reference import ATOL, C_HEADER, RTOL, RUST_SOURCE, checksum, expect
 from reference import ROOT
 
 import tomii
-from tomii.build import BuildResult, build, sdk_dir
+from tomii.build import (
+    CARGO_DIRECTORY_VARIABLES,
+    BuildResult,
+    _metadata,
+    _with_shared_build_dir,
+    build,
+    cargo_build_dir,
+    glue_for,
+    sdk_dir,
+)
 
 #: Where the crates of these tests build, shared across runs (target/ is never committed).
-CARGO_ENV = {"CARGO_TARGET_DIR": str(ROOT / "target" / "plugin-tests")}
+CARGO_TARGET = ROOT / "target" / "plugin-tests"
+CARGO_ENV = {"CARGO_TARGET_DIR": str(CARGO_TARGET)}
 
 
 def run_example(library: BuildResult, out: Path) -> float:
@@ -149,6 +163,76 @@ def test_a_tomii_types_of_no_known_version_is_refused(tmp_path: Path) -> None:
     source = write_crate(tmp_path / "user", USER_CRATE, dependency='"2.0"')
     with pytest.raises(tomii.PluginError, match=r'tomii-types = "2.0" is neither .* nor Tomii 1.2'):
         build(func_path=source, release=False, env=CARGO_ENV)
+
+
+def test_a_crate_given_a_build_dir_compiles_there_and_its_library_goes_to_its_target(
+    tmp_path: Path,
+) -> None:
+    # The tests' own build directory, where the crate above compiled the SDK's dependencies.
+    source = write_crate(tmp_path / "user", USER_CRATE)
+    library = build(
+        func_path=source, release=False, env={"CARGO_BUILD_BUILD_DIR": str(CARGO_TARGET)}
+    )
+    assert library.path == tmp_path / "user" / "target" / "debug" / "libuser_kernels.so"
+    assert library.path.is_file()
+    assert not (tmp_path / "user" / "target" / "debug" / "deps").exists()
+    spec = {"nodes": [{"name": "n", "function": "checked", "args": [{"type": "i32", "value": 4}]}]}
+    assert tomii.run_graph(spec, dylibs=[library.path]).outputs == [[("n", 0, 4)]]
+
+
+def shared_build_dir_for(manifest: Path, **variables: str) -> str | None:
+    """The build directory `build()` gives cargo for the crate of `manifest`, in this process's
+    environment without the variables that choose one, plus `variables`; None: cargo's default."""
+    env = {k: v for k, v in os.environ.items() if k not in CARGO_DIRECTORY_VARIABLES}
+    env.update(variables)
+    chosen = _with_shared_build_dir(env, manifest, _metadata("cargo", manifest, env))
+    return chosen.get("CARGO_BUILD_BUILD_DIR")
+
+
+def test_a_crate_of_its_own_shares_the_users_build_dir_unless_one_is_chosen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = write_crate(tmp_path / "own", USER_CRATE).parents[1] / "Cargo.toml"
+    assert shared_build_dir_for(manifest) == str(cargo_build_dir())
+    assert shared_build_dir_for(manifest, CARGO_TARGET_DIR=str(tmp_path / "t")) is None
+    assert shared_build_dir_for(manifest, CARGO_BUILD_TARGET_DIR=str(tmp_path / "t")) is None
+    assert shared_build_dir_for(manifest, CARGO_BUILD_BUILD_DIR="mine") == "mine"
+    # A crate of a larger workspace builds in that workspace's target/ (here the repository's).
+    assert shared_build_dir_for(RUST_SOURCE.parents[1] / "Cargo.toml") is None
+    # A directory chosen in a cargo config file (cargo reads those above its working directory).
+    (manifest.parent / ".cargo").mkdir()
+    (manifest.parent / ".cargo" / "config.toml").write_text('[build]\ntarget-dir = "elsewhere"\n')
+    monkeypatch.chdir(manifest.parent)
+    assert shared_build_dir_for(manifest) is None
+
+
+def test_the_shared_build_dir_is_in_the_users_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cargo_build_dir() == tmp_path / "tomii" / "cargo-build"
+    default = Path.home() / ".cache" / "tomii" / "cargo-build"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative")  # ignored, as the XDG specification says
+    assert cargo_build_dir() == default
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cargo_build_dir() == default
+
+
+def test_tomii_build_builds_and_carries_the_modules_functions(tmp_path: Path) -> None:
+    # The documented forms: tomii.build(...), tomii.build.build(...), tomii.build.sdk_dir().
+    assert tomii.build.sdk_dir() == sdk_dir()
+    assert (tomii.build.build, tomii.build.glue_for) == (build, glue_for)
+    assert inspect.signature(tomii.build) == inspect.signature(build)
+    assert tomii.build.__doc__ == build.__doc__
+    header = c_plugin(
+        tmp_path / "kinds",
+        "// @tomii_export\nint negate(int x);\n",
+        '#include "kinds.h"\nint negate(int x) { return -x; }\n',
+    )
+    library = tomii.build(func_path=header, release=False)
+    assert library.path == tmp_path / "kinds" / "target" / "debug" / "libkinds.so"
+    spec = {"nodes": [{"name": "n", "function": "negate", "args": [{"type": "i32", "value": 3}]}]}
+    assert tomii.run_graph(spec, dylibs=[library.path]).outputs == [[("n", 0, -3)]]
 
 
 C_HEADER_OF_EVERY_KIND = """\

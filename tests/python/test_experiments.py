@@ -1,7 +1,8 @@
 """tomii.experiments: a sweep's rows (schema, one per trial, valid, bounds), its randomised order,
 frame latencies from the trace, invalid rows from a broken scheduler and from a doctored trace,
-Ctrl-C keeping finished rows on disk, save/load, the environment, and the same sweep on a thread
-pool and on a real Dask LocalCluster of worker processes. Behaviour only, never timing."""
+Ctrl-C keeping finished rows on disk, save/load, the environment, the table printed when someone
+watches, and the same sweep on a thread pool and on a real Dask LocalCluster of worker processes.
+Behaviour only, never timing."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import math
 import os
 import random
 import sys
+import types
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +24,7 @@ from reference import SYNTHETIC, TARGET
 import tomii
 from tomii import graphs
 from tomii.experiments import COLUMNS, FRAME_COLUMNS, Scheduler, SweepResult, sweep
+from tomii.experiments.config import summary
 from tomii.experiments.sweep import frame_latencies_us, trace_problems
 
 BROKEN = TARGET / "libtomii_test_broken_scheduler.so"
@@ -93,6 +96,36 @@ def test_in_process_trials_run_here() -> None:
     assert [row["worker_pid"] for row in result.rows] == [os.getpid()] * 2
     assert all(row["valid"] for row in result.rows)
     assert result.environment["parameters"]["isolation"] == "none"
+
+
+@pytest.mark.parametrize(
+    ("terminal", "ipython", "options", "printed"),
+    [
+        (True, False, {}, True),  # run by hand in a terminal
+        (False, True, {}, True),  # in IPython or a Jupyter notebook
+        (False, False, {}, False),  # output piped or captured
+        (False, False, {"show": True}, True),
+        (True, False, {"show": False}, False),
+        (True, False, {"progress": False}, False),  # a program that hides the bar prints its own
+    ],
+)
+def test_the_table_is_printed_when_someone_watches(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    terminal: bool,
+    ipython: bool,
+    options: dict[str, Any],
+    printed: bool,
+) -> None:
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: terminal)
+    shell = types.SimpleNamespace(get_ipython=lambda: object() if ipython else None)
+    monkeypatch.setitem(sys.modules, "IPython", shell)
+    settings: dict[str, Any] = {"repeats": 1, "frames": 3, "isolation": "none", **options}
+    result = sweep(["fifo", "work-stealing"], small_graphs()[:1], **settings)
+    out = capsys.readouterr().out
+    table = summary(result.rows, environment=result.environment)  # what `tomii sweep` prints
+    assert table.startswith("graph") and "work-stealing" in table
+    assert out == (table + "\n" if printed else "")
 
 
 def test_bounds_come_from_the_graph(serial: SweepResult) -> None:

@@ -2,8 +2,10 @@
 own tools (cargo, make), run by the `tomii` command, checked by `tomii.check` (and by the
 project's own test) and swept against fifo; and the command's errors.
 
-Rust projects build in debug into target/plugin-tests, shared with test_build and test_properties,
-so the SDK's dependencies compile once per clone."""
+Rust projects build in debug into target/plugin-tests (their target and build directory), shared
+with test_build and test_properties, so the SDK's dependencies compile once per clone; the build
+directory they share outside the tests, and the Python their README and Makefile name, are checked
+as written."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from reference import GRAPHS, ROOT
 
 import tomii
 import tomii.check
-from tomii.build import sdk_dir
+from tomii.build import CARGO_DIRECTORY_VARIABLES, cargo_build_dir, sdk_dir
 from tomii.cli import main
 from tomii.experiments import sweep
 from tomii.experiments.config import load_config
@@ -27,6 +29,10 @@ from tomii.scaffold import PROJECT_FILES
 
 #: Where the Rust projects build (target/ is never committed).
 CARGO_TARGET = ROOT / "target" / "plugin-tests"
+#: Cargo's environment for them: the same directory for the library and for the intermediate
+#: files, which their .cargo/config.toml would send to the user's shared build directory.
+CARGO_ENV = {**os.environ, "CARGO_TARGET_DIR": str(CARGO_TARGET),
+             "CARGO_BUILD_BUILD_DIR": str(CARGO_TARGET)}  # fmt: skip
 #: The graph of every run here: two sources and a sink of synthetic checksums.
 GRAPH = GRAPHS / "diamond.json"
 #: The scheduler guide, whose workflow section is run as written.
@@ -39,8 +45,9 @@ def build(project: Path, lang: str) -> Path:
     if lang == "c":
         subprocess.run(["make", "--quiet"], cwd=project, check=True, timeout=120)
         return project / f"lib{name}.so"
-    env = {**os.environ, "CARGO_TARGET_DIR": str(CARGO_TARGET)}
-    subprocess.run(["cargo", "build", "--quiet"], cwd=project, env=env, check=True, timeout=1800)
+    subprocess.run(
+        ["cargo", "build", "--quiet"], cwd=project, env=CARGO_ENV, check=True, timeout=1800
+    )
     return CARGO_TARGET / "debug" / f"lib{name}.so"
 
 
@@ -140,11 +147,59 @@ def test_the_c_projects_sweep_file_runs(project: Path, library: Path) -> None:
 
 @pytest.mark.parametrize("project", ["rust"], indirect=True)
 def test_the_rust_projects_unit_tests_pass(project: Path, library: Path) -> None:
-    env = {**os.environ, "CARGO_TARGET_DIR": str(CARGO_TARGET)}
-    done = subprocess.run(["cargo", "test", "--quiet"], cwd=project, env=env,
+    done = subprocess.run(["cargo", "test", "--quiet"], cwd=project, env=CARGO_ENV,
                           capture_output=True, text=True, timeout=1800, check=False)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "4 passed" in done.stdout
+
+
+@pytest.mark.parametrize("project", ["rust"], indirect=True)
+def test_the_rust_project_shares_the_users_build_dir(project: Path) -> None:
+    config = (project / ".cargo" / "config.toml").read_text(encoding="utf-8")
+    assert f"\nbuild-dir = {json.dumps(str(cargo_build_dir()))}\n" in config
+    # As cargo reads it, run in the project without a directory chosen by the environment.
+    env = {k: v for k, v in os.environ.items() if k not in CARGO_DIRECTORY_VARIABLES}
+    command = ["cargo", "metadata", "--no-deps", "--format-version", "1"]
+    done = subprocess.run(command, cwd=project, env=env, capture_output=True, text=True,
+                          timeout=120, check=True)  # fmt: skip
+    metadata = json.loads(done.stdout)
+    assert Path(metadata["build_directory"]) == cargo_build_dir()
+    assert Path(metadata["target_directory"]) == project / "target"
+
+
+def test_the_readme_and_makefile_name_the_python_that_has_tomii(project: Path) -> None:
+    readme = (project / "README.md").read_text(encoding="utf-8")
+    if sys.prefix != sys.base_prefix:  # the tests run in a virtualenv: activate it
+        assert f"\nsource {Path(sys.prefix) / 'bin' / 'activate'}\n" in readme
+    else:
+        assert f"`tomii new` ran from `{sys.executable}`" in readme
+    if (project / "Makefile").is_file():
+        makefile = (project / "Makefile").read_text(encoding="utf-8")
+        assert f"\nPYTHON ?= {sys.executable}\n" in makefile
+
+
+def test_outside_a_virtualenv_the_readme_names_the_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "prefix", sys.base_prefix)
+    readme = (tomii.new_scheduler("plain", lang="c", directory=tmp_path) / "README.md").read_text()
+    assert f"`tomii new` ran from `{sys.executable}`, so use it" in readme
+    assert "activate" not in readme
+
+
+@pytest.mark.parametrize("project", ["c"], indirect=True)
+def test_make_test_finds_tomii_with_the_virtualenv_off_path(project: Path, library: Path) -> None:
+    path = os.pathsep.join(
+        d for d in os.environ["PATH"].split(os.pathsep) if Path(d) != Path(sys.executable).parent
+    )
+    env = {**os.environ, "PATH": path, "TOMII_CHECK_EXAMPLES": "5"}
+    env.pop("PYTHON", None)
+    env.pop("VIRTUAL_ENV", None)
+    done = subprocess.run(["make", "test"], cwd=project, env=env, capture_output=True,
+                          text=True, timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f'"{sys.executable}" -m pytest tests' in done.stdout
+    assert "1 passed" in done.stdout
 
 
 def documented_workflow() -> list[str]:

@@ -146,7 +146,13 @@ def test_tomii_new_writes_projects_that_build_against_the_installed_sdk(
     synthetic = _installed_synthetic(venv)
     # Outside any repository; cargo with the caller's environment (its home and registry cache).
     plugin_tests = ROOT / "target" / "plugin-tests"
-    cargo_env = {**os.environ, "CARGO_TARGET_DIR": str(plugin_tests)}
+    # Both directories in the repository's target/, not the user's shared build cache that the
+    # project's .cargo/config.toml names.
+    cargo_env = {
+        **os.environ,
+        "CARGO_TARGET_DIR": str(plugin_tests),
+        "CARGO_BUILD_BUILD_DIR": str(plugin_tests),
+    }
     for lang in ("c", "rust"):
         project = tmp_path / f"wheel_{lang}"
         made = _run(venv, str(venv / "bin" / "tomii"), "new", "scheduler", project.name,

@@ -5,14 +5,16 @@ graph with its own axis, and shows the medians the printed table shows, with the
 
 Takes plain data (the sweep's rows, frames and traces; see `plot`) and draws with matplotlib's
 object API, never pyplot, so no window opens and no figure outlives its caller. Invalid trials never
-enter a statistic, and every figure says how many were left out. Never imports pandas.
+enter a statistic, and every figure says how many were left out; a scheduler (or graph) whose
+trials were all invalid keeps its place in every figure, marked "no valid trial". Never imports
+pandas.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +22,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.axis import Axis
     from matplotlib.figure import Figure
 
 __all__ = [
@@ -78,6 +81,7 @@ from .stats import (
     select,
     summarize,
     t_critical,
+    trial_counts,
 )
 from .verdict import Comparisons, compare, verdict
 
@@ -120,12 +124,14 @@ def bars(
     """A panel per `per` value (default: per graph), each with its own axis, holding a horizontal
     bar per `by` value: the median of `metric` over the repeats (what `tomii sweep` prints) with
     its exact order-statistic interval (`statistic="mean"`: the mean with its 95% Student's t
-    interval). `log`: a log axis (None: per panel, when its values span more than two decades).
+    interval). A `by` value with no valid trial in a panel keeps its row, marked "no valid trial".
+    `log`: a log axis (None: per panel, when its values span more than two decades).
     `ax`: draw there (the data must then hold a single `per` value)."""
     summary = summarize(rows, metric, keys=(per, by), where=where, statistic=statistic)
-    panels, series = _levels(summary, 0), _levels(summary, 1)
-    if not series:
+    if not summary.cells:
         raise ValueError(f"no valid trial to plot {metric} ({_excluded_text(summary.excluded)})")
+    counts = trial_counts(rows, (per, by), where)
+    panels, series, invalid = _levels(counts, 0), _levels(counts, 1), _all_invalid(counts)
     fig, axes, owned = _panels(len(panels), ax, height=_row_height(len(series)), sharey=True)
     colours = _palette(rows, by, series)
     positions = np.arange(len(series))
@@ -137,10 +143,13 @@ def bars(
             positions, values, 0.7, xerr=errors, capsize=3, color=[colours[s] for s in series]
         )
         _style_categories(panel, series)
+        _mark_invalid(panel, series, _invalid_in(invalid, name))
         panel.set_title(_wrap(str(name), 40))
         panel.set_xlabel(_describe(metric)[1])
         if _log_scale(log, values):
             panel.set_xscale("log")
+        else:
+            _readable_numbers(panel.xaxis)
     heading = title or f"{_describe(metric)[0]} per {by}"
     _titles(fig, axes, owned, _heading(heading, summary.config) + "\n" + _note(summary))
     return fig
@@ -161,29 +170,35 @@ def speedup(
     sweep ran it, else its first scheduler), a dot with its 95% bootstrap interval; a grey band
     around 1 shows how far the baseline's own repeats spread (its median's order-statistic
     interval), and under the panel's title is the verdict `tomii sweep` prints for that graph.
+    A `by` value with no valid trial in a panel keeps its row, marked "no valid trial"; a `per`
+    value with no valid trial of the baseline keeps its panel, with no verdict.
     `ax`: draw there (the data must then hold a single `per` value)."""
     cells = compare(rows, baseline=baseline, metric=metric, keys=(per,), by=by, where=where)
     if not cells:
         raise ValueError(f"no valid trial of the baseline to compare with ({_excluded(rows)})")
     chosen = cells[0].baseline
-    series = [chosen, *(n for n in ordered(_names(cells)) if n != chosen)]
-    fig, axes, owned = _panels(len(cells), ax, height=_row_height(len(series)), sharey=True)
+    compared = {cell.cell[0]: cell for cell in cells}
+    counts = trial_counts(rows, (per, by), where)
+    panels, invalid = _levels(counts, 0), _all_invalid(counts)
+    series = [chosen, *(n for n in _levels(counts, 1) if n != chosen)]
+    fig, axes, owned = _panels(len(panels), ax, height=_row_height(len(series)), sharey=True)
     colours = _palette(rows, by, series)
-    for panel, cell in zip(axes, cells):
-        _draw_speedups(panel, cell, series, colours)
-        panel.set_title(
-            _wrap(str(cell.cell[0]), 40) + "\n" + _wrap(verdict(cell), 44), fontsize="medium"
-        )
+    for panel, name in zip(axes, panels):
+        cell = compared.get(name)
+        if cell is None:
+            _draw_without_baseline(panel, series)
+            said = f"no valid trial of {chosen}: no verdict"
+        else:
+            _draw_speedups(panel, cell, series, colours)
+            said = verdict(cell)
+        _mark_invalid(panel, series, _invalid_in(invalid, name))
+        panel.set_title(_wrap(str(name), 40) + "\n" + _wrap(said, 44), fontsize="medium")
         panel.set_xlabel(f"{_describe(metric)[0].lower()} ÷ {chosen}'s (median)")
     config = select(rows, (per, by), where).config
     _titles(
         fig, axes, owned, _heading(f"Speed-up over {chosen}", config) + "\n" + _ratio_note(cells)
     )
     return fig
-
-
-def _names(cells: Sequence[Comparisons]) -> list[str]:
-    return [one.scheduler for cell in cells for one in cell.schedulers]
 
 
 def _draw_speedups(
@@ -214,13 +229,83 @@ def _draw_speedups(
     spread = max(max(ends) - min(ends), 0.02)
     panel.set_xlim(min(ends) - 0.08 * spread, max(ends) + 0.08 * spread)
     _style_categories(panel, series)
-    panel.xaxis.set_major_formatter(_times_formatter())
+    _times_axis(panel)
 
 
-def _times_formatter() -> Any:
-    from matplotlib.ticker import FuncFormatter
+def _draw_without_baseline(panel: Axes, series: list[str]) -> None:
+    """A panel of `speedup` for a graph with no valid trial of the baseline: the line at 1 in the
+    middle and a row per scheduler, with no dot, since there is nothing to divide by."""
+    panel.axvline(1.0, color="0.35", linewidth=1, zorder=1)
+    panel.set_xlim(0.5, 1.5)
+    _style_categories(panel, series)
+    _times_axis(panel)
 
-    return FuncFormatter(lambda value, _: f"{value:g}×")
+
+#: The steps between ticks, as multiples of a power of ten (matplotlib's default).
+_TICK_STEPS = [1, 2, 2.5, 5, 10]
+
+
+def _times_axis(panel: Axes) -> None:
+    """The x axis of ratios: at most six ticks, each labelled with its factor (0.9×, 1×)."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    panel.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=_TICK_STEPS))
+    panel.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}×"))
+
+
+def _readable_numbers(axis: Axis) -> None:
+    """A linear axis of figures: at most six ticks, labelled in a few characters with no offset or
+    exponent over the axis (see `_compact`), so that the labels of a panel never run together."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(nbins=5, steps=_TICK_STEPS))
+    axis.set_major_formatter(
+        FuncFormatter(lambda value, _: _compact(value, axis.get_view_interval()))
+    )
+
+
+def _compact(value: float, ends: Sequence[float]) -> str:
+    """`value` as a tick label on an axis from `ends[0]` to `ends[1]`: in thousands (250k) when
+    the axis reaches 10,000, in millions (1.5M) when it reaches 1,000,000, so that every label of
+    the axis has the same unit; else as it is (0.25, 7500)."""
+    largest = max(abs(float(end)) for end in ends)
+    for reach, scale, unit in ((1e6, 1e6, "M"), (1e4, 1e3, "k")):
+        if largest >= reach:
+            return "0" if value == 0 else f"{value / scale:g}{unit}"
+    return f"{value:g}"
+
+
+def _all_invalid(counts: Mapping[tuple[Any, ...], tuple[int, int]]) -> dict[tuple[Any, ...], int]:
+    """The cells of `counts` (see `trial_counts`) with no valid trial, each with its trials."""
+    return {cell: trials for cell, (trials, valid) in counts.items() if not valid}
+
+
+def _invalid_in(invalid: Mapping[tuple[Any, ...], int], panel: Any) -> dict[Any, int]:
+    """The series with no valid trial in `panel`, each with its invalid trials."""
+    return {cell[1]: trials for cell, trials in invalid.items() if cell[0] == panel}
+
+
+def _mark_invalid(panel: Axes, series: Sequence[Any], invalid: Mapping[Any, int]) -> None:
+    """In the row of each of `series` that is `invalid` in this panel, where its bar or dot would
+    be: "no valid trial: 3 invalid"."""
+    for position, name in enumerate(series):
+        if name in invalid:
+            panel.text(
+                0.03, position, f"no valid trial: {invalid[name]} invalid",
+                transform=panel.get_yaxis_transform(), ha="left", va="center", color="0.3",
+                fontsize="small", fontstyle="italic", zorder=3,
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1},
+            )  # fmt: skip
+
+
+def _panel_title(name: Any, invalid: Mapping[Any, int], width: int) -> str:
+    """A panel's title: its name and, when some of its series are `invalid` there, which ("no
+    valid trial: random (3 invalid)")."""
+    title = _wrap(str(name), width)
+    if invalid:
+        listed = ", ".join(f"{label} ({trials} invalid)" for label, trials in invalid.items())
+        title += "\n" + _wrap(f"no valid trial: {listed}", width)
+    return title
 
 
 def _style_categories(panel: Axes, series: Sequence[Any]) -> None:
@@ -294,8 +379,9 @@ def _floor(cell: Estimate) -> float:
     return max(cell.low, 0.0) if cell.value >= 0 else cell.low
 
 
-def _levels(summary: Summary, position: int) -> list[Any]:
-    return ordered(cell[position] for cell in summary.cells)
+def _levels(cells: Iterable[tuple[Any, ...]], position: int) -> list[Any]:
+    """The distinct values at `position` of the `cells`' keys (see `ordered`)."""
+    return ordered(cell[position] for cell in cells)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,17 +399,19 @@ def latency_cdf(
     ax: Axes | None = None,
 ) -> Figure:
     """The empirical CDF of per-frame latency, one line per `by` value over every frame of its
-    valid repeats; one panel per graph (or only `graph`). `frames` holds dicts with trial, frame,
-    latency_us. `log`: a log x axis (None: when the latencies span more than two decades)."""
+    valid repeats; one panel per graph (or only `graph`), whose title names the `by` values with
+    no valid trial there. `frames` holds dicts with trial, frame, latency_us. `log`: a log x axis
+    (None: when the latencies span more than two decades)."""
     conditions = dict(where or {})
     if graph is not None:
         conditions["graph"] = graph
     selection = select(rows, ("graph", by), conditions)
-    graphs, series = selection.levels(0), selection.levels(1)
-    if not graphs:
+    if not selection.cells:
         raise ValueError(
             f"no valid trial to plot latency for ({_excluded_text(selection.excluded)})"
         )
+    counts = trial_counts(rows, ("graph", by), conditions)
+    graphs, series, invalid = _levels(counts, 0), _levels(counts, 1), _all_invalid(counts)
     by_trial = _frame_latencies(frames)
     fig, axes, owned = _panels(len(graphs), ax)
     colours = _palette(rows, by, series)
@@ -336,14 +424,17 @@ def latency_cdf(
                 levels = np.arange(1, values.size + 1) / values.size
                 panel.step(values, levels, where="post", color=colours[label], label=label)
                 extremes += [float(values[0]), float(values[-1])]
-        panel.set_title(_wrap(str(name), 45))
+        panel.set_title(_panel_title(name, _invalid_in(invalid, name), 45))
         panel.set_xlabel("frame latency (µs)")
         panel.set_ylabel("fraction of frames")
         panel.set_ylim(0, 1.02)
         panel.grid(alpha=0.3)
-    if _log_scale(log, extremes):
-        for panel in axes:
+    logged = _log_scale(log, extremes)
+    for panel in axes:
+        if logged:
             panel.set_xscale("log")
+        else:
+            _readable_numbers(panel.xaxis)
     heading = _heading("Frame latency CDF", selection.config)
     note = "every frame of every repeat; " + _excluded_text(selection.excluded)
     _titles(fig, axes, owned, heading + "\n" + note)
@@ -381,12 +472,15 @@ def scaling(
 ) -> Figure:
     """`y` over the knob `x` ("slots", "workers" or another numeric knob): one line per `by`
     value, the median over the repeats with its order-statistic band (see `bars`), one panel per
-    `per` value. `log`/`log_x`:
-    log axes (None: when the values span more than two decades / the knob a factor of 8)."""
+    `per` value, whose title names the `by` values with no valid trial there. `log`/`log_x`:
+    log axes (None: when the values span more than two decades / the knob a factor of 8); the
+    knob's values stand upright under the axis when side by side they would run together."""
     summary = summarize(rows, y, keys=(per, by, x), where=where)
-    panels, series, knob = _levels(summary, 0), _levels(summary, 1), _levels(summary, 2)
-    if not panels:
+    if not summary.cells:
         raise ValueError(f"no valid trial to plot {y} ({_excluded_text(summary.excluded)})")
+    knob = _levels(summary.cells, 2)
+    counts = trial_counts(rows, (per, by), where)
+    panels, series, invalid = _levels(counts, 0), _levels(counts, 1), _all_invalid(counts)
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in knob):
         raise ValueError(f"scaling: the knob {x!r} must be numeric, got {knob}")
     fig, axes, owned = _panels(len(panels), ax)
@@ -404,18 +498,43 @@ def scaling(
             )
             lows, highs = [_floor(c) for _, c in points], [c.high for _, c in points]
             panel.fill_between(xs, lows, highs, color=colours[label], alpha=0.2, linewidth=0)
-        _style_scaling(panel, str(name), x, y, knob, log_x)
-    if _log_scale(log, [cell.value for cell in summary.cells.values()]):
-        for panel in axes:
+        _style_scaling(panel, _panel_title(name, _invalid_in(invalid, name), 45), x, y, knob, log_x)
+    logged = _log_scale(log, [cell.value for cell in summary.cells.values()])
+    for panel in axes:
+        if logged:
             panel.set_yscale("log")
+        else:
+            _readable_numbers(panel.yaxis)
     heading = _heading(f"{_describe(y)[0]} over {x}", summary.config)
     _titles(fig, axes, owned, heading + "\n" + _note(summary))
     _legend(fig, axes[0], owned, _lines(colours), by)
+    _upright_if_crowded(fig, axes)
     return fig
 
 
+def _upright_if_crowded(fig: Figure, axes: list[Axes]) -> None:
+    """Lays the figure out and, in each panel where two x tick labels side by side overlap, turns
+    its labels upright, leaving out those that would still overlap the last label kept."""
+    fig.draw_without_rendering()
+    for panel in axes:
+        labels = [label for label in panel.get_xticklabels() if label.get_text()]
+        boxes = [label.get_window_extent() for label in labels]
+        if not any(left.overlaps(right) for left, right in zip(boxes, boxes[1:])):
+            continue
+        kept: dict[float, str] = {}
+        last = -math.inf
+        for label, box in zip(labels, boxes):
+            middle = (box.x0 + box.x1) / 2
+            if middle - last >= 1.2 * box.height:  # upright, a label is as wide as it was high
+                kept[label.get_position()[0]] = label.get_text()
+                last = middle
+        ticks = panel.get_xticks()
+        panel.set_xticks(ticks, labels=[kept.get(float(tick), "") for tick in ticks])
+        panel.tick_params(axis="x", labelrotation=90)
+
+
 def _style_scaling(
-    panel: Axes, name: str, x: str, y: str, knob: list[Any], log_x: bool | None
+    panel: Axes, title: str, x: str, y: str, knob: list[Any], log_x: bool | None
 ) -> None:
     from matplotlib.ticker import NullFormatter
 
@@ -425,7 +544,7 @@ def _style_scaling(
         panel.set_xscale("log", base=2)
     panel.set_xticks(values, labels=[str(v) for v in knob])
     panel.xaxis.set_minor_formatter(NullFormatter())
-    panel.set_title(_wrap(name, 45))
+    panel.set_title(title)
     panel.set_xlabel(x)
     panel.set_ylabel(_describe(y)[1])
     panel.grid(alpha=0.3)
@@ -450,8 +569,9 @@ def plot(
 
     - speedup.EXT: which scheduler wins, a panel per graph: each scheduler's median throughput
       over `baseline`'s with its interval and the verdict (see `speedup`), when the rows hold
-      several schedulers; where run knobs vary, speedup_KNOBVALUE....EXT too for each of their
-      other combinations (speedup_workers8_slots1.png), so that every verdict has its figure;
+      several schedulers (one whose every trial is invalid among them, shown as such); where
+      run knobs vary, speedup_KNOBVALUE....EXT too for each of their other combinations
+      (speedup_workers8_slots1.png), so that every verdict has its figure;
     - throughput.EXT, latency_PCT.EXT: a panel per graph, a bar per scheduler, medians with
       their intervals (see `bars`);
     - latency_cdf.EXT: when `frames` (dicts: trial, frame, latency_us) are given;
@@ -470,7 +590,7 @@ def plot(
     out = Path.cwd() if out_dir is None else Path(out_dir)
     where = _representative(rows)
     figures = []
-    if len(distinct(row.get("scheduler") for row in rows if is_valid(row))) > 1:
+    if len(distinct(row.get("scheduler") for row in rows)) > 1:
         figures.append(("speedup", speedup(rows, baseline=baseline, where=where)))
         for combination in _combinations_of(rows, list(where)):
             if combination != where:

@@ -38,6 +38,7 @@ __all__ = [
     "select",
     "summarize",
     "t_critical",
+    "trial_counts",
 ]
 
 #: One trial of the sweep: trial, scheduler (its label), scheduler_options, graph, the knobs, the
@@ -288,6 +289,22 @@ def select(rows: Sequence[Row], keys: Sequence[str], where: Mapping[str, Any] | 
         if knob not in keys and len(values) == 1 and values[0] is not None:
             config[knob] = values[0]
     return _Selection(keys, cells, len(matched) - len(valid), config)
+
+
+def trial_counts(
+    rows: Sequence[Row], keys: Sequence[str], where: Mapping[str, Any] | None = None
+) -> dict[tuple[Any, ...], tuple[int, int]]:
+    """Per cell of `keys` among the rows that match `where`, in the sweep's order: how many trials
+    it holds and how many of them are valid. A cell with none valid is one that `select` (and so
+    every statistic) leaves out whole."""
+    conditions = dict(where or {})
+    counts: dict[tuple[Any, ...], tuple[int, int]] = {}
+    for row in in_trial_order(rows):
+        if all(_matches(row, k, v) for k, v in conditions.items()):
+            cell = tuple(row.get(key) for key in keys)
+            trials, valid = counts.get(cell, (0, 0))
+            counts[cell] = (trials + 1, valid + is_valid(row))
+    return counts
 
 
 def in_trial_order(rows: Sequence[Row]) -> list[Row]:

@@ -729,6 +729,7 @@ def sweep(
     trial_timeout_s: float | None = 600.0,
     mode: str = "run",
     source: str | Path | None = None,
+    show: bool | None = None,
 ) -> SweepResult:
     """Runs every scheduler on every graph for every combination of `knobs`, `repeats` times.
 
@@ -789,6 +790,11 @@ def sweep(
     `source`: the file the sweep comes from (`tomii sweep` passes its TOML file), recorded in the
     environment; when the tomii package is an installed copy, whose checkout is unknown, the git
     commit recorded is that of the checkout holding `source` (`git_from` says which).
+
+    `show`: print, once the sweep ends, the table `tomii sweep` prints (medians, ratios to fifo
+    or the first scheduler, a verdict per graph; `tomii.experiments.config.summary`). None (the
+    default): when someone watches, that is when `progress` is on and sys.stdout is a terminal
+    or the sweep runs in IPython or Jupyter; not when the output goes to a file or a pipe.
     """
     refuse_while_importing_parent_script("sweep")
     if mode not in MODES:
@@ -822,6 +828,14 @@ def sweep(
     result.environment["load_average_end"] = _load_average()
     if out is not None:
         result.save(out)
+    if show is None:
+        ipython = sys.modules.get("IPython")
+        in_ipython = ipython is not None and ipython.get_ipython() is not None
+        show = progress and (sys.stdout.isatty() or in_ipython)
+    if show:
+        from .config import summary  # config runs sweeps: imported here, not at the top
+
+        print(summary(result.rows, environment=result.environment))
     return result
 
 

@@ -59,6 +59,11 @@ class Comparisons:
         others = [c for c in self.schedulers[1:] if math.isfinite(c.speedup.value)]
         return max(others, key=lambda c: c.speedup.value, default=None)
 
+    def slower(self) -> list[Comparison]:
+        """The schedulers other than the baseline that are clearly slower than it: their
+        speed-up's interval lies below 1. In the sweep's order."""
+        return [c for c in self.schedulers[1:] if c.speedup.high < 1]
+
 
 def choose_baseline(rows: Sequence[Row], baseline: str | None, *, by: str = "scheduler") -> str:
     """`baseline`, checked to be one of the rows' schedulers; None: fifo when the sweep ran it,
@@ -126,29 +131,45 @@ def _itself(name: str, base: Sequence[Row], metric: str) -> Comparison:
 def verdict(comparisons: Comparisons) -> str:
     """One line: the best scheduler against the baseline with its interval, and its p99 latency
     against the baseline's ("work-stealing 1.31× fifo [1.22–1.40], p99 3.1× worse"); "no clear
-    winner" when the interval holds 1, "BASELINE wins" when it lies below 1."""
+    winner: ..." when the interval holds 1, "BASELINE wins: the next best is ..." when it lies
+    below 1. Then every other scheduler clearly slower than the baseline, by name
+    ("; slower: random 0.71× fifo [0.66–0.75]")."""
     baseline = comparisons.baseline
     best = comparisons.best()
     if best is None:
         return f"{baseline} alone: nothing to compare"
     ratio = best.speedup
-    quoted = f"{best.scheduler} {ratio.value:.2f}× {baseline}"
     if not (math.isfinite(ratio.low) and math.isfinite(ratio.high)):
-        return f"too few repeats for an interval: {quoted}"
-    quoted += f" [{ratio.low:.2f}–{ratio.high:.2f}]"
+        return f"too few repeats for an interval: {best.scheduler} {ratio.value:.2f}× {baseline}"
+    quoted = _quoted(best, baseline)
     if ratio.low > 1:
-        return f"{quoted}, {_tail(best.tail)}"
-    if ratio.high < 1:
-        return f"{baseline} wins: the next best is {quoted}"
-    return f"no clear winner: {quoted}, {_tail(best.tail)}"
+        line = f"{quoted}, {_tail(best.tail)}"
+    elif ratio.high < 1:
+        line = f"{baseline} wins: the next best is {quoted}"
+    else:
+        line = f"no clear winner: {quoted}, {_tail(best.tail)}"
+    slower = [_quoted(one, baseline) for one in comparisons.slower() if one is not best]
+    if slower:
+        line += f"; {'also slower' if ratio.high < 1 else 'slower'}: {', '.join(slower)}"
+    return line
+
+
+def _quoted(one: Comparison, baseline: str) -> str:
+    """A scheduler's speed-up with its interval: "random 0.71× fifo [0.66–0.75]"."""
+    ratio = one.speedup
+    return f"{one.scheduler} {ratio.value:.2f}× {baseline} [{ratio.low:.2f}–{ratio.high:.2f}]"
 
 
 def _tail(ratio: Estimate) -> str:
-    """The p99 ratio in words: worse or better when its interval excludes 1."""
+    """The p99 ratio in words: worse or better by a factor when its interval excludes 1; else the
+    ratio with the interval that holds 1 ("p99 0.54× [0.31–1.20], not clear"), so that a ratio
+    far from 1 never reads as no difference."""
     if not math.isfinite(ratio.value):
         return "p99 unknown"
     if ratio.low > 1:
         return f"p99 {ratio.value:.3g}× worse"
     if ratio.high < 1:
         return f"p99 {1 / ratio.value:.3g}× better"
-    return f"p99 no different ({ratio.value:.2f}×)"
+    if not (math.isfinite(ratio.low) and math.isfinite(ratio.high)):
+        return f"p99 {ratio.value:.2f}×, too few repeats for an interval"
+    return f"p99 {ratio.value:.2f}× [{ratio.low:.2f}–{ratio.high:.2f}], not clear"
