@@ -208,6 +208,7 @@ def compare(library: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
             frames=args.frames,
             warmup=1,
             progress=True,
+            show=False,  # the table is printed below
             mode="simulate" if args.simulate else "run",
         )
     except (tomii.TomiiError, ValueError) as error:

@@ -117,6 +117,7 @@ def compare(args: argparse.Namespace, app: tomii.Graph, library: Path) -> int:
             frames=args.frames,
             warmup=1,
             progress=True,
+            show=False,  # the table is printed below
         )
     except (tomii.TomiiError, ValueError) as error:
         sys.exit(f"run.py: {error}")

@@ -72,7 +72,9 @@ def compare(args: argparse.Namespace, app: tomii.Graph, library: Path) -> None:
     """The schedulers of --schedulers on the pipeline, in a sweep, printed as its table."""
     work = tomii.graphs.Workload(app.to_dict(), dylibs=(str(library),), mechanism=MECHANISM)
     knobs = {"workers": [args.workers], "slots": [args.slots]}
-    result = sweep(args.schedulers, [work], knobs, repeats=args.repeats, frames=args.frames)
+    result = sweep(
+        args.schedulers, [work], knobs, repeats=args.repeats, frames=args.frames, show=False
+    )
     print(summary(result.rows, environment=result.environment))
 
 
