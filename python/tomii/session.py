@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -71,24 +73,40 @@ class FrameResult:
 
 
 class Frame:
-    """One frame handed in; `result()` waits for it."""
+    """One frame handed in; `result()` waits for it. Any thread may call `result()`: the first
+    to get the outputs keeps them for the others."""
 
     def __init__(self, ticket: NativeTicket, index: int) -> None:
         self._ticket = ticket
         self._result: FrameResult | None = None
+        self._waiting = threading.Lock()  # one thread at a time takes the ticket's outputs
         #: The position of the frame among this session's submissions, from 0.
         self.index = index
 
     def result(self, timeout: float | None = None) -> FrameResult:
         """The frame's outputs, once it completed: waits up to `timeout` seconds (None: without
         limit; TimeoutError after it). Raises the run's error if the frame could not complete."""
-        if self._result is None:
-            got = self._ticket.wait(timeout)
-            if got is None:
-                raise TimeoutError(f"frame {self.index} has not completed within {timeout} s")
-            frame, latency_us, outputs = got
-            self._result = FrameResult(frame, latency_us, list(outputs))
+        if self._result is not None:
+            return self._result
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not self._waiting.acquire(timeout=-1 if timeout is None else max(timeout, 0.0)):
+            raise TimeoutError(f"frame {self.index} has not completed within {timeout} s")
+        try:
+            if self._result is None:
+                left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+                got = self._ticket.wait(left)
+                if got is None:
+                    raise TimeoutError(f"frame {self.index} has not completed within {timeout} s")
+                frame, latency_us, outputs = got
+                self._result = FrameResult(frame, latency_us, list(outputs))
+        finally:
+            self._waiting.release()
         return self._result
+
+    @property
+    def taken(self) -> bool:
+        """Whether `result()` has returned the frame's outputs."""
+        return self._result is not None
 
     def done(self) -> bool:
         """Whether the frame has completed (or failed)."""
@@ -143,6 +161,10 @@ class Session:
         #: The graph's inputs in the order `submit` flattens them: (name, factor).
         self.inputs: list[tuple[str, int]] = list(self._native.inputs())
         self._submitted = 0
+        self._books = threading.Lock()  # guards the count and the deque below, for any thread
+        #: Frames `submit` handed in whose outputs no one has taken yet, oldest first; one taken
+        #: by `result()` leaves it when it reaches the front, so that a program which takes every
+        #: result never makes it grow.
         self._unyielded: deque[Frame] = deque()
         #: The run's report, once the session is closed.
         self.report: Report | None = None
@@ -155,28 +177,42 @@ class Session:
         with one input, the value (or values) alone; nothing for a graph without inputs.
         `timeout` overrides the session's for this call."""
         wait = self._timeout if isinstance(timeout, _SessionTimeout) else timeout
-        ticket = self._native.submit(self._values(inputs), wait)
-        frame = Frame(ticket, self._submitted)
-        self._submitted += 1
-        self._unyielded.append(frame)
+        frame = self._handed_in(inputs, wait)
+        with self._books:
+            while self._unyielded and self._unyielded[0].taken:
+                self._unyielded.popleft()
+            self._unyielded.append(frame)
         return frame
+
+    def _handed_in(self, inputs: Any, wait: float | None) -> Frame:
+        values = self._values(inputs)
+        with self._books:
+            index = self._submitted
+            self._submitted += 1
+        return Frame(self._native.submit(values, wait), index)
 
     def map(self, inputs: Iterable[Any]) -> Iterator[FrameResult]:
         """Submits one frame per item of `inputs`, keeping every slot busy, and yields their
-        results in submission order."""
+        results in submission order. These frames are `map`'s own: iterating over the session
+        never yields them."""
         pending: deque[Frame] = deque()
         for item in inputs:
             if len(pending) >= self._slots:
                 yield pending.popleft().result()
-            pending.append(self.submit(item, timeout=None))
+            pending.append(self._handed_in(item, None))
         while pending:
             yield pending.popleft().result()
 
     def __iter__(self) -> Iterator[FrameResult]:
-        """The results of the frames submitted and not yet iterated over, in submission order,
-        each once it completed."""
-        while self._unyielded:
-            yield self._unyielded.popleft().result()
+        """The results of the frames `submit` handed in whose outputs no one has taken yet (by
+        iterating or by `Frame.result()`), in submission order, each once it completed."""
+        while True:
+            with self._books:
+                if not self._unyielded:
+                    return
+                frame = self._unyielded.popleft()
+            if not frame.taken:
+                yield frame.result()
 
     @property
     def in_flight(self) -> int:

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import inspect
 import re
+import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pykernels
@@ -62,9 +64,53 @@ def test_map_keeps_the_slots_busy_and_yields_in_order() -> None:
             reference(r.frame, words(k)) for k, r in enumerate(results)
         ]
         session.submit([1, 2])
-        session.submit([3, 4])
-        assert len(list(session)) == 52  # every submission not yet iterated over, map's included
+        taken = session.submit([3, 4]).result(timeout=60)
+        session.submit([5, 6])
+        # Iterating yields submit's frames whose outputs no one took: map's are its own.
+        assert [r.output("sum") for r in session] == [
+            reference(taken.frame - 1, (1, 2)),
+            reference(taken.frame + 1, (5, 6)),
+        ]
         assert list(session) == []
+
+
+def test_taking_each_result_keeps_no_frame_alive() -> None:
+    """`session.submit(x).result()` again and again: the session keeps no taken frame."""
+    with pipeline().session(dylib=SYNTHETIC, workers=2, slots=2) as session:
+        for k in range(200):
+            session.submit(words(k)).result(timeout=60)
+            assert len(session._unyielded) <= 1
+        assert list(session) == []
+
+
+def test_map_in_one_thread_while_another_submits_and_iterates() -> None:
+    """Each thread gets its own frames, all of them, and none waits for ever."""
+    with pipeline().session(dylib=SYNTHETIC, workers=2, slots=3) as session:
+        mapped: list[Any] = []
+        mapper = threading.Thread(
+            target=lambda: mapped.extend(session.map(words(k) for k in range(60))), daemon=True
+        )
+        mapper.start()
+        submitted = [session.submit(words(1000 + k)) for k in range(40)]
+        iterated = list(session)
+        mapper.join(timeout=120)
+        assert not mapper.is_alive()
+    assert [r.output("sum") for r in mapped] == [
+        reference(r.frame, words(k)) for k, r in enumerate(mapped)
+    ]
+    assert [r.frame for r in iterated] == [f.result().frame for f in submitted]
+    assert {r.frame for r in mapped}.isdisjoint(r.frame for r in iterated)
+
+
+def test_one_frame_waited_for_by_two_threads() -> None:
+    with pipeline().session(dylib=SYNTHETIC, workers=1, slots=1) as session:
+        frame = session.submit(words(3))
+        seen: list[Any] = []
+        other = threading.Thread(target=lambda: seen.append(frame.result(timeout=60)))
+        other.start()
+        mine = frame.result(timeout=60)
+        other.join(timeout=60)
+        assert seen == [mine]
 
 
 def test_numpy_inputs_reach_the_kernel_without_a_copy() -> None:
