@@ -92,6 +92,26 @@ def test_a_bad_sweep_file_is_one_error_line(tmp_path: Path) -> None:
         assert done.returncode == 1 and line.startswith(f"error: {config}: ") and says in line
 
 
+def test_a_config_that_is_a_fifo_or_a_device_is_refused_not_read(tmp_path: Path) -> None:
+    """`tomii sweep` and `tomii tune` read their file only when it is a regular one: a FIFO would
+    block them, /dev/zero never end (subprocess's timeout fails the test instead of hanging)."""
+    fifo = tmp_path / "config.toml"
+    os.mkfifo(fifo)
+    for command, what in [
+        ("sweep", "the sweep configuration"),
+        ("tune", "the tuning configuration"),
+    ]:
+        for path, kind in [(fifo, "a FIFO"), (Path("/dev/zero"), "a character device")]:
+            done = subprocess.run(
+                [sys.executable, "-m", "tomii.cli", command, str(path)],
+                capture_output=True, text=True, env=ENV, cwd=tmp_path, timeout=60, check=False,
+            )  # fmt: skip
+            assert done.returncode == 1, done.stderr
+            assert done.stderr.strip().splitlines() == [
+                f"error: {path}: {what} is {kind}, not a regular file; give a TOML file"
+            ]
+
+
 def test_the_baseline_is_a_swept_scheduler(tmp_path: Path) -> None:
     config = tmp_path / "sweep.toml"
     config.write_text(

@@ -6,7 +6,8 @@
 //! seed, cost model and arrivals. Then one line per task execution, `worker,frame,node,instance,
 //! start_ns,end_ns` (node: its index in the graph; instance: its index in the node), each worker's in the
 //! order it ran them. It is written from the trace as it streams in (a trace tap: nothing is
-//! added to the hot path), so it costs what recording a trace costs.
+//! added to the hot path), so it costs what recording a trace costs. A replay reads it only when it
+//! is a regular file of at most 1 GiB ([`MAX_FILE_BYTES`]).
 //!
 //! **Replay.** `tomii replay FILE` runs the same graph with the same knobs, on the real engine or
 //! in simulation, with the replay scheduler (schedulers/replay, `libtomii_replay.so`,
@@ -31,6 +32,9 @@ use crate::graph::CompiledGraph;
 pub const FORMAT: &str = "tomii-decisions";
 /// The header's `version`; a file of another version is refused, naming both.
 pub const VERSION: u32 = 1;
+/// The largest decisions file read (1 GiB, some 30 million decisions): a bigger one is refused
+/// before it is read.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
 
 /// How the recorded run was made, and what a replay needs to make it again.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -163,11 +167,12 @@ pub struct Recorded {
 }
 
 impl Recorded {
-    /// Reads the file at `path`; errors name the file and the line.
+    /// Reads the file at `path`, a regular file of at most [`MAX_FILE_BYTES`] (`files::open_input`);
+    /// the header's workers, slots and pop batch are checked against the catalog's ranges as given
+    /// options are. Errors name the file and the line.
     pub fn read(path: &Path) -> Result<Recorded, String> {
         let at = |line: usize, what: String| format!("{}: line {line}: {what}", path.display());
-        let file =
-            std::fs::File::open(path).map_err(|e| format!("{}: cannot read the decisions: {e}", path.display()))?;
+        let file = crate::files::open_input(path, MAX_FILE_BYTES).map_err(|e| format!("{}: {e}", path.display()))?;
         let mut lines = std::io::BufReader::new(file).lines();
         let first = lines.next().transpose().map_err(|e| at(1, e.to_string()))?.unwrap_or_default();
         let header: Header = serde_json::from_str(&first).map_err(|e| {
@@ -181,6 +186,12 @@ impl Recorded {
                 1,
                 format!("version {} of the decisions format; this runtime reads version {VERSION}", header.version),
             ));
+        }
+        // The sizes that drive allocations, within the catalog's ranges (a replay runs with a pop
+        // batch of 1, but a header outside them was not written by this runtime).
+        let sizes = [("workers", header.workers), ("slots", header.slots), ("pop_batch", header.pop_batch)];
+        for (name, value) in sizes.map(|(name, value)| (name, u64::from(value))) {
+            crate::knobs::check_int(name, value).map_err(|error| at(1, error))?;
         }
         let mut by_worker: BTreeMap<u32, Vec<Decision>> = BTreeMap::new();
         for (index, line) in lines.enumerate() {

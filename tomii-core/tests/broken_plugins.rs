@@ -162,6 +162,32 @@ fn a_stuck_pop_under_fallback_ejects_the_scheduler_and_the_run_completes() {
     assert!(violation.contains("did not return from pop"), "{written}");
 }
 
+/// A simulation whose scheduler never returns from pop, or from push, ends as a run does: the
+/// simulator's watchdog finds the call after `scheduler_call_timeout_ms` (a simulation's default,
+/// 10 s) and the command exits with the engine's message, instead of spinning until killed. Both
+/// run at once, each under [`LIMIT`].
+#[test]
+fn a_stuck_call_ends_a_simulation() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let costs = dir.path().join("costs.json");
+    std::fs::write(&costs, r#"{"default": {"fixed": {"ns": 1000}}}"#).expect("the cost model");
+    let simulate = |stem: &str| {
+        let mut command = tomii();
+        command.arg("simulate").arg(graph_path("checksum_chain.json")).arg("--cost-model").arg(&costs);
+        command.arg("--scheduler-plugin").arg(BUILT.path(stem)).args(["--workers", "2", "--frames", "30"]);
+        finish_within(command, LIMIT)
+    };
+    std::thread::scope(|scope| {
+        let pop = scope.spawn(|| simulate("crash_hang_pop"));
+        let push = scope.spawn(|| simulate("crash_hang_push"));
+        for (call, ended) in [("pop", pop), ("push", push)] {
+            let run = ended.join().expect("the simulation's command");
+            let says = format!("did not return from {call} on ");
+            common::cli::assert_error(&run, &["scheduler \"c-crash\"", &says, "within 10000 ms"]);
+        }
+    });
+}
+
 // ---- running ----
 
 /// Runs the case's command under [`LIMIT`] and checks how it ended.

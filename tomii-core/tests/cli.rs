@@ -115,7 +115,7 @@ fn an_unbounded_run_stops_cleanly_on_ctrl_c() {
     command.arg("run").arg(fixture("diamond.json")).arg("--dylib").arg(synthetic_lib());
     command.args(["--frames", "0", "--slots", "2", "--workers", "2", "--quiet", "--report"]).arg(&report);
     command.arg("--trace").arg(&trace);
-    let report = interrupt_once_traced(command, &trace, &report);
+    let report = interrupt_once_traced(command, &trace, &report, libc::SIGINT);
     let frames = report["frames"].as_u64().expect("frames");
     assert!(frames > 0, "no frame ran: {report}");
     assert_eq!(report["tasks"].as_u64(), Some(frames * 3), "every frame completed all of its 3 tasks");
@@ -135,7 +135,7 @@ fn a_long_simulation_stops_cleanly_on_ctrl_c() {
     command.arg("simulate").arg(fixture("diamond.json")).arg("--cost-model").arg(&costs);
     command.args(["--frames", "1000000000000", "--slots", "2"]);
     command.args(["--workers", "2", "--quiet", "--report"]).arg(&report).arg("--trace").arg(&trace);
-    let report = interrupt_once_traced(command, &trace, &report);
+    let report = interrupt_once_traced(command, &trace, &report, libc::SIGINT);
     let frames = report["frames"].as_u64().expect("frames");
     assert!(frames > 0 && report["source"] == "simulated", "{report}");
     assert_eq!(report["tasks"].as_u64(), Some(frames * 3), "every frame completed all of its 3 tasks");
@@ -143,11 +143,30 @@ fn a_long_simulation_stops_cleanly_on_ctrl_c() {
     assert_eq!(rows, frames * 3, "one trace row per task");
 }
 
+/// SIGTERM (a `kill`, a supervisor's stop) ends a long simulation as Ctrl-C does, within seconds:
+/// the frames in flight complete and the report holds every frame simulated.
+#[test]
+fn a_long_simulation_stops_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (report, trace) = (dir.path().join("report.json"), dir.path().join("trace.csv"));
+    let costs = dir.path().join("costs.json");
+    std::fs::write(&costs, r#"{"default": {"fixed": {"ns": 10000}}}"#).expect("the cost model");
+    let mut command = tomii();
+    command.arg("simulate").arg(fixture("diamond.json")).arg("--cost-model").arg(&costs);
+    command.args(["--frames", "1000000000000", "--quiet", "--report"]).arg(&report).arg("--trace").arg(&trace);
+    let report = interrupt_once_traced(command, &trace, &report, libc::SIGTERM);
+    assert!(report["frames"].as_u64().is_some_and(|frames| frames > 0), "{report}");
+}
+
+/// How soon a stopped run or simulation must have exited: its frames in flight complete in
+/// milliseconds; the rest is a debug build on a busy machine.
+const STOP_LIMIT: Duration = Duration::from_secs(10);
+
 /// Starts `command`, which streams its trace to `trace` and runs until stopped; sends it one
-/// Ctrl-C once the trace has rows (a fixed pause could end before the run started, on a loaded
-/// machine), and returns the report it wrote to `report`, having checked that it exited 0 saying
-/// it was interrupted.
-fn interrupt_once_traced(mut command: Command, trace: &Path, report: &Path) -> serde_json::Value {
+/// `signal` (SIGINT: Ctrl-C) once the trace has rows (a fixed pause could end before the run
+/// started, on a loaded machine), and returns the report it wrote to `report`, having checked
+/// that it exited 0 within [`STOP_LIMIT`] saying it was interrupted.
+fn interrupt_once_traced(mut command: Command, trace: &Path, report: &Path, signal: libc::c_int) -> serde_json::Value {
     let mut child = command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("tomii");
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while !std::fs::metadata(trace).is_ok_and(|m| m.len() > 0) {
@@ -160,7 +179,15 @@ fn interrupt_once_traced(mut command: Command, trace: &Path, report: &Path) -> s
     }
     assert!(child.try_wait().expect("waiting").is_none(), "an unbounded run ended on its own");
     // SAFETY: sending a signal to our own child process.
-    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+    let stopped = std::time::Instant::now();
+    while child.try_wait().expect("waiting").is_none() {
+        if stopped.elapsed() > STOP_LIMIT {
+            let _ = child.kill();
+            panic!("still running {STOP_LIMIT:?} after signal {signal}; killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let output = child.wait_with_output().expect("tomii's exit");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "stderr:\n{stderr}");
@@ -462,17 +489,133 @@ fn sizes_that_drive_allocations_are_refused_before_allocating() {
     assert_error(&run_graph(&huge, &[]), &[r#"node "a": factor 300000000 is too large"#, "268435456"]);
 }
 
-#[test]
-fn special_files_are_refused_instead_of_blocking() {
-    let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("fifo");
+/// A FIFO named `fifo` in `dir`.
+fn make_fifo(dir: &Path) -> PathBuf {
+    let fifo = dir.join("fifo");
     let path = std::ffi::CString::new(text(&fifo)).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
-    assert_error(&run_graph(&fifo, &[]), &[text(&fifo), "not a regular file"]);
+    fifo
+}
+
+/// A sparse file of `bytes` bytes in `dir`: over a reader's limit without taking the disk.
+fn sparse_file(dir: &Path, name: &str, bytes: u64) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::File::create(&path).and_then(|file| file.set_len(bytes)).expect("a sparse file");
+    path
+}
+
+#[test]
+fn special_files_are_refused_instead_of_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = make_fifo(dir.path());
+    assert_error(&run_graph(&fifo, &[]), &[text(&fifo), "is a FIFO, not a regular file"]);
     let graph = fixture("checksum_chain.json");
-    assert_error(&run_graph(&graph, &["--trace", text(&fifo)]), &[text(&fifo), "FIFO"]);
-    assert_error(&run_graph(&graph, &["--report", text(&fifo)]), &[text(&fifo), "FIFO"]);
+    assert_error(&run_graph(&graph, &["--trace", text(&fifo)]), &["--trace", text(&fifo), "is a FIFO"]);
+    assert_error(&run_graph(&graph, &["--report", text(&fifo)]), &["--report", text(&fifo), "is a FIFO"]);
+}
+
+/// `tomii simulate diamond.json` with a fixed cost per task and `extra` options.
+fn simulate(dir: &Path, extra: &[&str]) -> Run {
+    let costs = dir.join("costs.json");
+    std::fs::write(&costs, r#"{"default": {"fixed": {"ns": 1000}}}"#).expect("the cost model");
+    run(&[&["simulate", text(&fixture("diamond.json")), "--cost-model", text(&costs), "--quiet"], extra].concat())
+}
+
+/// A decisions file of a 3-frame simulation of diamond.json, written in `dir`.
+fn recorded_decisions(dir: &Path) -> PathBuf {
+    let decisions = dir.join("decisions.jsonl");
+    let recorded = simulate(dir, &["--frames", "3", "--record-decisions", text(&decisions)]);
+    assert!(recorded.status.success(), "{}", recorded.stderr);
+    decisions
+}
+
+/// Every command holds its inputs and outputs to `tomii run`'s rule (`files.rs`): a FIFO or a
+/// device is refused with one line naming the option and the file, never waited on or read
+/// without end. Each child runs under the 60 s watchdog: a regression fails, it does not hang.
+#[test]
+fn every_command_refuses_special_files_naming_the_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = make_fifo(dir.path());
+    let (graph, fifo) = (fixture("diamond.json"), text(&fifo));
+    let a_fifo = "is a FIFO, not a regular file";
+    for option in ["--report", "--trace", "--record-decisions"] {
+        assert_error(&simulate(dir.path(), &[option, fifo]), &[&format!("{option} {fifo}: {a_fifo}")]);
+    }
+    for (model, says) in [(fifo, a_fifo), ("/dev/zero", "is a character device, not a regular file")] {
+        let refused = run(&["simulate", text(&graph), "--cost-model", model]);
+        assert_error(&refused, &[&format!("--cost-model {model}: {says}")]);
+    }
+    assert_error(&run(&["simulate", fifo]), &[&format!("{fifo}: {a_fifo}")]);
+    assert_error(&run(&["convert", text(&graph), "-o", fifo]), &[&format!("--output {fifo}: {a_fifo}")]);
+    assert_error(&run(&["send", "--graph", fifo]), &[&format!("--graph {fifo}: {a_fifo}")]);
+    assert_error(&run(&["replay", fifo]), &[&format!("{fifo}: {a_fifo}")]);
+    assert_error(&run(&["replay", "/dev/zero"]), &["/dev/zero: is a character device, not a regular file"]);
+    let decisions = recorded_decisions(dir.path());
+    let replayed = run(&["replay", text(&decisions), "--report", fifo]);
+    assert_error(&replayed, &[&format!("--report {fifo}: {a_fifo}")]);
+}
+
+/// The inputs of a simulation and a replay are checked before they are used: a cost model's
+/// distributions, the sizes a decisions file's header gives, and the size of either file.
+#[test]
+fn simulation_and_replay_inputs_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("model.json");
+    for (spec, field) in [
+        (r#"{"default": {"lognormal": {"median_ns": 1000, "sigma": -0.5}}}"#, "default: lognormal: sigma"),
+        (
+            r#"{"nodes": {"src": {"lognormal": {"median_ns": 1000, "sigma": -0.5}}}}"#,
+            r#"nodes."src": lognormal: sigma"#,
+        ),
+    ] {
+        std::fs::write(&model, spec).unwrap();
+        let refused = run(&["simulate", text(&fixture("diamond.json")), "--cost-model", text(&model)]);
+        assert_error(&refused, &["--cost-model", text(&model), field, "must be 0 or more", "got -0.5"]);
+    }
+    let huge = sparse_file(dir.path(), "huge", (1 << 30) + 1);
+    let refused = run(&["simulate", text(&fixture("diamond.json")), "--cost-model", text(&huge)]);
+    assert_error(&refused, &["--cost-model", text(&huge), "has 1073741825 bytes, more than the 1073741824 read"]);
+    assert_error(&run(&["replay", text(&huge)]), &[text(&huge), "has 1073741825 bytes"]);
+    // A header whose pop batch is beyond the engine's (engine::MAX_POP_BATCH, the catalog's).
+    let decisions = recorded_decisions(dir.path());
+    let recorded = std::fs::read_to_string(&decisions).unwrap();
+    let (header, rows) = recorded.split_once('\n').unwrap();
+    let mut header: serde_json::Value = serde_json::from_str(header).unwrap();
+    header["pop_batch"] = 1_000_000_000.into();
+    let edited = dir.path().join("edited.jsonl");
+    std::fs::write(&edited, format!("{header}\n{rows}")).unwrap();
+    let refused = run(&["replay", text(&edited)]);
+    assert_error(&refused, &[text(&edited), "line 1", "pop_batch is 1000000000", "between 1 and 4096", "--pop-batch"]);
+}
+
+/// No output of `tomii simulate` or `tomii replay` may be the file it reads, under its own path or
+/// another (a hard or symbolic link): refused before anything is written, the file intact.
+#[test]
+fn simulate_and_replay_never_write_over_their_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = dir.path().join("graph.json");
+    let original = std::fs::read_to_string(fixture("diamond.json")).unwrap();
+    std::fs::write(&graph, &original).unwrap();
+    let (hard, soft) = (dir.path().join("hard.json"), dir.path().join("soft.json"));
+    std::fs::hard_link(&graph, &hard).unwrap();
+    std::os::unix::fs::symlink(&graph, &soft).unwrap();
+    let costs = dir.path().join("costs.json");
+    std::fs::write(&costs, r#"{"default": {"fixed": {"ns": 1000}}}"#).unwrap();
+    for (option, path) in [("--report", &graph), ("--trace", &hard), ("--record-decisions", &soft)] {
+        let refused = run(&["simulate", text(&graph), "--cost-model", text(&costs), option, text(path)]);
+        assert_error(&refused, &[option, text(path), "is the graph file itself"]);
+        assert_eq!(std::fs::read_to_string(&graph).unwrap(), original, "{option} wrote over the graph");
+    }
+    let decisions = recorded_decisions(dir.path());
+    let recorded = std::fs::read_to_string(&decisions).unwrap();
+    let linked = dir.path().join("linked.jsonl");
+    std::fs::hard_link(&decisions, &linked).unwrap();
+    for path in [&decisions, &linked] {
+        let refused = run(&["replay", text(&decisions), "--report", text(path)]);
+        assert_error(&refused, &["--report", text(path), "is the decisions file itself"]);
+        assert_eq!(std::fs::read_to_string(&decisions).unwrap(), recorded, "the report wrote over the decisions");
+    }
 }
 
 #[test]

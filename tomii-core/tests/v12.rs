@@ -181,11 +181,14 @@ fn tomii_convert_writes_the_current_format_and_prints_the_warnings() {
     let converted = load(&new);
     assert_eq!(converted.dialect, Dialect::Tomii);
     assert_eq!(structure(&converted).args, load(&old).args);
-    // Never over the file it reads.
-    let mut again = tomii();
-    again.arg("convert").arg(&new).arg("-o").arg(&new);
-    let refused = finish(again);
-    assert_error(&refused, &["the file being converted"]);
+    // Never over the file it reads, under its own name or another (a hard link).
+    let linked = dir.path().join("linked.json");
+    std::fs::hard_link(&new, &linked).expect("a hard link");
+    for output in [&new, &linked] {
+        let mut again = tomii();
+        again.arg("convert").arg(&new).arg("-o").arg(output);
+        assert_error(&finish(again), &["--output", "is the graph file itself"]);
+    }
 }
 
 #[test]

@@ -33,12 +33,15 @@
     dask = "local:2"     # a LocalCluster of 2 single-thread worker processes, or an address
 
 Every key is checked: an unknown one is an error naming the file, the key and the valid keys.
+The file is read only when it is a regular file of at most 16 MiB (`tomii tune` reads its own so).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import stat
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
@@ -78,12 +81,52 @@ def _fail(path: Path, what: str) -> ConfigError:
     return ConfigError(f"{path}: {what}")
 
 
+#: The largest configuration file read (`tomii sweep`'s and `tomii tune`'s): a bigger one is
+#: refused before it is read.
+_MAX_CONFIG_BYTES = 16 << 20
+
+#: What a file that is not a regular one is, as a message says it, by its `stat` test.
+_SPECIAL = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _refuse_unless_regular(path: Path, what: str, status: os.stat_result) -> None:
+    """Refuses `what` at `path` unless `status` is a regular file's of at most _MAX_CONFIG_BYTES."""
+    if not stat.S_ISREG(status.st_mode):
+        kind = next((k for test, k in _SPECIAL if test(status.st_mode)), "a special file")
+        raise _fail(
+            path,
+            f"{what} is {kind}, not a regular file; give a TOML file",
+        )
+    if status.st_size > _MAX_CONFIG_BYTES:
+        raise _fail(
+            path,
+            f"{what} has {status.st_size} bytes, more than the {_MAX_CONFIG_BYTES} read at most; "
+            "give a smaller file",
+        )
+
+
 def _read_toml(path: Path, what: str) -> dict[str, Any]:
-    """The TOML document at `path` (`what` names it in errors: "the sweep configuration")."""
+    """The TOML document at `path` (`what` names it in errors: "the sweep configuration"), read
+    only when it is a regular file of at most _MAX_CONFIG_BYTES, as the runtime reads its inputs:
+    a device is refused before it is opened, and the file opened without blocking and checked
+    again through its handle (a FIFO would block the read, a device such as /dev/zero never end
+    it)."""
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        _refuse_unless_regular(path, what, os.stat(path))
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as file:
+            _refuse_unless_regular(path, what, os.fstat(file.fileno()))
+            data = file.read(_MAX_CONFIG_BYTES)
+        return tomllib.loads(data.decode("utf-8"))
     except OSError as error:
         raise _fail(path, f"cannot read {what}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise _fail(path, f"{what} is not UTF-8 text; give a TOML file") from None
     except tomllib.TOMLDecodeError as error:
         raise _fail(path, f"not valid TOML: {error}") from None
 
@@ -425,6 +468,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 isolation=isolation,
                 trial_timeout_s=trial_timeout_s,
                 source=args.config,
+                show=False,  # printed below, with the figures' paths
             )
     except (TomiiError, ValueError, TypeError, OSError) as error:
         # What the file or a path it names got wrong (a scheduler, graph or knob value).

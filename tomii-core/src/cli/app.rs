@@ -176,7 +176,8 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     let settings = launch::settings(Entry::Run, given).map_err(anyhow::Error::msg)?;
     let output = args.legacy.output().map(Path::to_owned);
     if let Some(path) = &output {
-        launch::check_writable(path, Some(graph_path)).map_err(anyhow::Error::msg)?;
+        crate::files::check_writable(path, "--output", Some(("the graph file", graph_path)))
+            .map_err(anyhow::Error::msg)?;
         std::fs::File::create(path).with_context(|| format!("{}: cannot write the output here", path.display()))?;
     }
     // The kernels are loaded before the graph compiles: a count may name a computed
@@ -223,7 +224,10 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     let hooks = Hooks {
         stop: Some(Arc::clone(&interrupt.stop)),
         progress: (!quiet && std::io::stderr().is_terminal()).then(progress_line),
-        on_hang: Some(exit_when_stuck(ending.clone())),
+        on_hang: Some(exit_when_stuck({
+            let ending = ending.clone();
+            move |result| ending.finish(result)
+        })),
         on_listening: (!quiet)
             .then(|| -> SayFn { Arc::new(|source: &str| eprintln!("listening on {source} (Ctrl-C stops)")) }),
     };
@@ -496,11 +500,14 @@ impl Drop for StopOnInterrupt {
     }
 }
 
-/// A call stuck in a plugin cannot be stopped, and the run cannot end while it is stuck: finish
-/// the command with the outcome made without the stuck worker, and exit.
-fn exit_when_stuck(ending: Ending) -> engine::HangFn {
+/// A call stuck in a plugin cannot be stopped, and the run cannot end while it is stuck: end the
+/// command with `finish` (what it does with a run's outcome), given the outcome made without the
+/// stuck worker, and exit.
+pub(super) fn exit_when_stuck(
+    finish: impl Fn(Result<engine::RunOutcome, RunFailure>) -> Result<()> + Send + Sync + 'static,
+) -> engine::HangFn {
     engine::HangFn(Arc::new(move |result| {
-        let status = match ending.finish(result) {
+        let status = match finish(result) {
             Ok(()) => 0,
             Err(error) if error.is::<Reported>() => 1,
             Err(error) => {

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::Args;
 
 use super::app::say;
@@ -46,12 +46,6 @@ pub fn load(path: &Path, workers: u32) -> Result<CompiledGraph> {
 
 /// `tomii convert`.
 pub fn convert(args: &ConvertArgs) -> Result<()> {
-    if let Some(output) = &args.output
-        && let (Ok(output), Ok(input)) = (output.canonicalize(), args.graph.canonicalize())
-        && output == input
-    {
-        bail!("{}: is the file being converted; give another path, so that the original is kept", output.display());
-    }
     let source = args.graph.display().to_string();
     let text = graph::read_file(&args.graph)?;
     // The kernels compute what a count names (before the graph compiles), when given.
@@ -65,6 +59,11 @@ pub fn convert(args: &ConvertArgs) -> Result<()> {
             graph::convert_str_evaluating(&source, &text, args.workers, &mut crate::engine::evaluator(kernels))?
         }
     };
+    if let Some(output) = &args.output {
+        // Checked as every output is, once there is something to write and before anything is said.
+        crate::files::check_writable(output, "--output", Some(("the graph file", &args.graph)))
+            .map_err(anyhow::Error::msg)?;
+    }
     warn(&converted.warnings, args.verbose);
     if args.edges {
         let workers = args.workers.unwrap_or(1);

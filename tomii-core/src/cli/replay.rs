@@ -37,6 +37,11 @@ pub struct ReplayArgs {
 /// `tomii replay FILE`.
 pub fn replay(args: &ReplayArgs) -> Result<()> {
     let recorded = Recorded::read(&args.decisions).map_err(anyhow::Error::msg)?;
+    if let Some(path) = &args.report {
+        // Before the replay is spent, and never over the file it replays.
+        crate::files::check_writable(path, "--report", Some(("the decisions file", &args.decisions)))
+            .map_err(anyhow::Error::msg)?;
+    }
     let header = &recorded.header;
     let graph = graph::parse_str(&header.graph_source, &header.graph.to_string())
         .with_context(|| format!("{}: the recorded graph", args.decisions.display()))?;

@@ -178,9 +178,10 @@ struct GraphFile {
 }
 
 impl GraphFile {
+    /// Reads the graph file at `path` as every graph file is read (`graph::read_file`: a regular
+    /// file, of bounded size); errors name `--graph`.
     fn load(path: &Path) -> Result<Self> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("{}: cannot read the graph", path.display()))?;
+        let text = crate::graph::read_file(path).map_err(|error| anyhow::anyhow!("--graph {error}"))?;
         let json = serde_json::from_str(&text).with_context(|| format!("{}: not valid JSON", path.display()))?;
         Ok(Self { path: path.to_path_buf(), json })
     }

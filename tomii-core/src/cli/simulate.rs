@@ -8,9 +8,10 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use clap::{ArgMatches, Args, FromArgMatches};
 
-use super::app::{progress_line, say, stop_on_interrupt, summary};
+use super::app::{exit_when_stuck, progress_line, say, stop_on_interrupt, summary};
+use crate::engine::{RunFailure, RunOutcome};
 use crate::knobs::{Entry, Value};
-use crate::launch::{self, Hooks, Launch};
+use crate::launch::{self, Hooks, Launch, Outputs};
 use crate::sim::{CostSpec, SimConfig};
 
 /// `tomii simulate`'s arguments: the graph, every knob the catalog lists for a simulation, and
@@ -34,8 +35,8 @@ struct SimulatedGraph {
 #[derive(Args)]
 pub struct SimulationArgs {
     /// Task durations: a JSON cost model ({"default": D, "nodes": {NAME: D}}) or the trace CSV of
-    /// a real run (its durations per node as samples). Default: what the graph says (spin nodes
-    /// their µs argument, noop nothing).
+    /// a real run (its durations per node as samples), a regular file of at most 1 GiB. Default:
+    /// what the graph says (spin nodes their µs argument, noop nothing).
     #[arg(long, value_name = "FILE")]
     pub cost_model: Option<PathBuf>,
     /// The seed of every draw: the same seed, the same run.
@@ -57,7 +58,7 @@ impl SimulationArgs {
     /// The simulation's own settings.
     fn config(&self) -> Result<SimConfig> {
         let cost = match &self.cost_model {
-            Some(path) => CostSpec::read(path).map_err(anyhow::Error::msg)?,
+            Some(path) => CostSpec::read(path).map_err(|error| anyhow::anyhow!("--cost-model {error}"))?,
             None => CostSpec::default(),
         };
         let arrival_interval_ns = match self.arrival_interval_us {
@@ -115,11 +116,15 @@ pub fn simulate(args: &SimulateArgs) -> Result<()> {
     let scheduler = settings.scheduler()?;
     let sim = args.own.config()?;
     let launch = Launch::new(input, settings)?;
-    let quiet = launch.settings().quiet;
+    let ending = Ending { outputs: launch.outputs(), quiet: launch.settings().quiet };
     let interrupt = stop_on_interrupt()?;
     let hooks = Hooks {
         stop: Some(Arc::clone(&interrupt.stop)),
-        progress: (!quiet && std::io::stderr().is_terminal()).then(progress_line),
+        progress: (!ending.quiet && std::io::stderr().is_terminal()).then(progress_line),
+        on_hang: Some(exit_when_stuck({
+            let ending = ending.clone();
+            move |result| ending.finish(result)
+        })),
         ..Hooks::default()
     };
     let progress = hooks.progress.is_some();
@@ -128,31 +133,47 @@ pub fn simulate(args: &SimulateArgs) -> Result<()> {
     if progress {
         eprint!("\r\x1b[2K");
     }
-    let (outcome, error) = match result {
-        Ok(outcome) => (outcome, None),
-        Err(failure) => match failure.partial {
-            Some(partial) => (*partial, Some(failure.error)),
-            None => {
-                let _ = launch.finish(None);
-                return Err(failure.error.into());
-            }
-        },
-    };
-    let report = &outcome.report;
-    launch.finish(Some(report)).result().map_err(anyhow::Error::msg)?;
-    if let Some(error) = error {
-        return Err(anyhow::Error::from(error)).with_context(|| {
-            format!("the simulation stopped after {} frame(s)", report.frames + report.frames_excluded)
-        });
+    ending.finish(result)
+}
+
+/// What the command does with a simulation's outcome: end its files (the report, the traces, the
+/// decisions) with it, and say how it went. A scheduler call stuck past its limit ends the command
+/// here too, with the outcome the watchdog hands over.
+#[derive(Clone)]
+struct Ending {
+    outputs: Arc<Outputs>,
+    quiet: bool,
+}
+
+impl Ending {
+    fn finish(&self, result: Result<RunOutcome, RunFailure>) -> Result<()> {
+        let (outcome, error) = match result {
+            Ok(outcome) => (outcome, None),
+            Err(failure) => match failure.partial {
+                Some(partial) => (*partial, Some(failure.error)),
+                None => {
+                    // Nothing is kept: the files are ended all the same, so that they stay readable.
+                    let _ = self.outputs.finish(None);
+                    return Err(failure.error.into());
+                }
+            },
+        };
+        let report = &outcome.report;
+        self.outputs.finish(Some(report)).result().map_err(anyhow::Error::msg)?;
+        if let Some(error) = error {
+            return Err(anyhow::Error::from(error)).with_context(|| {
+                format!("the simulation stopped after {} frame(s)", report.frames + report.frames_excluded)
+            });
+        }
+        if !self.quiet {
+            say(format!("simulated: {}", summary(report)))?;
+        }
+        if report.interrupted {
+            eprintln!(
+                "interrupted: stopped after {} frame(s); the report and trace hold them (Ctrl-C again quits at once)",
+                report.frames + report.frames_excluded
+            );
+        }
+        Ok(())
     }
-    if !quiet {
-        say(format!("simulated: {}", summary(report)))?;
-    }
-    if report.interrupted {
-        eprintln!(
-            "interrupted: stopped after {} frame(s); the report and trace hold them (Ctrl-C again quits at once)",
-            report.frames + report.frames_excluded
-        );
-    }
-    Ok(())
 }

@@ -70,29 +70,18 @@ pub fn load_file_for_run(path: &Path, workers: u32) -> Result<CompiledGraph, Gra
     parse_str_for_run(&path.display().to_string(), &read_file(path)?, workers)
 }
 
-/// The text of the graph file at `path`, read as [`load_file`] reads it.
+/// The text of the graph file at `path`, read as [`load_file`] reads it (`files::read_input`).
 pub fn read_file(path: &Path) -> Result<String, GraphError> {
-    use std::io::Read;
+    use crate::files::Unreadable;
     let source = path.display().to_string();
     let file = error::one_line(&source);
-    let read_error = |io_error| GraphError::Read { file: file.clone(), source: io_error };
-    let metadata = std::fs::metadata(path).map_err(read_error)?;
-    if !metadata.is_file() {
-        let what = if metadata.is_dir() { "a directory" } else { "not a regular file (a FIFO, a socket or a device)" };
-        return Err(GraphError::Invalid { file, message: format!("is {what}; give a graph JSON file") });
-    }
-    if metadata.len() > MAX_FILE_BYTES {
-        return Err(GraphError::TooLarge {
-            file,
-            message: format!("the file has {} bytes, more than the {MAX_FILE_BYTES} a graph may have", metadata.len()),
-        });
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|handle| handle.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(read_error)?;
+    let bytes = crate::files::read_input(path, MAX_FILE_BYTES).map_err(|error| match error {
+        Unreadable::Io(source) => GraphError::Read { file: file.clone(), source },
+        Unreadable::TooLarge { .. } => GraphError::TooLarge { file: file.clone(), message: error.to_string() },
+        Unreadable::Special(_) => GraphError::Invalid { file: file.clone(), message: error.to_string() },
+    })?;
     String::from_utf8(bytes).map_err(|e| GraphError::Syntax {
-        file: error::one_line(&source),
+        file,
         message: format!("the file is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
     })
 }

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-pub use outputs::{Outputs, Written, check_writable, write_report};
+pub use outputs::{Outputs, Written, write_report};
 pub use settings::{Files, RecordAt, Settings, TraceFormat, settings};
 pub use stamps::LibraryStamps;
 pub use timer::StopTimer;

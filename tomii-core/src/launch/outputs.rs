@@ -52,8 +52,8 @@ impl Outputs {
         config: &RunConfig,
         graph_file: Option<&Path>,
     ) -> Result<Outputs, String> {
-        for path in files.paths() {
-            check_writable(&path, graph_file)?;
+        for (option, path) in files.paths() {
+            crate::files::check_writable(&path, option, graph_file.map(|file| ("the graph file", file)))?;
         }
         let chrome = files
             .chrome_trace()
@@ -126,33 +126,4 @@ pub fn write_report(path: &Path, report: &Report) -> Result<(), String> {
     let text = serde_json::to_string_pretty(report)
         .map_err(|e| format!("{}: cannot write the report: {e}", path.display()))?;
     std::fs::write(path, text + "\n").map_err(|e| format!("{}: cannot write the report: {e}", path.display()))
-}
-
-/// Refuses an output path that would block (a FIFO, a socket, a device), that is a directory,
-/// that is the graph file itself, or that cannot be opened for writing.
-pub fn check_writable(path: &Path, graph_file: Option<&Path>) -> Result<(), String> {
-    use std::os::unix::fs::FileTypeExt;
-    if path.is_dir() {
-        return Err(format!("{}: is a directory; give a file name", path.display()));
-    }
-    if let Ok(metadata) = std::fs::metadata(path) {
-        let kind = metadata.file_type();
-        if kind.is_fifo() || kind.is_socket() || kind.is_block_device() {
-            return Err(format!("{}: is a FIFO, a socket or a block device; give a regular file", path.display()));
-        }
-        if let (Ok(output), Some(Ok(input))) = (path.canonicalize(), graph_file.map(Path::canonicalize))
-            && output == input
-        {
-            return Err(format!(
-                "{}: is the graph file itself; writing there would destroy it, give another path",
-                path.display()
-            ));
-        }
-    }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map(drop)
-        .map_err(|error| format!("{}: cannot write here: {error}", path.display()))
 }

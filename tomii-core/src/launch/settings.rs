@@ -97,12 +97,14 @@ impl Files {
         }
     }
 
-    /// Every path the run writes to, the trace's included.
-    pub fn paths(&self) -> Vec<PathBuf> {
-        let mut paths: Vec<PathBuf> =
-            [&self.trace, &self.report, &self.timing].into_iter().flatten().cloned().collect();
-        paths.extend(self.record_path());
-        paths.extend(self.decisions.clone());
+    /// Every path the run writes to, the trace's included, each with the option that gave it (its
+    /// flag in the catalog: `--report`), for messages.
+    pub fn paths(&self) -> Vec<(&'static str, PathBuf)> {
+        let given = [("trace", &self.trace), ("report", &self.report), ("timing", &self.timing)];
+        let mut paths: Vec<(&'static str, PathBuf)> =
+            given.into_iter().filter_map(|(knob, path)| Some((flag(knob), path.clone()?))).collect();
+        paths.extend(self.record_path().map(|path| (flag("record"), path)));
+        paths.extend(self.decisions.clone().map(|path| (flag("record_decisions"), path)));
         paths
     }
 
@@ -115,6 +117,11 @@ impl Files {
     pub fn chrome_trace(&self) -> Option<PathBuf> {
         self.trace.clone().filter(|_| self.trace_format == TraceFormat::Chrome)
     }
+}
+
+/// The command-line flag of the catalog's knob `name` (`--report`).
+fn flag(name: &'static str) -> &'static str {
+    knobs::find(name).map_or(name, |knob| knob.cli)
 }
 
 /// Where the scheduler record goes.

@@ -48,6 +48,10 @@ impl Drawn {
     }
 }
 
+/// The largest cost model file read (a JSON model or a trace CSV, 1 GiB): a bigger one is refused
+/// before it is read.
+pub const MAX_COST_MODEL_BYTES: u64 = 1 << 30;
+
 /// The cost model as a file gives it: a distribution per node name, and one for the others.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -63,20 +67,35 @@ impl CostSpec {
     /// A cost model file: JSON (`{"default": D, "nodes": {NAME: D}}`, D one of `{"fixed": {"ns":
     /// N}}`, `{"uniform": {"lo_ns", "hi_ns"}}`, `{"lognormal": {"median_ns", "sigma"}}`,
     /// `{"samples": {"ns": [...]}}`), or a trace CSV of a real run (`tomii run --trace`, the
-    /// header `node,instance,frame,...`): every node's recorded durations as samples.
+    /// header `node,instance,frame,...`): every node's recorded durations as samples. Only a
+    /// regular file of at most [`MAX_COST_MODEL_BYTES`] is read (`files::read_input`); every
+    /// distribution is checked, an error naming it (`default`, or `nodes."a"`) and its field.
     pub fn read(path: &Path) -> Result<CostSpec, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| format!("{}: cannot read the cost model: {error}", path.display()))?;
+        let at = |error: String| format!("{}: {error}", path.display());
+        let bytes = crate::files::read_input(path, MAX_COST_MODEL_BYTES).map_err(|error| at(error.to_string()))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| at("is not UTF-8 text; give a JSON cost model or a trace CSV".into()))?;
         if text.starts_with(&CSV_COLUMNS.join(",")) {
-            return CostSpec::from_trace(&text).map_err(|error| format!("{}: {error}", path.display()));
+            return CostSpec::from_trace(&text).map_err(at);
         }
-        serde_json::from_str(&text).map_err(|error| {
-            format!(
-                "{}: not a cost model ({error}); write {{\"default\": {{\"fixed\": {{\"ns\": 1000}}}}, \"nodes\": {{...}}}} \
-                 or give a trace CSV",
-                path.display()
-            )
-        })
+        let spec: CostSpec = serde_json::from_str(&text).map_err(|error| {
+            at(format!(
+                "not a cost model ({error}); write {{\"default\": {{\"fixed\": {{\"ns\": 1000}}}}, \"nodes\": {{...}}}} \
+                 or give a trace CSV"
+            ))
+        })?;
+        spec.check_distributions().map_err(at)?;
+        Ok(spec)
+    }
+
+    /// Refuses a distribution that cannot be drawn from, naming it (`default`, or `nodes."a"`) and
+    /// its field; [`CostModel::new`] refuses the same, naming the graph's node instead.
+    fn check_distributions(&self) -> Result<(), String> {
+        let named = self.nodes.iter().map(|(name, dist)| (format!("nodes.{}", quote_name(name)), dist));
+        for (at, dist) in self.default.iter().map(|dist| ("default".to_owned(), dist)).chain(named) {
+            check(dist).map_err(|error| format!("{at}: {error}"))?;
+        }
+        Ok(())
     }
 
     /// Every node's durations recorded in a trace CSV (`node,instance,frame,slot,worker,ready_ns,
@@ -150,20 +169,32 @@ impl CostModel {
     }
 }
 
+/// Refuses a distribution that cannot be drawn from, naming it and its field.
+fn check(dist: &Dist) -> Result<(), String> {
+    match dist {
+        Dist::Uniform { lo_ns, hi_ns } if lo_ns > hi_ns => {
+            Err(format!("uniform: hi_ns {hi_ns} is below lo_ns {lo_ns}"))
+        }
+        Dist::Lognormal { median_ns, .. } if !(median_ns.is_finite() && *median_ns > 0.0) => {
+            Err(format!("lognormal: median_ns must be positive, got {median_ns}"))
+        }
+        Dist::Lognormal { sigma, .. } if !(sigma.is_finite() && *sigma >= 0.0) => {
+            Err(format!("lognormal: sigma must be 0 or more (0: every draw is the median), got {sigma}"))
+        }
+        Dist::Samples { ns } if ns.is_empty() => Err("samples: give at least one duration".to_owned()),
+        _ => Ok(()),
+    }
+}
+
+/// `dist`, checked, ready to draw from.
 fn ready(dist: &Dist) -> Result<Drawn, String> {
+    check(dist)?;
     Ok(match dist {
         Dist::Fixed { ns } => Drawn::Fixed(*ns),
-        Dist::Uniform { lo_ns, hi_ns } if lo_ns <= hi_ns => Drawn::Uniform(*lo_ns, *hi_ns),
-        Dist::Uniform { lo_ns, hi_ns } => return Err(format!("uniform: hi_ns {hi_ns} is below lo_ns {lo_ns}")),
-        Dist::Lognormal { median_ns, sigma } => {
-            if !(median_ns.is_finite() && *median_ns > 0.0) {
-                return Err(format!("lognormal: median_ns must be positive, got {median_ns}"));
-            }
-            Drawn::LogNormal(
-                LogNormal::new(median_ns.ln(), *sigma).map_err(|e| format!("lognormal: sigma {sigma}: {e}"))?,
-            )
-        }
-        Dist::Samples { ns } if ns.is_empty() => return Err("samples: give at least one duration".to_owned()),
+        Dist::Uniform { lo_ns, hi_ns } => Drawn::Uniform(*lo_ns, *hi_ns),
+        Dist::Lognormal { median_ns, sigma } => Drawn::LogNormal(
+            LogNormal::new(median_ns.ln(), *sigma).map_err(|e| format!("lognormal: sigma {sigma}: {e}"))?,
+        ),
         Dist::Samples { ns } => Drawn::Samples(ns.clone()),
     })
 }
@@ -238,5 +269,7 @@ mod tests {
         assert_eq!(again, first);
         assert!(ready(&Dist::Uniform { lo_ns: 3, hi_ns: 1 }).is_err());
         assert!(ready(&Dist::Samples { ns: vec![] }).is_err());
+        let negative = ready(&Dist::Lognormal { median_ns: 1000.0, sigma: -0.5 }).expect_err("a negative sigma");
+        assert!(negative.contains("sigma must be 0 or more") && negative.contains("-0.5"), "{negative}");
     }
 }
