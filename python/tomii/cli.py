@@ -5,7 +5,8 @@ Python's own: `tomii sweep` (tomii.experiments), `tomii tune` (tomii.tune), `tom
 `tomii sdk` (tomii.scaffold), `tomii build` (tomii.build) and `tomii migrate` (tomii.migrate).
 
 The schedulers and kernel plugins shipped inside the package are found by name, after those of
-`$TOMII_SCHEDULER_PATH`.
+`$TOMII_SCHEDULER_PATH`. The console command enters through `tomii_command` (a package of its
+own), which keeps a Ctrl-C from breaking the import of this one.
 """
 
 from __future__ import annotations

@@ -138,3 +138,36 @@ def test_an_in_process_command_leaves_ctrl_c_to_python() -> None:
     for _ in range(2):
         with pytest.raises(KeyboardInterrupt):
             signal.raise_signal(signal.SIGINT)
+
+
+#: Runs the console command's entry point with a Ctrl-C arriving while `tomii.cli` loads: an
+#: import hook sends SIGINT to this process at that moment, as a user pressing Ctrl-C would.
+CTRL_C_WHILE_LOADING = """\
+import importlib.abc, os, signal, sys
+
+class CtrlC(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "tomii.cli":
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, CtrlC())
+import tomii_command
+sys.argv = ["tomii", "run", {graph!r}, "--dylib", {dylib!r}, "--frames", "0", "--report", {report!r}]
+sys.exit(tomii_command.main())
+"""
+
+
+def test_ctrl_c_while_the_command_loads_ends_it_with_one_line(tmp_path: Path) -> None:
+    from reference import SYNTHETIC
+
+    report = tmp_path / "report.json"
+    script = CTRL_C_WHILE_LOADING.format(
+        graph=str(FANOUT), dylib=str(SYNTHETIC), report=str(report)
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "tomii: SIGINT while starting; nothing ran, nothing written\n"
+    assert not report.exists()

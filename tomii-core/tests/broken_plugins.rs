@@ -45,6 +45,7 @@ const FIXTURES: &[Fixture] = &[
     ("bad_size", "bad_sched.c", &["-DBAD_SIZE=40"]),
     ("bad_null_push", "bad_sched.c", &["-DNULL_PUSH"]),
     ("c_kernels", "kernels.c", &[]),
+    ("c_kernels_interrupting", "kernels.c", &["-DINTERRUPT_ON_LOAD"]),
 ];
 
 static BUILT: CFixtures = CFixtures::new(FIXTURES);
@@ -186,6 +187,26 @@ fn a_stuck_call_ends_a_simulation() {
             common::cli::assert_error(&run, &["scheduler \"c-crash\"", &says, "within 10000 ms"]);
         }
     });
+}
+
+/// A Ctrl-C while the plugins load (the kernel library raises SIGINT as it is loaded) stops the
+/// run before it starts, and the run still writes its report, saying it was interrupted: the
+/// handler is in place before anything is loaded, so the signal does not kill the command.
+#[test]
+fn ctrl_c_while_the_plugins_load_stops_the_run_with_its_report() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let report = dir.path().join("report.json");
+    let mut command = tomii();
+    command.arg("run").arg(graph_path("checksum_chain.json")).arg("--dylib").arg(synthetic_lib());
+    command.arg("--dylib").arg(BUILT.path("c_kernels_interrupting"));
+    command.args(["--frames", "0", "--report"]).arg(&report);
+    let run = finish_within(command, LIMIT);
+    let context = format!("status: {:?}\nstdout:\n{}\nstderr:\n{}", run.status, run.stdout, run.stderr);
+    assert_eq!(run.status.code(), Some(0), "killed, or failed\n{context}");
+    assert!(run.stderr.contains("interrupted: stopped after"), "{context}");
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(written["interrupted"], true, "{written}");
+    assert!(written["frames"].as_u64().is_some_and(|frames| frames <= 1), "{written}");
 }
 
 // ---- running ----

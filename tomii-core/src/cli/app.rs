@@ -162,6 +162,9 @@ fn joined(error: &anyhow::Error) -> String {
 }
 
 fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
+    // First of all: a Ctrl-C while the plugins load and the graph compiles stops the run before
+    // its first frame, which then reports what it has (nothing) rather than dying by the signal.
+    let interrupt = stop_on_interrupt()?;
     let graph_path = args.graph.path();
     let mut given = args.options;
     if let Some(name) = args.legacy.scheduler() {
@@ -220,7 +223,6 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
         timed_out: launch.timed_out(),
         quiet,
     };
-    let interrupt = stop_on_interrupt()?;
     let hooks = Hooks {
         stop: Some(Arc::clone(&interrupt.stop)),
         progress: (!quiet && std::io::stderr().is_terminal()).then(progress_line),

@@ -103,6 +103,8 @@ impl Args for SimulateArgs {
 }
 
 pub fn simulate(args: &SimulateArgs) -> Result<()> {
+    // First of all, as `tomii run`: a Ctrl-C before the first frame stops the simulation there.
+    let interrupt = stop_on_interrupt()?;
     let settings = launch::settings(Entry::Simulate, args.options.clone()).map_err(anyhow::Error::msg)?;
     // The kernels of the options' libraries, loaded only if a count names a computed
     // initialization (it is computed before the graph compiles); kept until the command ends.
@@ -117,7 +119,6 @@ pub fn simulate(args: &SimulateArgs) -> Result<()> {
     let sim = args.own.config()?;
     let launch = Launch::new(input, settings)?;
     let ending = Ending { outputs: launch.outputs(), quiet: launch.settings().quiet };
-    let interrupt = stop_on_interrupt()?;
     let hooks = Hooks {
         stop: Some(Arc::clone(&interrupt.stop)),
         progress: (!ending.quiet && std::io::stderr().is_terminal()).then(progress_line),

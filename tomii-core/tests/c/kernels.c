@@ -17,6 +17,8 @@
  * Variants:
  *   -DKERNEL_ABI_MAJOR=N   the registry claims kernel ABI vN (rejected)
  *   -DNULL_FUNC            an extra entry "hollow" has a NULL function (rejected)
+ *   -DINTERRUPT_ON_LOAD    loading the library sends the process SIGINT, as a Ctrl-C pressed
+ *                          while the plugins load
  *   -DABI_V1_0             the registry is laid out as a v1.0 library: entries end before `data`
  *                          and the minor version is 0; it loads, and its kernels see data NULL
  */
@@ -164,3 +166,11 @@ static const TomiiKernelRegistry REGISTRY = {
 const TomiiKernelRegistry *tomii_kernels_v1(void) {
     return &REGISTRY;
 }
+
+#ifdef INTERRUPT_ON_LOAD
+#include <signal.h>
+
+__attribute__((constructor)) static void interrupt_on_load(void) {
+    raise(SIGINT);
+}
+#endif
