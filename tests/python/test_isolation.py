@@ -6,11 +6,13 @@ limit, a stuck plugin thread and `tomii.HangError`; Ctrl-C; no child process lef
 
 from __future__ import annotations
 
+import _thread
 import multiprocessing
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -290,3 +292,19 @@ def test_a_script_read_from_stdin_can_start_a_worker() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "3"
+
+
+@pytest.mark.parametrize("isolation", ["process", "none"])
+def test_ctrl_c_during_a_check_returns_what_it_had(isolation: str) -> None:
+    """Ctrl-C (KeyboardInterrupt in the calling thread) stops the check and returns its card:
+    the runs made so far, marked interrupted, never passed, and no child process left."""
+    timer = threading.Timer(3.0, _thread.interrupt_main)
+    timer.start()
+    try:
+        card = check("fifo", max_examples=100_000, isolation=isolation)
+    finally:
+        timer.cancel()
+    assert card.interrupted and not card.passed
+    [result] = card.results  # the first property, stopped; the second never started
+    assert result.interrupted and result.passed and result.examples >= 0
+    assert str(card).startswith("scheduler fifo: INTERRUPTED (Ctrl-C): no failure in the runs")

@@ -69,23 +69,38 @@ class PropertyResult:
     #: replays it (empty when it passed, or when the example crashed or hung its run).
     decisions: str = ""
     replay: str = ""
+    #: Ctrl-C stopped the property after `examples` runs (`passed`: none of them failed).
+    interrupted: bool = False
 
 
 @dataclass(frozen=True)
 class ReportCard:
-    """What `check` found: one result per property."""
+    """What `check` found: one result per property checked. A check that Ctrl-C stopped holds
+    the properties it got to, the last one marked `interrupted`, and has not passed."""
 
     scheduler: str
     results: list[PropertyResult]
 
     @property
+    def interrupted(self) -> bool:
+        """Whether Ctrl-C stopped the check before every property ran its examples."""
+        return any(result.interrupted for result in self.results)
+
+    @property
     def passed(self) -> bool:
-        return all(result.passed for result in self.results)
+        return not self.interrupted and all(result.passed for result in self.results)
 
     def __str__(self) -> str:
-        lines = [f"scheduler {self.scheduler}: {'PASSED' if self.passed else 'FAILED'}"]
+        verdict = "PASSED" if self.passed else "FAILED"
+        if self.interrupted and all(result.passed for result in self.results):
+            verdict = "INTERRUPTED (Ctrl-C): no failure in the runs it made"
+        elif self.interrupted:
+            verdict = "FAILED, then INTERRUPTED (Ctrl-C)"
+        lines = [f"scheduler {self.scheduler}: {verdict}"]
         for r in self.results:
             mark = "pass" if r.passed else "FAIL"
+            if r.interrupted and r.passed:
+                mark = "stop"
             lines.append(
                 f"  {mark}  {r.name:<22} {r.examples:>4} runs  {r.seconds:6.1f} s  {r.description}"
             )
@@ -106,6 +121,7 @@ class ReportCard:
         return {
             "scheduler": self.scheduler,
             "passed": self.passed,
+            "interrupted": self.interrupted,
             "results": [r.__dict__ for r in self.results],
         }
 
@@ -229,15 +245,20 @@ def _property(
         prop = hypothesis_seed(seed)(prop)
     started = time.perf_counter()
     stopped = None
+    interrupted = False
     try:
         prop()
     except AssertionError:
         pass
+    except KeyboardInterrupt:
+        interrupted = True  # the runs made so far stand; the caller stops the check here
     except Exception as error:  # noqa: BLE001 (Flaky, or hypothesis gave up: the property failed)
         stopped = error
     seconds = time.perf_counter() - started
     if not failure and stopped is None:
-        return PropertyResult(name, description, True, ran, seconds, seed=seed)
+        return PropertyResult(
+            name, description, True, ran, seconds, seed=seed, interrupted=interrupted
+        )
     problems = list(failure.get("problems", []))
     if stopped is not None:
         problems.append(f"{type(stopped).__name__}: {_one_line(stopped)}")
@@ -252,6 +273,7 @@ def _property(
         knobs=failure.get("knobs"),
         flaky=isinstance(stopped, Flaky),
         seed=seed,
+        interrupted=interrupted,
     )
 
 
@@ -297,7 +319,8 @@ def check(
     fresh child makes the next run. "none" makes them in this process: a little faster, but a
     crash ends the caller. The scheduler cannot make `check` raise: an error of a run fails its
     example, and a failure that does not repeat (hypothesis' Flaky) fails the property, marked
-    `flaky`.
+    `flaky`. Ctrl-C stops the check and returns the card so far: the property it stopped is
+    marked `interrupted` with the runs it made, and the card has not passed.
     """
     refuse_while_importing_parent_script("check")
     if profile not in PROFILES:
@@ -339,8 +362,11 @@ def check(
             result = _property(name, description, body, strategy, examples, seed)
             if not result.passed:
                 result = dataclasses.replace(result, reproduce=reproduce)
-                result = _record_decisions(suite, result)
+                if not result.interrupted:
+                    result = _record_decisions(suite, result)
             results.append(result)
+            if result.interrupted:
+                break
     return ReportCard(str(scheduler), results)
 
 
