@@ -10,12 +10,16 @@ Python kernel returned. Treat arguments as read-only: several kernels may read t
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import ctypes
 import functools
 import importlib
+import inspect
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -114,6 +118,46 @@ def export(
         return function
 
     return register if fn is None else register(fn)
+
+
+#: How long the interpreter's exit waits for Python kernels told to stop (`_stop_running_kernels`).
+EXIT_STOP_S = 1.0
+
+
+@atexit.register
+def _stop_running_kernels() -> None:
+    """At the interpreter's exit: a Python kernel still running on a worker thread (one whose
+    time limit gave up on it, or a stuck session's) would ask for the GIL during the
+    interpreter's finalization, which ends the process with SIGABRT. Each gets SystemExit raised
+    in its thread, and the exit waits up to EXIT_STOP_S for them to return."""
+    with _LOCK:
+        codes = {inspect.unwrap(kernel.function).__code__ for kernel in _REGISTRY.values()}
+    codes.discard(None)
+
+    def running() -> list[int]:
+        return [
+            ident
+            for ident, frame in sys._current_frames().items()
+            if ident != threading.main_thread().ident and _runs_one_of(frame, codes)
+        ]
+
+    stopping = running()
+    for ident in stopping:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(ident), ctypes.py_object(SystemExit)
+        )
+    deadline = time.monotonic() + EXIT_STOP_S
+    while stopping and running() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _runs_one_of(frame: Any, codes: set[Any]) -> bool:
+    """Whether `frame` or a frame below it runs one of `codes`."""
+    while frame is not None:
+        if frame.f_code in codes:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _module_of(function: Callable[..., Any]) -> str:

@@ -16,10 +16,13 @@ the session starts, while `submit` waits for a free slot, while `result()` waits
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
+import sys
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,10 +34,13 @@ from ._options import check_run_options, runtime_options
 from ._tomii import NativeSession, NativeTicket
 from .errors import ConfigError, SessionBusy, SessionClosed, TomiiError
 
+# Imported first, so that its exit handler (stopping Python kernels still running) is registered
+# before this module's (closing unclosed sessions), and runs after it.
+from .export import ExportedKernel
+
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-    from .export import ExportedKernel
     from .run import GraphSource, Report
 
 __all__ = ["Frame", "FrameResult", "Session", "SessionBusy", "SessionClosed"]
@@ -141,6 +147,8 @@ class Session:
         pin_workers: bool = False,
         task_timing: bool = True,
         stall_timeout_ms: int = 2000,
+        scheduler_call_timeout_ms: int = 10_000,
+        kernel_timeout_ms: int = 0,
         on_scheduler_fault: str = "stop",
         sched_opts: dict[str, str] | None = None,
         busy: str = "wait",
@@ -168,6 +176,7 @@ class Session:
         self._unyielded: deque[Frame] = deque()
         #: The run's report, once the session is closed.
         self.report: Report | None = None
+        _UNCLOSED.add(self)
 
     def submit(
         self, inputs: Any = None, *, timeout: float | None | _SessionTimeout = _SESSION_TIMEOUT
@@ -237,7 +246,31 @@ class Session:
 
         if self.report is None:
             self.report = Report(json.loads(self._native.close()))
+            _UNCLOSED.discard(self)
         return self.report
+
+    def _close_at_exit(self) -> None:
+        """Closes the session as the interpreter exits: waits for the frames in flight, saying so
+        (a Ctrl-C abandons them to the exit); a failed run's error is printed, not raised."""
+        try:
+            waiting = self.in_flight
+            if waiting:
+                print(
+                    f"tomii: a Session was left open: waiting for its {waiting} frame(s) in flight "
+                    "before exiting (Ctrl-C abandons them)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            self.close()
+        except KeyboardInterrupt:
+            self._native.abandon()
+            print("tomii: the Session's frames in flight were abandoned", file=sys.stderr)
+        except SessionClosed:
+            pass  # abandoned already
+        except TomiiError as error:
+            print(f"tomii: a Session left open ended with an error: {error}", file=sys.stderr)
+        finally:
+            _UNCLOSED.discard(self)
 
     def __enter__(self) -> Self:
         return self
@@ -281,6 +314,18 @@ class Session:
                 raise ConfigError(f"input {name!r} has no value")
             values += _instances(name, factor, inputs[name])
         return values
+
+
+#: The sessions not closed yet, closed when the interpreter exits (`_close_unclosed`): a session
+#: dropped at exit would otherwise wait for its frames without a word, or leave kernels running
+#: into the interpreter's finalization.
+_UNCLOSED: weakref.WeakSet[Session] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_unclosed() -> None:
+    for session in list(_UNCLOSED):
+        session._close_at_exit()
 
 
 def _instances(name: str, factor: int, given: Any) -> list[Any]:

@@ -53,6 +53,7 @@ def simulate(
     trace_format: str = "csv",
     report: str | Path | None = None,
     record_decisions: str | Path | None = None,
+    scheduler_call_timeout_ms: int = 10_000,
     quiet: bool = False,
     verbose: bool = False,
 ) -> RunResult:
@@ -65,7 +66,8 @@ def simulate(
     `overhead_pop_ns` and `overhead_task_ns` add the host's cost of a pop and of a task. `trace`,
     `trace_format`, `report` and `record_decisions` are `run_graph`'s (a decisions file records
     the seed, cost model and arrivals too, for `tomii replay`); `quiet` and `verbose` are accepted as
-    the CLI's (nothing is printed). `dylibs` are kernel libraries, needed only when a count of the
+    the CLI's (nothing is printed). A scheduler call that has not returned after
+    `scheduler_call_timeout_ms` of real time raises HangError, as in a real run. `dylibs` are kernel libraries, needed only when a count of the
     graph names a computed initialization (computed once before the graph compiles). Raises what `run_graph` raises; a scheduler
     that breaks its contract raises SchedulerFault with the real run's message, carrying the
     partial result."""

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import inspect
 import re
+import signal
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -195,3 +198,111 @@ def test_a_running_session_changes_its_schedulers_options() -> None:
             session.set_scheduler_option("speed", 1)
         result = session.submit({"samples": list(words(0))}).result(timeout=60)
         assert result.output("sum") == reference(result.frame, words(0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Limits, Ctrl-C and the interpreter's exit
+
+
+def test_a_scheduler_call_that_never_returns_ends_the_session(tmp_path: Path) -> None:
+    """`scheduler_call_timeout_ms` applies to a session: the waiting frame fails with the
+    reason, and close raises HangError, instead of both waiting for ever."""
+    from reference import compile_c_scheduler
+
+    hangs = compile_c_scheduler("fifo_sched.c", tmp_path / "libhang.so", "-DHANG_POP_AFTER=20")
+    session = pipeline().session(
+        dylib=SYNTHETIC, scheduler_plugin=str(hangs), workers=2, slots=2,
+        scheduler_call_timeout_ms=300,
+    )  # fmt: skip
+    with pytest.raises(tm.TomiiError, match="did not return from pop") as failed:
+        for k in range(100):
+            session.submit(words(k)).result(timeout=60)
+    assert not isinstance(failed.value, TimeoutError)
+    with pytest.raises(tm.HangError, match="within 300 ms"):
+        session.close()
+
+
+#: A script whose session runs a Python kernel that takes SECONDS (or spins, "busy") with a
+#: kernel time limit of LIMIT ms (0: none), prints `waiting` and then waits for the frame
+#: (WAIT = "result") or leaves the session open for the interpreter's exit (WAIT = "exit").
+KERNEL_SCRIPT = """\
+import sys, time
+import tomii as tm
+
+SECONDS, LIMIT, WAIT = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+
+
+@tm.export
+def slow(x: int) -> int:
+    if SECONDS == "busy":
+        while True:
+            pass
+    time.sleep(float(SECONDS))
+    return x
+
+
+app = tm.Graph()
+value = app.input("value")
+app.py_node("slow", fn=slow, args=[value.out()])
+session = app.session(workers=1, slots=1, kernel_timeout_ms=LIMIT)
+frame = session.submit(1)
+print("waiting", flush=True)
+if WAIT == "result":
+    try:
+        frame.result()
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+"""
+
+
+def kernel_script(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    script = tmp_path / "kernel_session.py"
+    script.write_text(KERNEL_SCRIPT, encoding="utf-8")
+    return subprocess.Popen(
+        [sys.executable, str(script), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def test_ctrl_c_while_waiting_for_a_frame_raises_keyboard_interrupt(tmp_path: Path) -> None:
+    """The first Ctrl-C interrupts `result()`; the script then ends with the session open, its
+    exit waits for the frame, and a second Ctrl-C abandons it (the kernel's 60 s would fail the
+    test's time limit)."""
+    child = kernel_script(tmp_path, "60", "0", "result")
+    assert child.stdout is not None and child.stderr is not None
+    assert child.stdout.readline() == "waiting\n"
+    child.send_signal(signal.SIGINT)
+    assert child.stdout.readline() == "interrupted\n"
+    assert "waiting for its 1 frame(s) in flight" in child.stderr.readline()
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=30)
+    assert child.returncode == 0 and "the Session's frames in flight were abandoned" in err, err
+
+
+def test_a_session_left_open_is_closed_at_exit_saying_so(tmp_path: Path) -> None:
+    child = kernel_script(tmp_path, "1", "0", "exit")
+    out, err = child.communicate(timeout=60)
+    assert (child.returncode, out) == (0, "waiting\n"), err
+    assert "tomii: a Session was left open: waiting for its 1 frame(s) in flight" in err
+
+
+def test_ctrl_c_at_exit_abandons_the_frames_of_a_session_left_open(tmp_path: Path) -> None:
+    child = kernel_script(tmp_path, "busy", "0", "exit")
+    assert child.stderr is not None
+    assert "waiting for its 1 frame(s) in flight" in child.stderr.readline()
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=30)  # the kernel spins for ever
+    assert child.returncode == 0, err
+    assert "the Session's frames in flight were abandoned" in err
+
+
+def test_a_kernel_past_its_limit_ends_the_session_and_the_exit_is_clean(tmp_path: Path) -> None:
+    """The spinning kernel stays on its thread; the interpreter's exit stops it first, instead of
+    aborting (SIGABRT) when the thread asks for the GIL during finalization."""
+    child = kernel_script(tmp_path, "busy", "300", "exit")
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    assert 'kernel "__main__.slow" did not return within 300 ms' in err

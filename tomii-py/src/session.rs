@@ -5,7 +5,7 @@
 //! drains.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -16,6 +16,32 @@ use tomii_core::launch::Launch;
 
 use super::python_kernels::{PythonKernels, value_from_python};
 use super::{ConfigError, TomiiError, output, plugin_error, run_error};
+
+/// How long a wait Python may interrupt blocks between looks at pending signals: Ctrl-C while a
+/// program waits for a slot, a frame or the close raises KeyboardInterrupt within this.
+const SIGNAL_CHECK: Duration = Duration::from_millis(50);
+
+/// Waits until `ready(slice)` says so, calling it with slices of at most [`SIGNAL_CHECK`] without
+/// the GIL, and checking for signals between them (a Ctrl-C raises KeyboardInterrupt); false when
+/// `timeout` (`None`: without limit) passed first.
+fn wait_interruptibly(
+    py: Python<'_>,
+    timeout: Option<Duration>,
+    ready: impl Fn(Duration) -> bool + Sync,
+) -> PyResult<bool> {
+    let deadline = timeout.map(|timeout| Instant::now() + timeout);
+    loop {
+        let slice = deadline
+            .map_or(SIGNAL_CHECK, |deadline| deadline.saturating_duration_since(Instant::now()).min(SIGNAL_CHECK));
+        if py.detach(|| ready(slice)) {
+            return Ok(true);
+        }
+        py.check_signals()?;
+        if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            return Ok(false);
+        }
+    }
+}
 
 /// A Python timeout in seconds: None waits without limit; negative is an error.
 fn timeout(seconds: Option<f64>) -> PyResult<Option<Duration>> {
@@ -83,6 +109,11 @@ impl NativeSession {
         let session = self.open()?;
         let values = values.iter().map(value_from_python).collect::<PyResult<Vec<_>>>()?;
         let wait = self::timeout(timeout)?;
+        // A free slot first, waited for so that Ctrl-C interrupts the wait; `submit` then rarely
+        // waits (another thread may take the slot meanwhile, and it waits for the next).
+        let started = Instant::now();
+        wait_interruptibly(py, wait, |slice| session.wait_for_slot(slice))?;
+        let wait = wait.map(|wait| wait.saturating_sub(started.elapsed()));
         // Dropping refused values releases Python references: that needs the GIL back.
         let submitted = py.detach(|| session.submit(values, wait).map_err(|e| (e.to_string(), e)));
         match submitted {
@@ -110,9 +141,31 @@ impl NativeSession {
         self.session.as_ref().is_some_and(Session::is_open)
     }
 
+    /// Takes no more frames and leaves the frames in flight and the run's threads to the
+    /// process's exit: for an interpreter that exits while a frame of an unclosed session is
+    /// stuck. The session is closed afterwards (no report).
+    fn abandon(&mut self) {
+        if let Some(session) = self.session.take() {
+            session.stop_taking_frames();
+            std::mem::forget(session);
+        }
+    }
+
     /// Takes no more frames, waits for those in flight, and returns the report as JSON text;
     /// raises the run's error if it failed.
     fn close(&mut self, py: Python<'_>) -> PyResult<String> {
+        let open = self.open()?;
+        open.stop_taking_frames();
+        // The frames in flight drain while Ctrl-C can interrupt the wait (the session then stays
+        // open, taking no frames; closing again goes on waiting).
+        let drained = || open.in_flight() == 0 || open.ended_because().is_some();
+        wait_interruptibly(py, None, |slice| {
+            let until = Instant::now() + slice;
+            while !drained() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            drained()
+        })?;
         let session = self.session.take().ok_or_else(|| super::SessionClosed::new_err("the session is closed"))?;
         let outcome = py.detach(|| session.close()).map_err(|error| run_error(py, error, &self.python))?;
         serde_json::to_string(&outcome.report).map_err(|e| TomiiError::new_err(e.to_string()))
@@ -149,7 +202,14 @@ impl NativeTicket {
     #[pyo3(signature = (timeout=None))]
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<(u64, f64, Py<PyAny>)>> {
         let wait = self::timeout(timeout)?;
-        let Some(result) = py.detach(|| self.ticket.wait(wait)) else { return Ok(None) };
+        let result = std::sync::Mutex::new(None);
+        wait_interruptibly(py, wait, |slice| {
+            let got = self.ticket.wait(Some(slice));
+            let came = got.is_some();
+            *result.lock().unwrap_or_else(|p| p.into_inner()) = got;
+            came
+        })?;
+        let Some(result) = result.into_inner().unwrap_or_else(|p| p.into_inner()) else { return Ok(None) };
         let outputs =
             result.outputs.map_err(|why| TomiiError::new_err(format!("the frame did not complete: {why}")))?;
         let rows = PyList::empty(py);

@@ -19,7 +19,7 @@ use tomii_types::kernel::Value;
 
 use super::door::{Door, Refused};
 use super::source::{FrameDone, FrameSource, NextFrame};
-use super::{FrameOutputs, RunConfig, RunError, RunOutcome};
+use super::{FrameOutputs, RunConfig, RunError, RunFailure, RunOutcome};
 use crate::graph::CompiledGraph;
 use crate::plugin::{KernelSet, SchedulerPlugin};
 
@@ -106,6 +106,11 @@ struct Feed {
     started: Mutex<Option<SyncSender<Arc<Door>>>>,
     /// Why the run ended, once it has.
     ended: Mutex<Option<String>>,
+    /// The run's door, once it has started: a stuck call ends it.
+    door: std::sync::OnceLock<Arc<Door>>,
+    /// The run's outcome, when a call stuck in a plugin kept the run from returning it (the
+    /// engine's `on_hang`): `close` returns it.
+    handed: Mutex<Option<Result<RunOutcome, RunFailure>>>,
 }
 
 impl FrameSource for Feed {
@@ -129,6 +134,7 @@ impl FrameSource for Feed {
     }
 
     fn attach(&self, door: &Arc<Door>) -> Result<(), RunError> {
+        let _ = self.door.set(Arc::clone(door));
         if let Some(started) = self.started.lock().unwrap_or_else(|p| p.into_inner()).take() {
             let _ = started.send(Arc::clone(door));
         }
@@ -141,11 +147,27 @@ impl FrameSource for Feed {
 }
 
 impl Feed {
+    /// A call stuck in a plugin (past `scheduler_call_timeout_ms` or `kernel_timeout_ms`) keeps
+    /// the run from ending: it takes no more frames, every frame waiting gets the reason, and the
+    /// outcome waits for `close`.
+    fn stuck(&self, outcome: Result<RunOutcome, RunFailure>) {
+        if let Some(door) = self.door.get() {
+            door.end();
+        }
+        let why = match &outcome {
+            Ok(_) => "the session was closed before the frame completed".to_owned(),
+            Err(failure) => failure.error.to_string(),
+        };
+        self.fail_waiting(&why);
+        *self.handed.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome);
+    }
+
     /// The run has ended: every frame still waiting gets `why`.
     fn fail_waiting(&self, why: &str) {
         // A run that failed before `attach` never sent the door: `start` learns it from this.
         drop(self.started.lock().unwrap_or_else(|p| p.into_inner()).take());
-        *self.ended.lock().unwrap_or_else(|p| p.into_inner()) = Some(why.to_owned());
+        // The first reason stands: a stuck call's, before the run's own return says it was handed.
+        self.ended.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(|| why.to_owned());
         let waiting = std::mem::take(&mut *self.waiting.lock().unwrap_or_else(|p| p.into_inner()));
         for cell in waiting.into_values() {
             cell.fill(FrameResult { frame: u64::MAX, latency_ns: 0, outputs: Err(why.to_owned()) });
@@ -171,7 +193,7 @@ impl Session {
         graph: Arc<CompiledGraph>,
         kernels: Arc<KernelSet>,
         scheduler: Arc<SchedulerPlugin>,
-        config: RunConfig,
+        mut config: RunConfig,
     ) -> Result<Session, RunError> {
         if let Some(post) = graph.post.first() {
             return Err(RunError::Config(format!(
@@ -186,7 +208,11 @@ impl Session {
             next_tag: AtomicU64::new(0),
             started: Mutex::new(Some(started)),
             ended: Mutex::new(None),
+            door: std::sync::OnceLock::new(),
+            handed: Mutex::new(None),
         });
+        let stuck_feed = Arc::clone(&feed);
+        config.on_hang = Some(super::HangFn(Arc::new(move |outcome| stuck_feed.stuck(outcome))));
         let inputs = graph.inputs.len();
         let slots = config.slots;
         let run_feed = Arc::clone(&feed);
@@ -259,6 +285,19 @@ impl Session {
         self.door.in_flight()
     }
 
+    /// Waits up to `within` for a free slot: whether one is free (or the session has ended, and
+    /// `submit` says so). A caller that must stay responsive (to Ctrl-C) waits in slices with
+    /// this before `submit`.
+    pub fn wait_for_slot(&self, within: Duration) -> bool {
+        self.door.wait_for_slot(Some(Instant::now() + within))
+    }
+
+    /// Takes no more frames; those in flight go on. [`Session::close`] then returns once they are
+    /// done; a caller that must stay responsive waits for `in_flight` to reach 0 first.
+    pub fn stop_taking_frames(&self) {
+        self.door.end();
+    }
+
     /// Whether the run still takes frames.
     pub fn is_open(&self) -> bool {
         !self.door.is_ended()
@@ -275,6 +314,11 @@ impl Session {
         let Some(host) = self.host.take() else {
             return Err(RunError::Internal("the session was already closed".into()));
         };
+        // A run whose call is stuck handed its outcome over and will not return: its thread is
+        // left (dropping the handle detaches it), as the stuck worker is.
+        if let Some(handed) = self.feed.handed.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return handed.map_err(|failure| failure.error);
+        }
         host.join().unwrap_or_else(|payload| {
             Err(RunError::Internal(format!("the session's thread panicked: {}", tomii_types::panic_message(&*payload))))
         })

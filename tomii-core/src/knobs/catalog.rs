@@ -340,7 +340,7 @@ pub const CATALOG: &[Knob] = &[
             long (ms); a thread stuck in a plugin cannot be stopped, so the command exits",
         search_hint: "not a tuning knob: a scheduler call takes nanoseconds to microseconds; raise it only for a \
             scheduler that blocks on purpose",
-        takes: Takes::RUN,
+        takes: Takes::RUN.and(Takes::SESSION).and(Takes::SIMULATE),
         flag: Flag { value_name: "MS", ..Flag::PLAIN },
         apply: |s, v| s.run.scheduler_call_timeout = v.millis(),
         simulate_default: None,
@@ -355,7 +355,7 @@ pub const CATALOG: &[Knob] = &[
         description: "Stop with an error when a kernel call has not returned after this long (ms); 0: no limit. A \
             thread stuck in a plugin cannot be stopped, so the command exits",
         search_hint: "not a tuning knob: set it well above the slowest kernel while developing kernels",
-        takes: Takes::RUN,
+        takes: Takes::RUN.and(Takes::SESSION),
         flag: Flag { value_name: "MS", ..Flag::PLAIN },
         apply: |s, v| s.run.kernel_timeout = Some(v.millis()).filter(|limit| !limit.is_zero()),
         simulate_default: None,
