@@ -52,7 +52,7 @@ MEASURES = frozenset(
     ("trial", "order", "repeat", "wall_time_s", "throughput_frames_per_s", "tasks_per_s",
      "latency_mean_us", "latency_p50_us", "latency_p95_us", "latency_p99_us", "critical_path_us",
      "work_us", "bound_frames_per_s", "efficiency", "busy_mean", "busy_per_worker", "valid",
-     "problem", "worker_pid", "load_average_1m", "steal_percent")
+     "problem", "retried", "worker_pid", "load_average_1m", "steal_percent")
 )  # fmt: skip
 #: Configuration columns that are not run knobs (titles name the run knobs a figure holds fixed).
 _IDENTITY = ("scheduler", "scheduler_options", "graph")

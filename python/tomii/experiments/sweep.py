@@ -18,11 +18,12 @@ import platform
 import random
 import subprocess
 import sys
+import uuid
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import as_completed as std_as_completed
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -337,6 +338,7 @@ class _Plan:
         row.update(_measures(outcome, knobs["workers"], knobs["slots"], critical, work))
         row["valid"] = not outcome["problem"]
         row["problem"] = outcome["problem"]
+        row["retried"] = int(outcome.get("retried", 0))
         row.update({name: knobs[name] for name in self.extra_knobs})
         row[PID_COLUMN] = outcome["worker_pid"]
         return row
@@ -619,17 +621,118 @@ def _as_completed(futures: list[Any]) -> Iterator[Any]:
     return std_as_completed(futures)
 
 
+#: On a Dask cluster, a trial that fails with KilledWorker is submitted again while it has begun
+#: fewer than this many times (Dask's own limit by default: 3 deaths allowed, by
+#: `distributed.scheduler.allowed-failures`, and the fourth fails the task): one that every
+#: worker running it dies of is likely what kills them, and is not run again.
+_RUNS = 4
+
+
+def _dask_trial(topic: str, submission: int, *arguments: Any) -> dict[str, Any]:
+    """`run_trial(*arguments)` on a Dask worker, once the scheduler has recorded under `topic`
+    that it starts there (`_Starts`). `submission` (how many times the sweep submitted the trial
+    before) makes a trial submitted again after KilledWorker a new task for Dask."""
+    from distributed import get_client, get_worker
+
+    started = {"trial": arguments[0], "worker": get_worker().address, "pid": os.getpid()}
+    get_client().log_event(topic, started)  # returns once the scheduler has it
+    return run_trial(*arguments)
+
+
+class _Starts:
+    """Counts where each trial of a sweep on a Dask cluster starts, for its row's `retried`.
+
+    When a worker dies, Dask runs the tasks it held again on the other workers without telling
+    the client, until a task has lost `allowed-failures` + 1 workers and fails with KilledWorker;
+    the result of a task run again looks like any other (its `worker_pid` is the last run's),
+    and the scheduler's own records (its `remove-worker` event, a task's `suspicious` count)
+    name every task assigned to the dead worker, those queued there that never began included.
+    So each run says it starts: `_dask_trial` logs (trial, worker, pid) to this sweep's topic
+    and waits for the scheduler's acknowledgement before it begins the trial: a run that began
+    is always counted (one whose worker dies between the scheduler's receipt and the reply is
+    counted without having begun; the window is a message's flight). The scheduler sends the
+    event to this client, subscribed before the first submission, on the stream that later
+    brings the trial's completion, and the client handles that stream in order: when a future
+    completes, all of its trial's starts have been counted, and `retried` = starts − 1.
+
+    A trial that fails with KilledWorker is submitted again, as a new task, while it has started
+    fewer than _RUNS times (the cluster may allow fewer deaths than Dask's default, or have
+    lost it from workers' queues before it began); past that, or after _RUNS submissions, its
+    row is invalid and its problem names the workers it was lost with."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        # The scheduler keeps a topic's events (one per trial's start) until it stops.
+        self.topic = f"tomii-sweep-{uuid.uuid4().hex}"
+        #: Per trial, the address of each worker it started on, in order.
+        self.workers: dict[int, list[str]] = {}
+        #: Per trial, how many times it was submitted again after KilledWorker.
+        self.submissions: dict[int, int] = {}
+        client.subscribe_topic(self.topic, self._started)
+
+    def _started(self, event: tuple[float, Mapping[str, Any]]) -> None:
+        # On the client's event-loop thread: a list's append is atomic.
+        message = event[1]
+        self.workers.setdefault(int(message["trial"]), []).append(str(message["worker"]))
+
+    def submit(self, plan: _Plan, trial: _Trial) -> Any:
+        submission = self.submissions.get(trial.trial, 0)
+        return self.client.submit(_dask_trial, self.topic, submission, *plan.arguments(trial))
+
+    def retried(self, trial: _Trial) -> int:
+        return max(0, len(self.workers.get(trial.trial, ())) - 1)
+
+    @staticmethod
+    def killed(error: BaseException) -> bool:
+        """Whether `error` is Dask's KilledWorker: the workers running the trial died."""
+        from distributed.scheduler import KilledWorker
+
+        return isinstance(error, KilledWorker)
+
+    def again(self, trial: _Trial) -> bool:
+        """Whether a trial that failed with KilledWorker is to be submitted again (counted)."""
+        submissions = self.submissions.get(trial.trial, 0)
+        if len(self.workers.get(trial.trial, ())) >= _RUNS or submissions >= _RUNS:
+            return False
+        self.submissions[trial.trial] = submissions + 1
+        return True
+
+    def given_up(self, trial: _Trial, error: Any) -> dict[str, Any]:
+        """The outcome, invalid, of a trial that failed with KilledWorker and runs no more."""
+        started = self.workers.get(trial.trial, [])
+        last = str(getattr(error.last_worker, "address", error.last_worker))
+        problem = (
+            f"KilledWorker: every worker it was given died (it started on {len(started)}: "
+            f"{', '.join(started) or 'none'}; the last lost: {last}); not run again: it may be "
+            f"what kills them"
+        )
+        return _lost(trial, problem, -1)
+
+    def close(self) -> None:
+        with suppress(Exception):  # a closed client has no subscription left to end
+            self.client.unsubscribe_topic(self.topic)
+
+
 def _on_executor(plan: _Plan, executor: SupportsSubmit, trials: _OneByOne, bar: Any) -> _Outcomes:
     """The trials on `executor`. When it is a process pool that breaks (a trial killed one of its
     processes, and the pool fails every trial it had), the pool is replaced by a new one like
     it, and the lost trials run again: first those the pool may have started, one by one
-    (`trials`: the culprit gets the invalid row, with the reason), then the rest on the new pool."""
+    (`trials`: the culprit gets the invalid row, with the reason), then the rest on the new pool
+    (whether the broken pool had begun them is unknown: their rows say `retried` 0). On a Dask
+    cluster (`distributed.Client`), Dask itself runs the trials of a worker that dies on the
+    others, and `_Starts` counts each trial's runs into its row's `retried`; a trial that fails
+    with KilledWorker is submitted again, up to _RUNS."""
     pending, replacement = list(plan.trials), None
+    # A Dask client (duck-typed: its subclasses and wrappers too).
+    starts = _Starts(executor) if hasattr(executor, "subscribe_topic") else None
     try:
         while pending:
-            lost = yield from _submitted(plan, executor, pending, bar)
+            lost = yield from _submitted(plan, executor, pending, bar, starts)
             if not lost:
                 return
+            if starts is not None:
+                pending = lost  # killed with their workers: the cluster's others run them
+                continue
             workers = getattr(executor, "_max_workers", 1)
             if replacement is not None:
                 replacement.shutdown(wait=True)
@@ -642,33 +745,52 @@ def _on_executor(plan: _Plan, executor: SupportsSubmit, trials: _OneByOne, bar: 
                 bar.set_postfix_str(plan.label(trial), refresh=False)
                 yield trial, trials.run(trial)
     finally:
+        if starts is not None:
+            starts.close()
         if replacement is not None:
             replacement.shutdown(wait=True, cancel_futures=True)
 
 
 def _submitted(
-    plan: _Plan, executor: SupportsSubmit, trials: list[_Trial], bar: Any
+    plan: _Plan, executor: SupportsSubmit, trials: list[_Trial], bar: Any, starts: _Starts | None
 ) -> Generator[tuple[_Trial, dict[str, Any]], None, list[_Trial]]:
-    """Submits `trials` and yields each as it completes; returns those a broken process pool
-    lost, in the order they were submitted."""
+    """Submits `trials` (on a Dask cluster through `starts`) and yields each as it completes;
+    returns those to run again, in the order they were submitted: those a broken process pool
+    lost, or on a Dask cluster those that failed with KilledWorker and may run again."""
     futures: dict[Any, _Trial] = {}
     lost: list[_Trial] = []
     try:
         for trial in trials:
-            futures[executor.submit(run_trial, *plan.arguments(trial))] = trial
+            if starts is None:
+                futures[executor.submit(run_trial, *plan.arguments(trial))] = trial
+            else:
+                futures[starts.submit(plan, trial)] = trial
     except BrokenProcessPool:
         lost = trials[len(futures) :]
     submitted = {trial.trial: position for position, trial in enumerate(trials)}
     try:
         for future in _as_completed(list(futures)):
-            trial = futures[future]
+            # Once read, a result is let go: Dask would otherwise keep it on its worker, and run
+            # its trial again when that worker dies.
+            trial = futures.pop(future)
             try:
                 outcome = future.result()
             except BrokenProcessPool:
                 lost.append(trial)
                 continue
             except Exception as error:  # noqa: BLE001 (the executor lost the trial: a row says so)
-                outcome = _lost(trial, f"executor: {type(error).__name__}: {error}", -1)
+                if starts is not None and starts.killed(error):
+                    if starts.again(trial):
+                        lost.append(trial)
+                        continue
+                    outcome = starts.given_up(trial, error)
+                else:
+                    outcome = _lost(trial, f"executor: {type(error).__name__}: {error}", -1)
+            finally:
+                if starts is not None:
+                    future.release()
+            if starts is not None:
+                outcome["retried"] = starts.retried(trial)
             bar.set_postfix_str(plan.label(trial), refresh=False)
             yield trial, outcome
     finally:
@@ -758,7 +880,11 @@ def sweep(
     shuffled order and gathered as they complete. For fair timing let it run one trial per
     core at a time (Dask: `LocalCluster(n_workers=k, threads_per_worker=1)`), and no more
     than the cores the trials' workers leave free. A later repeat may land on a process that
-    has not run its configuration yet: the warm-up only warms the process that ran it.
+    has not run its configuration yet: the warm-up only warms the process that ran it. A Dask
+    worker that dies (killed, its machine down) loses no trial: Dask runs the trials it held on
+    the other workers, and the row of one that had begun there says so (`retried`: how many of
+    its runs were lost); a trial that fails with KilledWorker is submitted again until it has
+    begun on 4 workers, then its row is invalid, naming the workers lost.
 
     `isolation`: where the sweep runs the trials it runs itself (all of them without `executor`):
     "process" (the default) runs them one at a time in a child process, so that a scheduler

@@ -56,6 +56,10 @@ COLUMNS: dict[str, type] = {
     "steal_percent": float,  # of the machine's CPU time, stolen by its hypervisor during the run
     "valid": bool,
     "problem": str,
+    # How many times the trial began again on a Dask cluster because the worker running it died
+    # (every run that began counts; the row is the last run's). 0 elsewhere, and on a broken
+    # process pool, which cannot say which of its trials had begun.
+    "retried": int,
 }
 #: The last column: the process that ran the trial (the sweep's child process, an executor's
 #: worker, or this process; -1 when an executor lost the trial).
