@@ -273,3 +273,57 @@ def test_pin_workers_runs_each_worker_on_its_own_cpu_for_that_run_only() -> None
         assert cpus == {(allowed[worker % len(allowed)],)}, f"worker {worker} ran on {cpus}"
     free = seen(g.run(workers=2, slots=2, frames=20))
     assert all(cpus == {tuple(allowed)} for cpus in free.values()), free
+
+
+#: A script whose Python kernel spins for ever, run with a kernel time limit: `run_graph` raises
+#: HangError and the kernel's thread spins on.
+SPINNING_KERNEL = """\
+import tomii as tm
+
+
+@tm.export
+def spin(x: int) -> int:
+    while True:
+        pass
+
+
+app = tm.Graph()
+app.py_node("spin", fn=spin, args=[1])
+try:
+    app.run(frames=2, kernel_timeout_ms=300)
+except tm.HangError as error:
+    print("HangError", flush=True)
+"""
+
+#: A script whose Python kernel starts a thread that is not a daemon and sleeps an hour.
+THREAD_STARTING_KERNEL = """\
+import threading, time
+import tomii as tm
+
+
+@tm.export
+def start(x: int) -> int:
+    threading.Thread(target=time.sleep, args=(3600,)).start()
+    return x
+
+
+app = tm.Graph()
+app.py_node("start", fn=start, args=[1])
+app.run(frames=2)
+print("ran", flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("script", "printed"), [(SPINNING_KERNEL, "HangError\n"), (THREAD_STARTING_KERNEL, "ran\n")]
+)
+def test_the_interpreter_exits_cleanly_after_a_kernel_left_running(
+    script: str, printed: str
+) -> None:
+    """A kernel past its limit still spins on its thread when the script ends: the interpreter's
+    exit stops it first (without that, the thread asks for the GIL during finalization and the
+    process ends by SIGABRT). A thread a kernel started does not keep the process alive."""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert (done.returncode, done.stdout) == (0, printed), done.stderr
