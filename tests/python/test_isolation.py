@@ -308,3 +308,21 @@ def test_ctrl_c_during_a_check_returns_what_it_had(isolation: str) -> None:
     [result] = card.results  # the first property, stopped; the second never started
     assert result.interrupted and result.passed and result.examples >= 0
     assert str(card).startswith("scheduler fifo: INTERRUPTED (Ctrl-C): no failure in the runs")
+
+
+def test_a_run_finished_after_an_ejection_keeps_its_outputs(tmp_path: Path) -> None:
+    """Under fallback, a scheduler stuck in one pop is ejected and the run finishes on the host's
+    FIFO without the stuck worker: its result holds every frame's outputs, the same as a run
+    that never faulted."""
+    once = compile_c_scheduler("crash_sched.c", tmp_path / "libonce.so", "-DHANG_POP_ONCE")
+    common: dict[str, Any] = {"dylibs": [SYNTHETIC], "workers": 2, "frames": 100}
+    expected = tomii.run_graph(GRAPHS / "diamond.json", collect_outputs=True, **common)
+    with Isolated() as child:  # the stuck thread spins on in the child, not here
+        result = child.call(
+            tomii.run_graph, GRAPHS / "diamond.json", collect_outputs=True,
+            scheduler_plugin=once, on_scheduler_fault="fallback",
+            scheduler_call_timeout_ms=300, **common,
+        )  # fmt: skip
+    assert result.report["status"] == "completed"
+    assert result.report["scheduler"]["ejected"]
+    assert result.outputs == expected.outputs and len(result.outputs) == 100

@@ -107,6 +107,13 @@ pub trait FrameSource: Sync {
     fn planned(&self) -> Option<u64> {
         None
     }
+
+    /// The frames' outputs collected so far, taken out of the source: for an outcome made before
+    /// the run returns (a stuck call's, handed to `on_hang`), which the run's caller cannot
+    /// complete with them afterwards. Empty for a source that hands outputs out frame by frame.
+    fn take_outputs(&self) -> Vec<FrameOutputs> {
+        Vec::new()
+    }
 }
 
 /// The synthetic source: frames 0 .. `frames` without inputs, or without end when `frames` is 0;
@@ -126,7 +133,7 @@ impl Counted {
 
     /// The outputs collected, one entry per frame in frame order (empty without `collect`).
     pub fn into_outputs(self) -> Vec<FrameOutputs> {
-        self.outputs.map(|o| o.into_inner().unwrap_or_else(|p| p.into_inner())).unwrap_or_default()
+        self.take_outputs()
     }
 }
 
@@ -164,5 +171,12 @@ impl FrameSource for Counted {
 
     fn planned(&self) -> Option<u64> {
         (self.frames > 0).then_some(self.frames)
+    }
+
+    fn take_outputs(&self) -> Vec<FrameOutputs> {
+        self.outputs
+            .as_ref()
+            .map(|o| std::mem::take(&mut *o.lock().unwrap_or_else(|p| p.into_inner())))
+            .unwrap_or_default()
     }
 }

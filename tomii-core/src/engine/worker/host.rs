@@ -96,7 +96,9 @@ impl Engine<'_> {
             stuck.iter().for_each(|&worker| crew.retire(worker));
             match &self.plan.config.on_hang {
                 Some(on_hang) if !stuck.is_empty() => {
-                    (on_hang.0)(self.outcome(&host_latency, sink, wall_s()));
+                    // The run will not return to its caller, who would add the source's outputs.
+                    let outputs = self.source.take_outputs();
+                    (on_hang.0)(super::super::with_outputs(self.outcome(&host_latency, sink, wall_s()), outputs));
                     true
                 }
                 _ => false,
