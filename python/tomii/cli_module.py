@@ -19,7 +19,6 @@ from ._tomii import knobs_json, knobs_table, schema_json
 from .errors import TomiiError
 from .graph_editor import edit
 from .graph_view import load_graph_file, open_page, write_graph_page
-from .knobs import load_graph
 from .trace_view import view_trace
 from .visualize import render_ascii
 
@@ -160,7 +159,12 @@ def _output(options: argparse.Namespace) -> str:
     if options.view_trace is not None:
         return _trace_view(options)
     if options.ascii:
-        return render_ascii(load_graph(options.visualize))
+        # Read as the browser view and the runtime read it: a graph the runtime refuses is refused
+        # here, with the runtime's message, rather than drawn.
+        graph, notes = load_graph_file(options.visualize)
+        for note in notes:
+            print(f"warning: {note}", file=sys.stderr)
+        return render_ascii(graph)
     return _browser_view(options)
 
 

@@ -171,3 +171,21 @@ def test_ctrl_c_while_the_command_loads_ends_it_with_one_line(tmp_path: Path) ->
     assert done.returncode == 130, done.stderr
     assert done.stderr == "tomii: SIGINT while starting; nothing ran, nothing written\n"
     assert not report.exists()
+
+
+@pytest.mark.parametrize("name", ["cycle.json", "duplicate_node.json", "unknown_predecessor.json"])
+@pytest.mark.parametrize("view", [["--ascii"], ["--save", "page.html"]])
+def test_the_views_refuse_what_the_runtime_refuses_with_its_message(
+    name: str, view: list[str], tmp_path: Path
+) -> None:
+    graph = GRAPHS / name
+    run = subprocess.run(
+        [sys.executable, "-m", "tomii.cli", "run", str(graph), "--frames", "1"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    shown = tomii_cli(
+        "--visualize", graph, *[str(tmp_path / a) if a.endswith(".html") else a for a in view]
+    )
+    assert run.returncode != 0 and shown.returncode != 0
+    assert shown.stdout == "" and not (tmp_path / "page.html").exists()
+    assert shown.stderr.splitlines() == run.stderr.splitlines()[:1], run.stderr
