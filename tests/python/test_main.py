@@ -63,7 +63,7 @@ def test_visualize_saves_the_browser_view(tmp_path: Path) -> None:
         (["--visualize", "no/such/graph.json"], "no/such/graph.json: cannot read the graph"),
         (["--visualize", GRAPHS / "malformed.json", "--ascii"], "malformed.json: not valid JSON"),
         (["--visualize", ROOT / "pyproject.toml"], "pyproject.toml: not valid JSON"),
-        (["--visualize", GRAPHS, "--ascii"], "cannot read the graph"),
+        (["--visualize", GRAPHS, "--ascii"], "is not a regular file"),
         (["--visualize", GRAPHS], "is not a regular file"),
         (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
         ([], "give a command"),
