@@ -183,16 +183,19 @@ def send(
     `graph` (a `tomii.Graph`, a graph-format dict or a graph JSON file) gives `socket_type`
     ("udp" or "tcp"), `address`, `start_port`, `num_sockets`, `packet_length` and `frame_packets`
     from its `network_config` block, names of initializations resolved; keywords override it.
-    `address` defaults to 127.0.0.1 and `num_sockets` to 1. `rate` is in packets per second
-    (None: as fast as the sockets take them).
+    `address` defaults to 127.0.0.1 and `num_sockets` to 1. `rate` is in packets per second,
+    from 0.01 to 1e9 (None: as fast as the sockets take them).
 
     The packets are `packets` (an iterable of bytes-like objects, sent in order, round robin over
     the sockets; each must be `packet_length` bytes when that is known), else those of the file
-    `path` (back to back, each `packet_length` bytes, sent as they are), else generated: frames
+    `path` (a regular file, read up to the size it has when the send starts: back to back, each
+    `packet_length` bytes, sent as they are), else generated: frames
     `first_frame .. first_frame + frames`, each of `frame_packets` packets (see `packet`).
 
-    Raises ConfigError for a missing or invalid setting or file, TomiiError when a socket fails
-    (naming its address and port), and whatever the `packets` iterable raises.
+    Ctrl-C stops the send within a quarter of a second, even while it waits for the next packet
+    of a slow rate (KeyboardInterrupt). Raises ConfigError for a missing or invalid setting or
+    file (a FIFO or a device as `path`), TomiiError when a socket fails (naming its address and
+    port), and whatever the `packets` iterable raises.
     """
     given = {
         "socket_type": socket_type,

@@ -54,9 +54,15 @@ def expected_sum(number: int, frame_id: int) -> int:
 
 
 def run_while_sending(
-    app: tm.Graph, frames: int, *, sent: int | None = None, **knobs: Any
+    app: tm.Graph,
+    frames: int,
+    *,
+    sent: int | None = None,
+    packets: list[bytes] | None = None,
+    **knobs: Any,
 ) -> tm.RunResult:
-    """Runs `app` for `frames` frames while this thread sends them (or the first `sent`), paced."""
+    """Runs `app` for `frames` frames while this thread sends them (or the first `sent`, or
+    `packets`), paced."""
     result: dict[str, Any] = {}
 
     def receive() -> None:
@@ -69,7 +75,10 @@ def run_while_sending(
     receiver.start()
     try:
         net.wait_listening(app)
-        net.send(app, frames=frames if sent is None else sent, rate=20_000)
+        if packets is not None:
+            net.send(app, packets=packets, rate=20_000)
+        else:
+            net.send(app, frames=frames if sent is None else sent, rate=20_000)
     except tm.TomiiError:
         receiver.join(timeout=60)
         if "error" in result:
@@ -120,6 +129,28 @@ def test_a_run_whose_sender_stops_early_raises_at_the_idle_timeout() -> None:
     assert result.report["network"]["idle_timeout_ms"] == 300
     for number, outputs in enumerate(result.outputs):
         assert outputs[-1] == ("sum", 0, expected_sum(number, number)), f"frame {number}"
+
+
+def test_a_stray_first_packet_and_frames_reordered_within_the_window_lose_nothing() -> None:
+    # A datagram of frame 10^9 first (a stray), then frames 0..8 newest first, their packets
+    # interleaved: the window starts again at frame 0 and takes them all (network README,
+    # "Frames from packets").
+    frames = 8
+    packets = [net.packet(10**9, 0, PACKET)] + [
+        net.packet(frame, index, PACKET)
+        for index in range(PACKETS)
+        for frame in reversed(range(frames))
+    ]
+    app = pipeline("udp", free_port(socket.SOCK_DGRAM))
+    run = run_while_sending(
+        app, frames, packets=packets, on_slots_busy="wait", network_idle_timeout_ms=3000
+    )
+    network = run.report["network"]
+    assert run.report["frames"] == frames, network
+    assert network["frames_complete"] == frames, network
+    assert network["frames_stray"] == 1, network
+    assert network["packets_dropped"]["late"] == 0, network
+    assert network["packets_dropped"]["outside_window"] == 1, network
 
 
 def test_the_builder_writes_the_network_block_and_returns_the_packets() -> None:

@@ -6,8 +6,11 @@ they are; a closed port or a missing setting is an error that names it."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -201,3 +204,43 @@ def test_missing_and_invalid_settings_are_named(tmp_path: Path) -> None:
     }
     with pytest.raises(tm.ConfigError, match="network_config.start_port names initialization 'p'"):
         net.send(graph, packet_length=32, frame_packets=1)
+
+
+def test_a_rate_outside_its_range_a_fifo_and_a_device_are_refused(tmp_path: Path) -> None:
+    shape: dict[str, Any] = {"socket_type": "udp", "start_port": 9, "packet_length": 32}
+    for rate in (1e-9, 1e12):
+        with pytest.raises(
+            tm.ConfigError, match=r"rate: .* packets/s is outside 0\.01\.\.1000000000"
+        ):
+            net.send(**shape, frame_packets=1, frames=2, rate=rate)
+    fifo = tmp_path / "packets.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(tm.ConfigError, match="is a FIFO, not a regular file"):
+        net.send(**shape, path=fifo)
+    with pytest.raises(tm.ConfigError, match="is a character device, not a regular file"):
+        net.send(**shape, path="/dev/zero")
+
+
+def test_ctrl_c_stops_a_send_waiting_for_its_next_packet() -> None:
+    # One packet every 100 s: Ctrl-C after the first one ends the wait for the second at once.
+    port, received = udp_receiver(1)
+
+    def interrupt() -> None:
+        deadline = time.monotonic() + 30
+        while not received.items and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        net.send(
+            socket_type="udp",
+            start_port=port,
+            packet_length=32,
+            frame_packets=1,
+            frames=5,
+            rate=0.01,
+        )
+    assert time.monotonic() - started < 20
+    assert len(received.join()) == 1

@@ -117,7 +117,11 @@ def test_a_recorded_run_replays_from_the_command(tmp_path: Path) -> None:
     )
     lines = decisions.read_text().splitlines()
     assert json.loads(lines[0])["scheduler"]["name"] == "work-stealing"
-    assert len(lines) == 1 + result.report.tasks
+    # The header, a line per task, and how the run ended.
+    assert len(lines) == 1 + result.report.tasks + 1
+    assert json.loads(lines[-1]) == {
+        "end": {"status": "completed", "error": None, "frames": 8, "tasks": result.report.tasks}
+    }
     for extra in ([], ["--simulate"]):
         assert_replays(decisions, *extra)
 
@@ -151,11 +155,12 @@ def test_a_recorded_simulation_replays_with_its_seed_and_costs(tmp_path: Path) -
         cost_model={"default": LogNormal(20.0, 0.5)},
         record_decisions=decisions,
     )
-    header, *rows = decisions.read_text().splitlines()
+    header, *rows, end = decisions.read_text().splitlines()
     recorded = json.loads(header)
     assert (recorded["mode"], recorded["seed"], recorded["workers"]) == ("simulate", 11, 3)
     assert recorded["cost_model"]["default"]["lognormal"]["median_ns"] == 20_000.0
     assert len(rows) == result.report.tasks
+    assert json.loads(end)["end"]["status"] == "completed"
     assert_replays(decisions)
 
 

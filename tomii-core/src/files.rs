@@ -72,10 +72,13 @@ fn special_kind(metadata: &Metadata) -> Option<&'static str> {
 /// Refuses the output `path`, given as `option` (`--report`), when writing there would block (a
 /// FIFO, a socket, a block device), when it is a directory, when it is `input` (the file the
 /// command reads, and how messages name it: "the graph file"), by path or by inode (a hard or
-/// symbolic link to it), or when it cannot be opened for writing. Creates the file if it does not
-/// exist. A character device such as /dev/null is written as it is.
+/// symbolic link to it), or when it cannot be opened for writing. A file that does not exist is
+/// created to see that it can be, then removed again: a file is left only by what writes it, so a
+/// run that ends before writing its report (refused, crashed, killed) leaves no empty file that
+/// looks like one. A character device such as /dev/null is written as it is.
 pub fn check_writable(path: &Path, option: &str, input: Option<(&str, &Path)>) -> Result<(), String> {
     let at = |what: String| format!("{option} {}: {what}", path.display());
+    let existed = std::fs::symlink_metadata(path).is_ok();
     if let Ok(metadata) = std::fs::metadata(path) {
         let kind = metadata.file_type();
         if kind.is_dir() {
@@ -91,12 +94,52 @@ pub fn check_writable(path: &Path, option: &str, input: Option<(&str, &Path)>) -
             return Err(at(format!("is {name} itself; writing there would destroy it, give another path")));
         }
     }
+    if !existed {
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+            Ok(_) => return std::fs::remove_file(path).map_err(|error| at(format!("cannot write here: {error}"))),
+            // Made meanwhile by someone else: checked as an existing file below.
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(error) => return Err(at(format!("cannot write here: {error}"))),
+        }
+    }
     std::fs::OpenOptions::new()
-        .create(true)
         .append(true)
         .open(path)
         .map(drop)
         .map_err(|error| at(format!("cannot write here: {error}")))
+}
+
+/// Writes `bytes` to the file at `path` whole or not at all: a regular file (or one that does not
+/// exist yet) is written to a temporary file beside it (`.NAME.PID.partial`, with the permissions
+/// of the file it replaces) that is then renamed over it, so that the path never holds a partial
+/// or empty file, even when the process dies while writing (it then keeps what it held before).
+/// A symbolic link is followed: the file it points at is replaced. Anything else (/dev/stdout, a
+/// character device), or a file in a directory where no other file can be made, is written in
+/// place.
+pub fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+    let mode = match std::fs::metadata(&target) {
+        Ok(metadata) if !metadata.is_file() => return std::fs::write(&target, bytes),
+        Ok(metadata) => metadata.permissions().mode() & 0o7777,
+        Err(_) => 0o666,
+    };
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else { return std::fs::write(&target, bytes) };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let mut temporary_name = std::ffi::OsString::from(".");
+    temporary_name.push(name);
+    temporary_name.push(format!(".{}.partial", std::process::id()));
+    let temporary = dir.join(temporary_name);
+    let created = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(mode).open(&temporary);
+    let Ok(mut file) = created else { return std::fs::write(&target, bytes) };
+    let written = file.write_all(bytes).and_then(|()| file.flush());
+    drop(file);
+    let renamed = written.and_then(|()| std::fs::rename(&temporary, &target));
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    renamed
 }
 
 #[cfg(test)]
@@ -125,5 +168,35 @@ mod tests {
         assert!(error.starts_with("--report ") && error.contains("is the graph file itself"), "{error}");
         assert!(check_writable(&dir.path().join("other.json"), "--report", Some(("the graph file", &input))).is_ok());
         assert!(check_writable(Path::new("/dev/null"), "--report", None).is_ok());
+    }
+
+    #[test]
+    fn checking_an_output_leaves_no_file_behind() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let report = dir.path().join("report.json");
+        assert!(check_writable(&report, "--report", None).is_ok());
+        assert!(!report.exists(), "the check left an empty file that looks like a report");
+        std::fs::write(&report, "kept").expect("a file");
+        assert!(check_writable(&report, "--report", None).is_ok());
+        assert_eq!(std::fs::read_to_string(&report).expect("read"), "kept", "an existing file is left as it is");
+    }
+
+    #[test]
+    fn a_file_written_whole_replaces_the_old_one_and_keeps_its_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let report = dir.path().join("report.json");
+        write_whole(&report, b"first").expect("written");
+        assert_eq!(std::fs::read(&report).expect("read"), b"first");
+        std::fs::set_permissions(&report, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&report, &link).expect("a link");
+        write_whole(&link, b"second").expect("written through the link");
+        assert_eq!(std::fs::read(&report).expect("read"), b"second");
+        assert!(std::fs::symlink_metadata(&link).expect("the link").file_type().is_symlink(), "the link stays");
+        assert_eq!(std::fs::metadata(&report).expect("metadata").permissions().mode() & 0o777, 0o640);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).expect("listing").flatten().map(|e| e.file_name()).collect();
+        assert_eq!(left.len(), 2, "no temporary file is left: {left:?}");
+        write_whole(Path::new("/dev/null"), b"into a device").expect("a device is written in place");
     }
 }

@@ -6,8 +6,13 @@
 //! seed, cost model and arrivals. Then one line per task execution, `worker,frame,node,instance,
 //! start_ns,end_ns` (node: its index in the graph; instance: its index in the node), each worker's in the
 //! order it ran them. It is written from the trace as it streams in (a trace tap: nothing is
-//! added to the hot path), so it costs what recording a trace costs. A replay reads it only when it
-//! is a regular file of at most 1 GiB ([`MAX_FILE_BYTES`]).
+//! added to the hot path), so it costs what recording a trace costs. Last, when the run's files are
+//! ended, one JSON line says how the run ended, `{"end": {"status", "error", "frames", "tasks"}}`
+//! ([`Ending`], from the report: "completed", "interrupted", or "failed" with the run's error). A
+//! checker that found a problem in the recorded run (`tomii.check`) may append one more,
+//! `{"found": {"by", "problems"}}` ([`Found`]). A file without an ending (version 1, or a process
+//! that died mid-run) replays all the same. A replay reads it only when it is a regular file of at
+//! most 1 GiB ([`MAX_FILE_BYTES`]).
 //!
 //! **Replay.** `tomii replay FILE` runs the same graph with the same knobs, on the real engine or
 //! in simulation, with the replay scheduler (schedulers/replay, `libtomii_replay.so`,
@@ -17,6 +22,10 @@
 //! the scheduler knows which worker a task waits for. The replay's trace is compared with the
 //! file worker by worker; the first task where they differ is named (`diverged`), and a replay
 //! that cannot go on (the recorded task is never made ready) says which worker waits for what.
+//! A recording that ends with a failure (a lost task, a broken contract, a kernel's error) or with
+//! a checker's finding is replayed to that point and compared: the replay says the violation and
+//! whether it reproduced it (every recorded task in the recorded order, and, after a failure, the
+//! replay stopped where the recording stops, naming the tasks left ready and never run).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufWriter, Write};
@@ -25,13 +34,16 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{TaskRecord, TraceTap};
+use crate::engine::{Report, TaskRecord, TraceTap};
 use crate::graph::CompiledGraph;
 
 /// The header's `format`.
 pub const FORMAT: &str = "tomii-decisions";
-/// The header's `version`; a file of another version is refused, naming both.
-pub const VERSION: u32 = 1;
+/// The header's `version` (2: the file ends with how the run ended); a file of a version outside
+/// [`OLDEST_VERSION`]..=[`VERSION`] is refused, naming them.
+pub const VERSION: u32 = 2;
+/// The oldest version read (1: without an ending line).
+pub const OLDEST_VERSION: u32 = 1;
 /// The largest decisions file read (1 GiB, some 30 million decisions): a bigger one is refused
 /// before it is read.
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
@@ -64,6 +76,54 @@ pub struct Header {
     pub cost_model: Option<serde_json::Value>,
     #[serde(default)]
     pub arrival_interval_ns: Option<u64>,
+}
+
+/// How the recorded run ended: the file's `{"end": ...}` line, from the run's report.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Ending {
+    /// The report's status: "completed", "interrupted" or "failed".
+    pub status: String,
+    /// Why it failed (status "failed"): the run's error.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Frames and tasks completed (warm-up frames included).
+    #[serde(default)]
+    pub frames: u64,
+    #[serde(default)]
+    pub tasks: u64,
+}
+
+impl Ending {
+    /// The ending of a run with `report`.
+    pub fn of(report: &Report) -> Ending {
+        Ending {
+            status: report.status.to_owned(),
+            error: report.error.clone(),
+            frames: report.frames + report.frames_excluded,
+            tasks: report.tasks,
+        }
+    }
+
+    pub fn failed(&self) -> bool {
+        self.status == "failed"
+    }
+}
+
+/// What a checker (`tomii.check`) found wrong in the recorded run: the file's `{"found": ...}`
+/// line, appended after the run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Found {
+    /// Who found it, as a message names it (`tomii.check property "outputs"`).
+    pub by: String,
+    pub problems: Vec<String>,
+}
+
+/// A JSON line after the decisions.
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+enum Trailer {
+    End(Ending),
+    Found(Found),
 }
 
 /// Which scheduler made the decisions.
@@ -144,13 +204,16 @@ impl DecisionsFile {
         }))
     }
 
-    /// Flushes the file; the first write error, if any.
-    pub fn finish(&self) -> Result<(), String> {
+    /// Ends the file with how the run of `report` ended (none: the run never started, and the
+    /// file has no ending) and flushes it; the first write error, if any.
+    pub fn finish(&self, report: Option<&Report>) -> Result<(), String> {
         let mut out = self.out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(mut file) = out.file.take()
-            && let Err(error) = file.flush()
-        {
-            out.error = Some(format!("{}: cannot write the decisions: {error}", self.path.display()));
+        if let Some(mut file) = out.file.take() {
+            let ending = report.map(|report| serde_json::json!({"end": Ending::of(report)}));
+            let written = ending.map_or(Ok(()), |ending| writeln!(file, "{ending}")).and_then(|()| file.flush());
+            if let Err(error) = written {
+                out.error = Some(format!("{}: cannot write the decisions: {error}", self.path.display()));
+            }
         }
         out.error.clone().map_or(Ok(()), Err)
     }
@@ -160,10 +223,13 @@ impl DecisionsFile {
     }
 }
 
-/// A decisions file, read: its header and each worker's decisions in order.
+/// A decisions file, read: its header, each worker's decisions in order, how the run ended and
+/// what a checker found in it (when the file says).
 pub struct Recorded {
     pub header: Header,
     pub by_worker: BTreeMap<u32, Vec<Decision>>,
+    pub ending: Option<Ending>,
+    pub found: Option<Found>,
 }
 
 impl Recorded {
@@ -181,10 +247,13 @@ impl Recorded {
         if header.format != FORMAT {
             return Err(at(1, format!("format {:?} is not {FORMAT:?}", header.format)));
         }
-        if header.version != VERSION {
+        if !(OLDEST_VERSION..=VERSION).contains(&header.version) {
             return Err(at(
                 1,
-                format!("version {} of the decisions format; this runtime reads version {VERSION}", header.version),
+                format!(
+                    "version {} of the decisions format; this runtime reads versions {OLDEST_VERSION} to {VERSION}",
+                    header.version
+                ),
             ));
         }
         // The sizes that drive allocations, within the catalog's ranges (a replay runs with a pop
@@ -193,18 +262,33 @@ impl Recorded {
         for (name, value) in sizes.map(|(name, value)| (name, u64::from(value))) {
             crate::knobs::check_int(name, value).map_err(|error| at(1, error))?;
         }
-        let mut by_worker: BTreeMap<u32, Vec<Decision>> = BTreeMap::new();
+        let mut recorded = Recorded { header, by_worker: BTreeMap::new(), ending: None, found: None };
         for (index, line) in lines.enumerate() {
             let number = index + 2;
             let line = line.map_err(|e| at(number, e.to_string()))?;
             if line.is_empty() {
                 continue;
             }
+            if line.starts_with('{') {
+                let trailer = serde_json::from_str(&line).map_err(|e| {
+                    at(
+                        number,
+                        format!(
+                            "not the run's ending ({{\"end\": ...}}) nor a checker's finding ({{\"found\": ...}}): {e}"
+                        ),
+                    )
+                })?;
+                match trailer {
+                    Trailer::End(ending) => recorded.ending = Some(ending),
+                    Trailer::Found(found) => recorded.found = Some(found),
+                }
+                continue;
+            }
             let decision =
                 parse_row(&line).ok_or_else(|| at(number, "not worker,frame,node,instance,start_ns,end_ns".into()))?;
-            by_worker.entry(decision.worker).or_default().push(decision);
+            recorded.by_worker.entry(decision.worker).or_default().push(decision);
         }
-        Ok(Recorded { header, by_worker })
+        Ok(recorded)
     }
 }
 

@@ -35,6 +35,7 @@ const FIXTURES: &[Fixture] = &[
     ("crash_exit", "crash_sched.c", &["-DCRASH_EXIT"]),
     ("crash_stack", "crash_sched.c", &["-DCRASH_STACK"]),
     ("crash_overrun", "crash_sched.c", &["-DCRASH_OVERRUN"]),
+    ("crash_heap", "crash_sched.c", &["-DCRASH_HEAP"]),
     ("crash_sleep_pop", "crash_sched.c", &["-DSLEEP_POP_US=2000"]),
     ("crash_hang_pop", "crash_sched.c", &["-DHANG_POP"]),
     ("crash_hang_push", "crash_sched.c", &["-DHANG_PUSH_AFTER"]),
@@ -207,6 +208,149 @@ fn ctrl_c_while_the_plugins_load_stops_the_run_with_its_report() {
     let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(written["interrupted"], true, "{written}");
     assert!(written["frames"].as_u64().is_some_and(|frames| frames <= 1), "{written}");
+}
+
+/// A scheduler that writes past a heap block of its own: the run completes and writes its report;
+/// glibc finds the corruption only when the library frees the block as it is unloaded, prints
+/// "double free or corruption" and aborts. The command still ends with the crash line, naming the
+/// scheduler that ran (not "if it was loading a plugin"), and saying the report was written.
+/// (The fixture's overrun is laid out for glibc's heap, as the test machines have it.)
+#[test]
+fn a_corruption_found_after_the_run_names_the_plugins_that_ran() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let report = dir.path().join("report.json");
+    let mut command = tomii();
+    command.arg("run").arg(graph_path("checksum_chain.json")).arg("--dylib").arg(synthetic_lib());
+    command.arg("--scheduler-plugin").arg(BUILT.path("crash_heap")).args(RUN).arg("--report").arg(&report);
+    let run = finish_within(command, LIMIT);
+    let context = format!("status: {:?}\nstdout:\n{}\nstderr:\n{}", run.status, run.stdout, run.stderr);
+    assert_no_crash_text(&run, &context);
+    assert_eq!(run.status.code(), Some(128 + libc::SIGABRT), "not ended by the crash handler\n{context}");
+    let line = run.stderr.lines().last().unwrap_or_default();
+    assert!(line.starts_with("error: tomii crashed with SIGABRT"), "the crash line is not last\n{context}");
+    for says in [" after the run, which ran ", "the scheduler \"c-crash\"", "test it with tomii.check"] {
+        assert!(line.contains(says), "the crash line does not say {says:?}\n{context}");
+    }
+    assert!(line.ends_with(&format!("the report ({}) was written before the crash", report.display())), "{context}");
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!((&written["status"], &written["frames"]), (&"completed".into(), &30.into()), "{written}");
+}
+
+/// A plugin that crashes during the run leaves no report file, not an empty one that looks like a
+/// report, and the crash line says none was written.
+#[test]
+fn a_crash_leaves_no_empty_report() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let report = dir.path().join("report.json");
+    let mut command = tomii();
+    command.arg("run").arg(graph_path("checksum_chain.json")).arg("--dylib").arg(synthetic_lib());
+    command.arg("--scheduler-plugin").arg(BUILT.path("crash_abort")).args(RUN).arg("--report").arg(&report);
+    let run = finish_within(command, LIMIT);
+    let context = format!("status: {:?}\nstdout:\n{}\nstderr:\n{}", run.status, run.stdout, run.stderr);
+    assert_eq!(run.status.code(), Some(128 + libc::SIGABRT), "{context}");
+    let line = error_line(&run, 1, &context);
+    assert!(line.contains("crashed with SIGABRT") && line.contains("\"c-crash\""), "{context}");
+    assert!(line.ends_with(&format!("; no report was written (--report {})", report.display())), "{context}");
+    assert!(!report.exists(), "the crash left a report file\n{context}");
+}
+
+/// With no kernel time limit (the default), a kernel that never returns: one SIGTERM stops the
+/// run, whose frame in flight never completes. After the stop grace (5 s) the command writes the
+/// report of what ran, names the stuck kernel and exits with status 1, instead of ignoring the
+/// signal for ever.
+#[test]
+fn a_stop_ends_a_run_stuck_in_a_kernel_after_the_grace() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let report = dir.path().join("report.json");
+    let (run, after) = stuck_run_signalled(dir.path(), &report, &[libc::SIGTERM]);
+    let context = format!("status: {:?} {after:?} after the signal\nstderr:\n{}", run.status, run.stderr);
+    assert_no_crash_text(&run, &context);
+    assert_eq!(run.status.code(), Some(1), "{context}");
+    assert!(after >= Duration::from_millis(4900), "it did not wait for the grace\n{context}");
+    let line = error_line(&run, 0, &context);
+    for says in ["within 5000 ms of its stop (the stop grace)", r#"in kernel "spin_forever" (node "stuck""#] {
+        assert!(line.contains(says), "the error does not say {says:?}\n{context}");
+    }
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!((&written["status"], &written["interrupted"]), (&"failed".into(), &true.into()), "{written}");
+    assert!(written["error"].as_str().is_some_and(|e| e.contains("spin_forever")), "{written}");
+    assert!(written["workers_unreported"].as_array().is_some_and(|stuck| !stuck.is_empty()), "{written}");
+}
+
+/// The same stuck run, Ctrl-C twice: the second ends it at once (well before the grace), with its
+/// report written and the stuck kernel named, and status 130; it never leaves an empty report.
+#[test]
+fn a_second_ctrl_c_ends_a_stuck_run_at_once_with_its_report() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let report = dir.path().join("report.json");
+    let (run, after) = stuck_run_signalled(dir.path(), &report, &[libc::SIGINT, libc::SIGINT]);
+    let context = format!("status: {:?} {after:?} after the last signal\nstderr:\n{}", run.status, run.stderr);
+    assert_no_crash_text(&run, &context);
+    assert_eq!(run.status.code(), Some(130), "{context}");
+    assert!(after < Duration::from_millis(4500), "it waited for the grace\n{context}");
+    let line = error_line(&run, 0, &context);
+    assert!(line.contains("stopped at once, by a second stop request"), "{context}");
+    assert!(line.contains(r#"in kernel "spin_forever""#), "{context}");
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(written["status"], "failed", "{written}");
+    assert!(written["error"].as_str().is_some_and(|e| e.contains("second stop request")), "{written}");
+}
+
+/// `tomii run` of a graph whose kernel never returns (`--kernel-timeout-ms` left at 0), with its
+/// `report`: once the kernel runs (it creates a mark file), the command gets `signals`, 200 ms
+/// apart. What it did, and how long it took to end after the last signal.
+fn stuck_run_signalled(dir: &Path, report: &Path, signals: &[libc::c_int]) -> (Run, Duration) {
+    use std::io::Read;
+    use std::process::Stdio;
+    use std::time::Instant;
+    let graph = dir.join("stuck.json");
+    std::fs::write(&graph, r#"{"nodes": [{"name": "stuck", "function": "spin_forever", "factor": 2}]}"#).unwrap();
+    let mark = dir.join("spinning");
+    let mut command = tomii();
+    command.arg("run").arg(&graph).arg("--dylib").arg(BUILT.path("c_kernels"));
+    command.args(["--workers", "2", "--frames", "3", "--report"]).arg(report).env("TOMII_TEST_SPIN_MARK", &mark);
+    let mut child = command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let started = Instant::now();
+    let kill = |child: &mut std::process::Child, why: &str| -> ! {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("{why}");
+    };
+    while !mark.exists() {
+        if started.elapsed() > LIMIT || child.try_wait().unwrap().is_some() {
+            kill(&mut child, "the kernel never started spinning");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for (at, &signal) in signals.iter().enumerate() {
+        if at > 0 {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        // SAFETY: a signal to our own child, which has not been waited for (it still exists).
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+    }
+    let signalled = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if signalled.elapsed() > LIMIT {
+            kill(&mut child, "the command did not end after the signals");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let after = signalled.elapsed();
+    let run = Run { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() };
+    (run, after)
 }
 
 // ---- running ----

@@ -123,6 +123,67 @@ fn an_unbounded_run_stops_cleanly_on_ctrl_c() {
     assert_eq!((rows, report["trace_lost"].as_u64()), (frames * 3, Some(0)), "one trace row per task");
 }
 
+/// A 32-wide pipeline of noop tasks, four stages deep (128 tasks a frame), written into `dir`.
+fn wide_noop_pipeline(dir: &Path) -> PathBuf {
+    let stage = |i: usize| {
+        let args = match i {
+            0 => String::new(),
+            _ => format!(r#"{{"type": "$res", "predecessor": {{"name": "s{}"}}}}"#, i - 1),
+        };
+        format!(r#"{{"name": "s{i}", "function": "noop", "factor": 32, "args": [{args}]}}"#)
+    };
+    let nodes: Vec<String> = (0..4).map(stage).collect();
+    let path = dir.join("wide.json");
+    std::fs::write(&path, format!(r#"{{"name": "wide", "nodes": [{}]}}"#, nodes.join(", "))).expect("the graph");
+    path
+}
+
+/// An unbounded run of many tiny tasks with every file made from the trace (issue 30, item 7):
+/// the host formats them slower than two workers run them, yet `--max-runtime-s` stops the run
+/// on time, and each file holds every task once: the CSV trace, the decisions, the record's task
+/// rows and the timing file's executions (the workers wait for the trace rather than drop it).
+#[test]
+fn a_trace_that_cannot_keep_up_stops_on_time_and_every_file_holds_every_task() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = |name: &str| dir.path().join(name);
+    let (report, trace, decisions, record, timing) =
+        (path("report.json"), path("trace.csv"), path("decisions"), path("record.csv"), path("timing.txt"));
+    let mut command = tomii();
+    command.arg("run").arg(wide_noop_pipeline(dir.path())).arg("--dylib").arg(synthetic_lib());
+    command.args(["--frames", "0", "--max-runtime-s", "1", "--slots", "4", "--workers", "2"]);
+    command.arg("--report").arg(&report).arg("--trace").arg(&trace).arg("--record-decisions").arg(&decisions);
+    command.arg("--record").arg(&record).arg("--timing").arg(&timing);
+    // Well past the second it runs and the time to write what the workers handed over at its end.
+    let run = common::cli::finish_within(command, Duration::from_secs(30));
+    assert!(run.status.success(), "{}", run.stderr);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).expect("a report")).expect("the report is JSON");
+    let tasks = report["tasks"].as_u64().expect("tasks");
+    assert!(tasks > 0 && report["status"] == "interrupted", "{report}");
+    assert_eq!((report["trace_lost"].as_u64(), report["trace_records"].as_u64()), (Some(0), Some(tasks)));
+    let read = |path: &Path| std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let trace_rows = read(&trace).lines().count() as u64 - 1;
+    let numbers = |line: &str| line.split(',').map(|f| f.parse::<u64>().ok()).collect::<Option<Vec<u64>>>();
+    let decision_rows = read(&decisions).lines().filter(|l| numbers(l).is_some_and(|n| n.len() == 6)).count();
+    // Task execution rows are those of the frames' slots, 0..4 (README.md, "--record").
+    let record_rows = read(&record).lines().skip(1).filter(|l| numbers(l).is_some_and(|n| n[0] < 4)).count();
+    let timing_text = read(&timing);
+    let executions: u64 = timing_text
+        .lines()
+        .filter_map(|line| line.split_once("Total Executions: ").and_then(|(_, n)| n.trim().parse::<u64>().ok()))
+        .sum();
+    assert_eq!(
+        (trace_rows, decision_rows as u64, record_rows as u64, executions),
+        (tasks, tasks, tasks, tasks),
+        "rows of the trace, the decisions, the record's tasks and the timing file's executions, for {tasks} tasks"
+    );
+    let waited = report["trace_wait_s"].as_f64().expect("trace_wait_s");
+    let worker_s = 2.0 * report["wall_time_s"].as_f64().expect("wall_time_s");
+    if waited > 0.01 * worker_s {
+        assert!(run.stderr.contains("note: the trace could not keep up"), "{}", run.stderr);
+    }
+}
+
 /// A simulation of more frames than it could finish stops on Ctrl-C as a run does: the frames in
 /// flight complete, and the report and the trace hold every frame simulated.
 #[test]

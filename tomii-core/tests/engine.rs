@@ -482,3 +482,82 @@ fn inline_continuation_never_runs_a_task_outside_its_workers() {
     let pinned = graph.node_id("pinned").unwrap() as u32;
     assert!(outcome.trace.iter().filter(|r| r.node == pinned).all(|r| r.worker == 1));
 }
+
+/// A pipeline of noop tasks 32 wide: many tiny tasks, faster than a slow trace tap takes them.
+fn wide_noop_pipeline() -> CompiledGraph {
+    let stage = |i: usize| {
+        let args = if i == 0 {
+            String::new()
+        } else {
+            format!(r#"{{"type": "$res", "predecessor": {{"name": "s{}"}}}}"#, i - 1)
+        };
+        format!(r#"{{"name": "s{i}", "function": "noop", "factor": 32, "args": [{args}]}}"#)
+    };
+    let nodes: Vec<String> = (0..4).map(stage).collect();
+    let text = format!(r#"{{"name": "wide", "nodes": [{}]}}"#, nodes.join(", "));
+    graph::parse_str("wide", &text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A trace tap far slower than the workers (issue 30, item 7): the workers wait for it instead of
+/// dropping records, so it sees every task once; a stop still takes effect at once (the host looks
+/// at the run between chunks, however many wait), and the run ends once the host has written what
+/// the workers handed over; a worker waiting for the trace is not taken for one stuck in a call
+/// (the limits are 10 times the tap's time per chunk).
+#[test]
+fn a_trace_tap_that_cannot_keep_up_loses_nothing_and_the_run_still_stops() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::time::Instant;
+    use tomii_core::engine::{TaskRecord, TraceTap};
+
+    /// The tap's time per chunk of 4096 records (20,000 records a second), and the chunks it
+    /// takes before the test asks for the stop.
+    const SLOW: Duration = Duration::from_millis(200);
+    const CHUNKS_BEFORE_STOP: u64 = 20;
+    let graph = wide_noop_pipeline();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (records, chunks) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let tap = {
+        let (records, chunks) = (Arc::clone(&records), Arc::clone(&chunks));
+        TraceTap(Arc::new(move |chunk: &[TaskRecord]| {
+            records.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            chunks.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(SLOW);
+        }))
+    };
+    let config = RunConfig {
+        trace_taps: vec![tap],
+        stop: Some(Arc::clone(&stop)),
+        scheduler_call_timeout: 10 * SLOW,
+        kernel_timeout: Some(10 * SLOW),
+        ..RunConfig { trace: false, collect_outputs: false, ..config(2, 4, 0) }
+    };
+    let began = Instant::now();
+    let asked = Arc::new(std::sync::OnceLock::new());
+    let asker = {
+        let (stop, chunks, asked) = (Arc::clone(&stop), Arc::clone(&chunks), Arc::clone(&asked));
+        std::thread::spawn(move || {
+            while chunks.load(Ordering::Relaxed) < CHUNKS_BEFORE_STOP {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let _ = asked.set(Instant::now());
+            stop.store(true, Ordering::Relaxed);
+        })
+    };
+    let outcome = run_ok(&graph, config);
+    let ended = Instant::now();
+    asker.join().unwrap();
+    let asked = *asked.get().expect("the stop was asked for");
+    let report = &outcome.report;
+    assert_eq!(report.status, "interrupted");
+    // The run's wall time starts after `began` (the plugins load first): this overstates the delay.
+    let stop_took = report.wall_time_s - asked.duration_since(began).as_secs_f64();
+    assert!(stop_took < 3.0, "the run stopped {stop_took:.2} s after the stop was asked for");
+    // What the workers handed over before they exited: at most the pool's 26 chunks, 5.2 s.
+    let ended_after = ended.duration_since(asked);
+    assert!(ended_after < Duration::from_secs(20), "the run returned {ended_after:?} after the stop was asked for");
+    assert_eq!(report.trace_lost, 0, "records lost");
+    assert_eq!(report.trace_records, report.tasks, "every task recorded once");
+    assert_eq!(records.load(Ordering::Relaxed), report.tasks, "the tap saw every task's record");
+    assert!(report.trace_wait_s > 0.0, "the workers never waited for the tap: {report:?}");
+}

@@ -196,8 +196,10 @@ fn run_config_defaults_are_the_catalog_defaults() {
         stall_timeout,
         scheduler_options,
         on_fault,
-        progress: _, // the CLI's progress line, shown unless `quiet` (or stderr is not a terminal)
-        stop: _,     // library-only: the CLI's is set by Ctrl-C
+        progress: _,   // the CLI's progress line, shown unless `quiet` (or stderr is not a terminal)
+        stop: _,       // library-only: the CLI's is set by Ctrl-C
+        stop_grace: _, // library-only: the CLI's is 5 s (STOP_GRACE), the library's none
+        stop_now: _,   // library-only: the CLI's is set by a second Ctrl-C
         network,
         scheduler_call_timeout,
         kernel_timeout,

@@ -235,6 +235,34 @@ fn tcp_frames_end_to_end_match_the_reference_across_reconnects() {
     });
 }
 
+/// Small packets over two TCP connections, written in turn as `tomii send` writes them, faster
+/// than the run takes them: the receiver takes a few packets of each connection in turn, so the
+/// packets of a frame stay within the window and every frame is assembled.
+#[test]
+fn tcp_frames_over_two_connections_stay_within_the_window() {
+    within_timeout(TIMEOUT, "tcp two connections", || {
+        let frames = 2000;
+        let outcome = Run::new(graph_on("tcp", 2, 0), "fifo", waiting(4, frames)).go(|source, to| {
+            let mut streams: Vec<TcpStream> = source
+                .ports()
+                .iter()
+                .map(|&port| TcpStream::connect(SocketAddr::new(to.ip(), port)).unwrap())
+                .collect();
+            for frame in 0..frames {
+                for index in 0..PACKETS {
+                    let stream = &mut streams[index as usize % 2];
+                    stream.write_all(&(PACKET as u32).to_le_bytes()).unwrap();
+                    stream.write_all(&packet(frame, index)).unwrap();
+                }
+            }
+        });
+        let outcome = outcome.unwrap_or_else(|e| panic!("the run failed: {e}"));
+        let network = &outcome.report.source_section["network"];
+        assert_eq!(outcome.report.frames, frames, "{network}");
+        assert_eq!(network["packets_accepted"], frames * u64::from(PACKETS), "{network}");
+    });
+}
+
 /// Sends frame 0 with a pause of `gap` before its last packet; returns the trace's (ready, start)
 /// of `fft` 0 and the ready time of `fft` of the last packet.
 fn paced_first_frame(dispatch: Dispatch) -> (u64, u64) {
@@ -431,13 +459,15 @@ fn a_sender_that_stops_early_fails_the_run_at_the_idle_timeout_saying_how_far_it
         // The frame timeout (1 s) is longer: frame 3 is still receiving when the run stops.
         let run = Run::new(graph("udp", 0), "fifo", idling(4, 10, Duration::from_millis(300)));
         let failure = run.go_keeping_partial(|_, to| send_frames(to, 3, PACKETS / 2)).expect_err("the run succeeded");
-        let RunError::NetworkIdle { idle_ms, newest, taken, frames, receiving } = failure.error else {
+        let RunError::NetworkIdle { idle_ms, newest, taken, frames, receiving, .. } = failure.error else {
             panic!("another failure: {}", failure.error)
         };
         assert_eq!((idle_ms, newest, taken, frames, receiving), (300, Some(3), 3, 10, 1));
         let message = failure.error.to_string();
         assert!(
-            message.contains("no packet for 300 ms after frame 3: 3 of 10 frames taken, 1 still receiving abandoned"),
+            message.contains(
+                "no packet for 300 ms after frame 3: 3 of 10 frames taken (3 complete), 1 still receiving abandoned"
+            ),
             "{message}"
         );
         assert!(message.contains("--network-idle-timeout-ms"), "{message}");
@@ -482,6 +512,151 @@ fn an_unbounded_run_outlasts_the_idle_timeout_until_it_is_stopped() {
         });
         let outcome = outcome.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((outcome.report.frames, outcome.report.interrupted), (2, true));
+    });
+}
+
+/// `config` with the frame window `window`, frame timeout `timeout` and idle timeout `idle`
+/// (frames dropped when every slot is busy).
+fn windowed(slots: u32, frames: u64, window: u32, timeout: Duration, idle: Duration) -> RunConfig {
+    let network = NetworkOptions {
+        frame_window: window,
+        frame_timeout: timeout,
+        idle_timeout: Some(idle),
+        ..NetworkOptions::default()
+    };
+    RunConfig { network, ..config(slots, frames) }
+}
+
+/// The frame id among `ids` whose packets made the sink `outputs` of frame number `number`.
+fn frame_of(number: usize, outputs: &[(u32, u32, Output)], ids: std::ops::Range<u64>) -> Option<u64> {
+    let value = sink(outputs);
+    ids.into_iter().find(|&id| reference(number as u64, id) == value)
+}
+
+/// One datagram with frame id 10^9 comes before the frames 0..6 of the run (network/README.md,
+/// "Frames from packets": a lone first packet far from the rest is a stray): every frame is
+/// assembled, the stray is counted, nothing is late.
+#[test]
+fn a_stray_first_datagram_does_not_make_the_frames_after_it_late() {
+    within_timeout(TIMEOUT, "stray first", || {
+        let frames = 6;
+        let run = Run::new(graph("udp", 0), "fifo", idling(4, frames, Duration::from_secs(3)));
+        let outcome = run.go(|source, to| {
+            udp_sender().send_to(&packet(1_000_000_000, 0), to).unwrap();
+            wait_received(source, 1);
+            send_frames(to, frames, 0);
+        });
+        let outcome = outcome.unwrap_or_else(|e| panic!("the run failed: {e}"));
+        let network = &outcome.report.source_section["network"];
+        assert_eq!(outcome.report.frames, frames, "{network}");
+        assert_eq!(network["frames_complete"], frames, "{network}");
+        assert_eq!(network["frames_stray"], 1, "{network}");
+        assert_eq!(network["packets_dropped"]["late"], 0, "{network}");
+        assert_eq!(network["packets_dropped"]["outside_window"], 1, "{network}");
+        // The stray opened a frame (number 0), abandoned when the window restarted at frame 0.
+        assert_eq!(outcome.report.frames_abandoned, 1);
+        for number in 1..=frames as usize {
+            let id = frame_of(number, &outcome.outputs[number], 0..frames);
+            assert_eq!(id, Some(number as u64 - 1), "frame number {number}");
+        }
+    });
+}
+
+/// Frames 0..24 in blocks of eight sent newest first, their packets interleaved (frame 7's first
+/// packet is the first read): reordering within the window loses nothing.
+#[test]
+fn frames_reordered_within_the_window_are_all_assembled() {
+    within_timeout(TIMEOUT, "reordered", || {
+        let frames = 24;
+        let run = Run::new(graph("udp", 0), "fifo", idling(4, frames, Duration::from_secs(3)));
+        let outcome = run.go(|source, to| {
+            let socket = udp_sender();
+            let mut sent = 0;
+            for block in 0..frames / 8 {
+                for index in 0..PACKETS {
+                    for frame in (block * 8..block * 8 + 8).rev() {
+                        socket.send_to(&packet(frame, index), to).unwrap();
+                    }
+                }
+                sent += 8 * u64::from(PACKETS);
+                wait_received(source, sent); // within the socket's buffer
+            }
+        });
+        let outcome = outcome.unwrap_or_else(|e| panic!("the run failed: {e}"));
+        let network = &outcome.report.source_section["network"];
+        assert_eq!(outcome.report.frames, frames, "{network}");
+        assert_eq!(network["frames_complete"], frames, "{network}");
+        assert_eq!(network["packets_accepted"], frames * u64::from(PACKETS), "{network}");
+        let mut ids: Vec<u64> = (0..frames as usize)
+            .map(|number| frame_of(number, &outcome.outputs[number], 0..frames).expect("a frame of the sent ids"))
+            .collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (0..frames).collect::<Vec<_>>());
+    });
+}
+
+/// Frame 0 misses a packet and its deadline is a minute away: with `on_slots_busy = drop`, the
+/// frames after it do not wait behind it once they need its place in the window (4 frames); it
+/// is given up as incomplete, and the run of 10 frames ends when the 10th is taken.
+#[test]
+fn a_frame_missing_a_packet_does_not_hold_back_the_frames_after_it() {
+    within_timeout(TIMEOUT, "window held", || {
+        let frames = 10;
+        let done = Arc::new(AtomicU64::new(0));
+        let frames_done = Arc::clone(&done);
+        let progress = ProgressFn(Arc::new(move |p: Progress| frames_done.store(p.frames_done, Ordering::Relaxed)));
+        let config = windowed(4, frames, 4, Duration::from_secs(60), Duration::from_secs(3));
+        let config = RunConfig { progress: Some(progress), ..config };
+        let outcome = Run::new(graph("udp", 0), "fifo", config).go_keeping_partial(|_, to| {
+            send_frames(to, 0, PACKETS - 1);
+            for frame in 1..frames {
+                let socket = udp_sender();
+                for index in 0..PACKETS {
+                    socket.send_to(&packet(frame, index), to).unwrap();
+                }
+                // One frame at a time, so that no slot is ever busy: frames 1..=frame completed.
+                let waited = std::time::Instant::now();
+                while done.load(Ordering::Relaxed) < frame {
+                    if waited.elapsed() > Duration::from_secs(10) {
+                        return; // the frame never completed: the run fails below
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+        });
+        let outcome = outcome.unwrap_or_else(|failure| panic!("the run failed: {}", failure.error));
+        let network = &outcome.report.source_section["network"];
+        assert_eq!(outcome.report.frames, frames - 1, "{network}");
+        assert_eq!((network["frames_complete"].as_u64(), network["frames_incomplete"].as_u64()), (Some(9), Some(1)));
+        assert_eq!(network["packets_missing"], 1, "{network}");
+        assert_eq!(network["packets_dropped"]["outside_window"], 0, "{network}");
+    });
+}
+
+/// A header whose frame id is u64::MAX, first and in the middle of the frames: it is a stray
+/// each time, nothing overflows, and the run takes its frames and ends.
+#[test]
+fn a_frame_id_of_u64_max_is_a_stray_and_wedges_nothing() {
+    within_timeout(TIMEOUT, "u64::MAX", || {
+        let frames = 6;
+        let run = Run::new(graph("udp", 0), "fifo", idling(4, frames, Duration::from_secs(3)));
+        let outcome = run.go(|source, to| {
+            let socket = udp_sender();
+            socket.send_to(&packet(u64::MAX, 0), to).unwrap();
+            wait_received(source, 1);
+            send_frames(to, 3, 0);
+            socket.send_to(&packet(u64::MAX, 1), to).unwrap();
+            for frame in 3..frames {
+                for index in 0..PACKETS {
+                    socket.send_to(&packet(frame, index), to).unwrap();
+                }
+            }
+        });
+        let outcome = outcome.unwrap_or_else(|e| panic!("the run failed: {e}"));
+        let network = &outcome.report.source_section["network"];
+        assert_eq!(outcome.report.frames, frames, "{network}");
+        assert_eq!(network["packets_dropped"]["outside_window"], 2, "{network}");
+        assert_eq!(network["frames_stray"], 1, "{network}");
     });
 }
 
@@ -627,12 +802,57 @@ mod command {
     }
 
     fn send(graph: &Path, port: u16, frames: u64) {
+        send_from(graph, port, 0, frames, 4);
+    }
+
+    /// `tomii send` of frames `first .. first + frames` of `packets` packets each, to `port`.
+    fn send_from(graph: &Path, port: u16, first: u64, frames: u64, packets: u64) {
         let mut command = tomii();
         command.arg("send").arg("--graph").arg(graph).args(["--port", &port.to_string()]);
-        command.args(["--frames", &frames.to_string(), "--rate", "20000"]);
+        command.args(["--first-frame", &first.to_string(), "--frames", &frames.to_string(), "--rate", "20000"]);
         let run = finish(command);
         assert!(run.status.success(), "tomii send failed: {}", run.stderr);
-        assert!(run.stdout.contains(&format!("sent {} packets", frames * 4)), "{}", run.stdout);
+        assert!(run.stdout.contains(&format!("sent {} packets", frames * packets)), "{}", run.stdout);
+    }
+
+    /// README.md's example ("Frames from the network": examples/graphs/packets.json, on one
+    /// socket of a port the system chooses), after a stray datagram and with the frames 10..110
+    /// lost on the way: the window starts at frame 0, jumps to frame 110 and counts the 100 frames
+    /// skipped, and the run of 200 frames ends with them counted (more if the machine lost packets
+    /// too), exit status 0, its line saying so.
+    #[test]
+    fn the_documented_example_ends_when_a_burst_of_frames_is_lost_on_the_way() {
+        within_timeout(TIMEOUT, "lost burst", || {
+            let dir = tempfile::tempdir().unwrap();
+            let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/graphs/packets.json");
+            let mut graph: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(example).unwrap()).unwrap();
+            graph["network_config"]["start_port"] = 0.into();
+            graph["network_config"]["num_sockets"] = 1.into();
+            let path = dir.path().join("packets.json");
+            std::fs::write(&path, graph.to_string()).unwrap();
+            let report = dir.path().join("report.json");
+            let mut command = run_command(&path, &["--frames", "200", "--on-slots-busy", "wait"]);
+            command.args(["--network-idle-timeout-ms", "3000", "--report"]).arg(&report);
+            let (child, port, stderr) = listening(command);
+            let mut stray = vec![0u8; 1024];
+            send::write_packet(&mut stray, 1_000_000_000, 0);
+            udp_sender().send_to(&stray, ("127.0.0.1", port)).unwrap();
+            send_from(&path, port, 0, 10, 16);
+            send_from(&path, port, 110, 90, 16);
+            let output = child.wait_with_output();
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            assert!(output.status.success(), "{stdout}\n{}", stderr.join().unwrap());
+            let network = &read_report(&report)["network"];
+            let count = |key: &str| network[key].as_u64().unwrap_or_else(|| panic!("no {key}: {network}"));
+            assert_eq!(count("frames_complete") + count("frames_incomplete"), 200, "{network}");
+            assert!(count("frames_incomplete") >= 101, "{network}");
+            assert!(count("packets_missing") > 100 * 16, "{network}");
+            assert_eq!(count("frames_stray"), 1, "{network}");
+            let (complete, incomplete) = (count("frames_complete"), count("frames_incomplete"));
+            let line = format!("frames: {complete} complete, {incomplete} incomplete, 0 dropped, 0 failed, 1 stray");
+            assert!(stdout.contains(&line), "{stdout}");
+        });
     }
 
     #[test]
@@ -674,7 +894,10 @@ mod command {
             let output = child.wait_with_output();
             let stderr = stderr.join().unwrap();
             assert!(matches!(output.status.code(), Some(code) if code != 0), "{:?}: {stderr}", output.status);
-            assert!(stderr.contains("error: no packet for 300 ms after frame 1: 2 of 5 frames taken;"), "{stderr}");
+            assert!(
+                stderr.contains("error: no packet for 300 ms after frame 1: 2 of 5 frames taken (2 complete);"),
+                "{stderr}"
+            );
             assert!(stderr.contains("the run stopped after 2 frame(s) of 5"), "{stderr}");
             let report = read_report(&report);
             assert_eq!((report["status"].as_str(), report["frames"].as_u64()), (Some("failed"), Some(2)));

@@ -147,3 +147,74 @@ fn a_computed_initialization_cannot_give_a_setting() {
     let graph = graph.to_str().unwrap();
     assert_error(&send(&["--graph", graph]), &[graph, "network_config.start_port", "\"port\""]);
 }
+
+/// `tomii send` to a UDP socket nothing reads, with `args`, stopped if it runs past `limit`.
+fn send_within(args: &[&str], limit: Duration) -> Run {
+    let mut command = tomii();
+    command.arg("send").args(args);
+    common::cli::finish_within(command, limit)
+}
+
+#[test]
+fn a_rate_outside_its_range_is_refused_naming_the_range() {
+    let (_socket, port) = udp_socket();
+    let shape = ["--udp", "--port", &port, "--packet-length", "64", "--frame-packets", "1", "--frames", "2"];
+    for rate in ["1e-9", "0.001", "1e12", "nan"] {
+        let run = send_within(&[&shape[..], &["--rate", rate]].concat(), Duration::from_secs(20));
+        let line = assert_error(&run, &["rate: ", "packets/s", "0.01", "1000000000"]);
+        assert!(run.stdout.is_empty(), "{rate}: {line}");
+    }
+}
+
+#[test]
+fn packets_from_a_fifo_or_a_device_are_refused_before_sending() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("packets.fifo");
+    let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string; mkfifo only creates the node.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0, "mkfifo");
+    let (_socket, port) = udp_socket();
+    for (file, what) in [(fifo.to_str().unwrap(), "is a FIFO"), ("/dev/zero", "is a character device")] {
+        let args = ["--udp", "--port", &port, "--packet-length", "64", "--from", file];
+        let run = send_within(&args, Duration::from_secs(20));
+        assert_error(&run, &[file, what, "regular file"]);
+    }
+}
+
+/// A send paced at one packet every 2 s stops at SIGINT or SIGTERM, while it sleeps between
+/// packets, saying how far it got.
+#[test]
+fn a_signal_stops_a_send_while_it_waits_between_packets() {
+    use std::process::Stdio;
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let (socket, port) = udp_socket();
+        let mut child = tomii()
+            .arg("send")
+            .args(["--udp", "--port", &port, "--packet-length", "64", "--frame-packets", "1", "--frames", "50"])
+            .args(["--rate", "0.5"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("tomii send");
+        let mut buffer = [0u8; 128];
+        socket.recv(&mut buffer).expect("the first packet within 30 s");
+        // SAFETY: sending a signal to our own child process.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                panic!("tomii send did not stop within 20 s of signal {signal}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(status.code(), Some(1), "signal {signal}: {status:?}, stderr {stderr}");
+        assert!(stderr.contains("error: interrupted after 1 of 50 packets"), "{stderr}");
+    }
+}

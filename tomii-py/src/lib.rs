@@ -48,7 +48,9 @@ fn run_error(py: Python<'_>, error: RunError, python: &PythonKernels) -> PyErr {
             raised
         }
         RunError::SchedulerFault { .. } | RunError::Stall { .. } => SchedulerFault::new_err(text),
-        RunError::SchedulerHang { .. } | RunError::KernelHang { .. } => HangError::new_err(text),
+        RunError::SchedulerHang { .. } | RunError::KernelHang { .. } | RunError::StopCutShort { .. } => {
+            HangError::new_err(text)
+        }
         RunError::NetworkIdle { .. } => NetworkIdleError::new_err(text),
         RunError::Plugin(_) => PluginError::new_err(text),
         RunError::Config(_) => ConfigError::new_err(text),

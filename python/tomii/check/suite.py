@@ -56,6 +56,7 @@ class PropertyResult:
     #: The problems of the minimal failing example (empty when it passed).
     problems: list[str] = field(default_factory=list)
     #: The minimal failing graph and the knobs it failed with (the checked scheduler's included).
+    #: For a `flaky` failure: the first example that failed, with its problems.
     graph: dict[str, Any] | None = None
     knobs: Any = None
     #: The failure did not happen again when hypothesis ran its example again (hypothesis'
@@ -63,14 +64,24 @@ class PropertyResult:
     flaky: bool = False
     #: The `seed` the examples came from (None: derandomized, the same on every call).
     seed: int | None = None
+    #: A JSON file with the whole `graph`, written when it is too long for the card (which then
+    #: shows its size and this path).
+    graph_file: str = ""
     #: A shell command that runs the same check again (empty when it passed).
     reproduce: str = ""
     #: The decisions file of the failing example's run (`record_decisions`), and the command that
-    #: replays it (empty when it passed, or when the example crashed or hung its run).
+    #: replays it (empty when it passed, when the example crashed or hung its run, or when that run
+    #: did not fail again). The file ends with how the run ended and what the property found, so
+    #: that `tomii replay` names the same violation.
     decisions: str = ""
     replay: str = ""
+    #: The failing example, run once more to record its decisions, did not fail.
+    rerun_passed: bool = False
     #: Ctrl-C stopped the property after `examples` runs (`passed`: none of them failed).
     interrupted: bool = False
+    #: Shrinking the failure lasted SHRINK_BUDGET_S and was stopped: the example shown is the
+    #: smallest failing one found by then.
+    shrink_stopped: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,14 +118,24 @@ class ReportCard:
             if r.passed:
                 continue
             if r.flaky:
-                lines.append("        nondeterministic: the failure did not repeat on a rerun")
+                lines.append(f"        {DID_NOT_REPEAT}")
+                lines.append(f"        {_seed_line(r.seed)}")
             lines += [f"        {problem}" for problem in r.problems[:5]]
+            if r.shrink_stopped:
+                lines.append(
+                    f"        shrinking stopped after {SHRINK_BUDGET_S:g} s: the example is the "
+                    "smallest failing one found by then"
+                )
             if r.graph is not None:
                 lines.append(f"        knobs: {json.dumps(r.knobs)}")
-                lines.append(f"        graph: {json.dumps(r.graph)}")
+                lines.append(f"        graph: {_graph_line(r.graph, r.graph_file)}")
             lines.append(f"        reproduce: {r.reproduce}")
             if r.replay:
                 lines.append(f"        replay the failing run: {r.replay}")
+            elif r.rerun_passed:
+                lines.append(
+                    "        replay: none (the example's run recorded for replay did not fail)"
+                )
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
@@ -126,6 +147,41 @@ class ReportCard:
         }
 
 
+#: What a card says of a failure that did not repeat (hypothesis' Flaky).
+DID_NOT_REPEAT = (
+    "did not repeat: this example failed, then passed when hypothesis ran it again"
+    " (a nondeterministic scheduler, or a race)"
+)
+#: The longest graph (characters of JSON) a card shows whole; a longer one is summed up, with
+#: the path of a file holding it (`PropertyResult.graph_file`).
+CARD_GRAPH_CHARS = 400
+
+
+def _seed_line(seed: int | None) -> str:
+    if seed is None:
+        return (
+            "seed: none (derandomized: `reproduce` draws the same examples again;"
+            " pass seed=N to draw others)"
+        )
+    return f"seed: {seed} (`reproduce` passes it: the same examples again)"
+
+
+def _graph_line(graph: Mapping[str, Any], graph_file: str) -> str:
+    """The graph as the card shows it: whole when short, else its size and where it is whole."""
+    text = json.dumps(graph)
+    if len(text) <= CARD_GRAPH_CHARS:
+        return text
+    sizes = [
+        f"{len(graph.get(key) or [])} {what}"
+        for key, what in (("nodes", "node(s)"), ("post_nodes", "post-node(s)"))
+        if graph.get(key)
+    ]
+    if graph.get("initializations"):
+        sizes.append(f"{len(graph['initializations'])} initialization(s)")
+    where = f"the whole graph: {graph_file}" if graph_file else f"begins {text[:120]}…"
+    return f"{', '.join(sizes)}, {len(text)} characters of JSON; {where}"
+
+
 @dataclass(frozen=True)
 class _Suite:
     dylibs: list[str]
@@ -134,7 +190,9 @@ class _Suite:
     #: `tomii.run_graph`, or a function that calls it in a child process.
     run_graph: Callable[..., Any]
 
-    def run(self, graph: dict[str, Any], knobs: Knobs) -> tuple[Any, ReferenceModel]:
+    def run(self, graph: dict[str, Any], knobs: Knobs, **extra: Any) -> tuple[Any, ReferenceModel]:
+        """A run of `graph` with `knobs` (and `extra` options of `run_graph`, such as
+        `record_decisions`), and its reference model."""
         model = ReferenceModel(graph)
         result = self.run_graph(
             graph,
@@ -143,11 +201,12 @@ class _Suite:
             stall_timeout_ms=self.stall_timeout_ms,
             scheduler_call_timeout_ms=self.scheduler_call_timeout_ms,
             **knobs.run_options(),
+            **extra,
         )
         return result, model
 
-    def outputs(self, graph: dict[str, Any], knobs: Knobs) -> list[str]:
-        result, model = self.run(graph, knobs)
+    def outputs(self, graph: dict[str, Any], knobs: Knobs, **extra: Any) -> list[str]:
+        result, model = self.run(graph, knobs, **extra)
         expected = model.run(frames=knobs.frames, workers=knobs.workers)
         problems = []
         for frame, (got, want) in enumerate(zip(result.outputs, expected.outputs)):
@@ -163,8 +222,8 @@ class _Suite:
                 problems.append(f"node {node}: {skipped.get(node, 0)} skipped, reference {count}")
         return problems
 
-    def trace(self, graph: dict[str, Any], knobs: Knobs) -> list[str]:
-        result, model = self.run(graph, knobs)
+    def trace(self, graph: dict[str, Any], knobs: Knobs, **extra: Any) -> list[str]:
+        result, model = self.run(graph, knobs, **extra)
         rows = rows_of(result.trace, result.node_names)
         violations = check_trace(
             rows,
@@ -196,20 +255,39 @@ class _Suite:
         return [str(v) for v in violations]
 
 
+#: A property's check of one run: the problems of a run of the graph with the knobs (and extra
+#: options of `run_graph`).
+Body = Callable[..., list[str]]
+
+
+#: How long a property may shrink its first failure, in seconds: past it, the smallest failing
+#: example found so far is the one reported (each shrink step is a run, and a slow scheduler's
+#: runs can make shrinking last many minutes).
+SHRINK_BUDGET_S = 120.0
+
+
 def _property(
     name: str,
     description: str,
-    body: Callable[[dict[str, Any], Knobs], list[str]],
+    body: Body,
     strategy: st.SearchStrategy[tuple[dict[str, Any], Knobs]],
     examples: int,
     seed: int | None,
 ) -> PropertyResult:
     failure: dict[str, Any] = {}
+    #: The first failing example: the one shown when the failure did not repeat (Flaky), since
+    #: hypothesis' later examples are shrinks of it, some failing, some not.
+    first: dict[str, Any] = {}
     ran = 0
     #: The first example that crashed its child or left a call stuck, and what it said: each
     #: further run of such an example costs a child process or a time limit, so it is reported
     #: as found, not shrunk (every other example then passes unrun, and it alone fails again).
     fatal: tuple[tuple[dict[str, Any], Knobs], list[str]] | None = None
+    #: When the first failure came, and the last failing example (the smallest so far): once
+    #: shrinking has lasted SHRINK_BUDGET_S, every other example passes unrun, so it ends there.
+    failed_at: float | None = None
+    smallest: tuple[dict[str, Any], Knobs] | None = None
+    shrink_stopped = False
 
     @settings(
         max_examples=examples,
@@ -222,11 +300,16 @@ def _property(
     )
     @given(strategy)
     def prop(example: tuple[dict[str, Any], Knobs]) -> None:
-        nonlocal ran, fatal
+        nonlocal ran, fatal, failed_at, smallest, shrink_stopped
         if fatal is not None:
             if example != fatal[0]:
                 return
             raise AssertionError(fatal[1][0])
+        if failed_at is not None and time.monotonic() - failed_at > SHRINK_BUDGET_S:
+            shrink_stopped = True
+            if example != smallest:
+                return
+            raise AssertionError(failure["problems"][0])
         ran += 1
         graph, knobs = example
         try:
@@ -239,6 +322,10 @@ def _property(
         if problems:
             # The last failing example hypothesis runs is the shrunk one.
             failure.update(graph=graph, knobs=knobs.run_options(), problems=problems)
+            if not first:
+                first.update(failure)
+                failed_at = time.monotonic()
+            smallest = example
             raise AssertionError(problems[0])
 
     if seed is not None:
@@ -259,6 +346,10 @@ def _property(
         return PropertyResult(
             name, description, True, ran, seconds, seed=seed, interrupted=interrupted
         )
+    flaky = isinstance(stopped, Flaky)
+    if flaky and first:
+        # One example, as it failed; the card says it did not repeat (no raw FlakyFailure).
+        failure, stopped = first, None
     problems = list(failure.get("problems", []))
     if stopped is not None:
         problems.append(f"{type(stopped).__name__}: {_one_line(stopped)}")
@@ -271,9 +362,10 @@ def _property(
         problems=problems,
         graph=failure.get("graph"),
         knobs=failure.get("knobs"),
-        flaky=isinstance(stopped, Flaky),
+        flaky=flaky,
         seed=seed,
         interrupted=interrupted,
+        shrink_stopped=shrink_stopped,
     )
 
 
@@ -362,40 +454,68 @@ def check(
             result = _property(name, description, body, strategy, examples, seed)
             if not result.passed:
                 result = dataclasses.replace(result, reproduce=reproduce)
+                directory = Path(tempfile.mkdtemp(prefix="tomii-check-"))
+                result = _keep_graph(result, directory)
                 if not result.interrupted:
-                    result = _record_decisions(suite, result)
+                    result = _record_decisions(suite, body, result, directory)
+                if not any(directory.iterdir()):
+                    directory.rmdir()
             results.append(result)
             if result.interrupted:
                 break
     return ReportCard(str(scheduler), results)
 
 
-def _record_decisions(suite: _Suite, result: PropertyResult) -> PropertyResult:
-    """`result` with the decisions file of its failing example's run, made by running the example
-    once more with `record_decisions` (tomii replay runs it again in the same order). An example
-    without a graph (it crashed or hung its run) is left as it is: running it again would cost a
-    child process or a time limit."""
-    if result.graph is None:
+def _keep_graph(result: PropertyResult, directory: Path) -> PropertyResult:
+    """`result` with its graph written to a JSON file in `directory` when the card would show it
+    too long (`CARD_GRAPH_CHARS`): the card then shows its size and the file."""
+    if result.graph is None or len(json.dumps(result.graph)) <= CARD_GRAPH_CHARS:
         return result
-    options = result.knobs.run_options() if isinstance(result.knobs, Knobs) else result.knobs
-    if not isinstance(options, dict):
-        return result
-    path = (
-        Path(tempfile.mkdtemp(prefix="tomii-check-")) / f"{result.name.replace(' ', '-')}.decisions"
-    )
+    path = directory / f"{result.name.replace(' ', '-')}.graph.json"
     try:
-        suite.run_graph(
-            result.graph,
-            dylibs=suite.dylibs,
-            stall_timeout_ms=suite.stall_timeout_ms,
-            scheduler_call_timeout_ms=suite.scheduler_call_timeout_ms,
-            record_decisions=str(path),
-            **options,
-        )
-    except Exception:  # noqa: BLE001, S110 (the example fails again: what it did is in the file)
-        pass
+        path.write_text(json.dumps(result.graph, indent=2) + "\n", encoding="utf-8")
+    except OSError:
+        return result  # the card shows the graph's beginning instead
+    return dataclasses.replace(result, graph_file=str(path))
+
+
+def _record_decisions(
+    suite: _Suite, body: Body, result: PropertyResult, directory: Path
+) -> PropertyResult:
+    """`result` with the decisions file of its failing example's run, made by running the example
+    once more through the property with `record_decisions` (tomii replay runs it again in the same
+    order). The file ends with how that run ended (the runtime writes it); when the run ended but
+    the property found problems in it, they are appended as its `found` line, so that the replay
+    names them. An example without a graph (it crashed or hung its run) is left as it is: running
+    it again would cost a child process or a time limit; one whose run does not fail again gets
+    no replay (`rerun_passed`)."""
+    if result.graph is None or not isinstance(result.knobs, dict):
+        return result
+    options = result.knobs
+    knobs = Knobs(
+        scheduler=options["scheduler"],
+        workers=options["workers"],
+        slots=options["slots"],
+        frames=options["frames"],
+        pop_batch=options["pop_batch"],
+        sched_opts=tuple(sorted(options["sched_opts"].items())),
+        inline_continuation=options["inline_continuation"],
+    )
+    path = directory / f"{result.name.replace(' ', '-')}.decisions"
+    raised = False
+    try:
+        problems = body(result.graph, knobs, record_decisions=str(path))
+    except Exception:  # noqa: BLE001 (the example fails again: the file ends with its error)
+        problems, raised = ["failed"], True
     if not path.is_file() or path.stat().st_size == 0:
         return result
+    if not problems:
+        path.unlink()  # the decisions of a run that passed: nothing to replay
+        return dataclasses.replace(result, rerun_passed=True)
+    if not raised:
+        found = {"by": f"tomii.check property {json.dumps(result.name)}", "problems": problems}
+        with path.open("a", encoding="utf-8") as file:
+            file.write(json.dumps({"found": found}) + "\n")
     return dataclasses.replace(
         result, decisions=str(path), replay=f"tomii replay {shlex.quote(str(path))}"
     )

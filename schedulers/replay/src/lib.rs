@@ -53,7 +53,9 @@ impl Scheduler for Replay {
         let mut queues = vec![VecDeque::new(); init.workers as usize];
         for (index, line) in std::io::BufReader::new(file).lines().enumerate().skip(1) {
             let line = line.map_err(|e| format!("{path}: {e}"))?;
-            if line.is_empty() {
+            // Empty lines, and the JSON lines that end the file (how the run ended, what a
+            // checker found: tomii replay reads them).
+            if line.is_empty() || line.starts_with('{') {
                 continue;
             }
             let bad = || format!("{path}: line {}: not worker,frame,node,instance,start_ns,end_ns", index + 1);
@@ -126,7 +128,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tomii-replay-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("d.csv");
-        std::fs::write(&file, "{\"header\": true}\n1,0,0,1,5,6\n0,0,0,0,0,1\n1,0,0,0,9,10\n").unwrap();
+        std::fs::write(&file, "{\"header\": true}\n1,0,0,1,5,6\n0,0,0,0,0,1\n1,0,0,0,9,10\n{\"end\": {}}\n").unwrap();
         let path = file.display().to_string();
         let replay = Replay::create(&testing::init(2, &[(0, 2)], &[("decisions", &path)])).unwrap();
         let task = |instance| Task { frame: 0, node: 0, instance, handle: u64::from(instance), ..Task::default() };

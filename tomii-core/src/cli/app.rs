@@ -65,6 +65,7 @@ pub fn main(args: impl IntoIterator<Item = OsString>, provider: Option<&dyn Kern
         // The reader went away (`tomii schedulers | head`): nothing is left to say to it.
         Err(error) if is_broken_pipe(&error) => 0,
         Err(error) if error.is::<Reported>() => 1,
+        Err(error) if error.is::<StoppedNow>() => 130,
         Err(error) => {
             eprintln!("error: {}", one_line(&error));
             1
@@ -164,7 +165,7 @@ fn joined(error: &anyhow::Error) -> String {
 fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     // First of all: a Ctrl-C while the plugins load and the graph compiles stops the run before
     // its first frame, which then reports what it has (nothing) rather than dying by the signal.
-    let interrupt = stop_on_interrupt()?;
+    let interrupt = stop_on_interrupt(true)?;
     let graph_path = args.graph.path();
     let mut given = args.options;
     if let Some(name) = args.legacy.scheduler() {
@@ -225,8 +226,10 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
     };
     let hooks = Hooks {
         stop: Some(Arc::clone(&interrupt.stop)),
+        stop_grace: Some(STOP_GRACE),
+        stop_now: Some(Arc::clone(&interrupt.now)),
         progress: (!quiet && std::io::stderr().is_terminal()).then(progress_line),
-        on_hang: Some(exit_when_stuck({
+        on_hang: Some(exit_when_stuck(Some(Arc::clone(&interrupt.now)), {
             let ending = ending.clone();
             move |result| ending.finish(result)
         })),
@@ -234,14 +237,26 @@ fn run(args: RunArgs, provider: Option<&dyn KernelProvider>) -> Result<()> {
             .then(|| -> SayFn { Arc::new(|source: &str| eprintln!("listening on {source} (Ctrl-C stops)")) }),
     };
     let progress = hooks.progress.is_some();
-    let in_progress = super::crash::RunInProgress::start(&scheduler, &kernels);
+    let report = launch.settings().files.report.clone();
+    let in_progress = super::crash::RunInProgress::start(&scheduler, &kernels, report.as_deref());
     let result = launch.run(&kernels, &scheduler, hooks);
     drop(in_progress);
+    let stopped_now = interrupt.now();
     drop(interrupt);
     if progress {
         eprint!("\r\x1b[2K");
     }
-    ending.finish(result)
+    let ended = ending.finish(result);
+    if !stopped_now {
+        return ended;
+    }
+    // A second Ctrl-C: whatever the outcome (written, and said), the status is 130.
+    if let Err(error) = ended.as_ref()
+        && !error.is::<Reported>()
+    {
+        eprintln!("error: {}", one_line(error));
+    }
+    Err(StoppedNow.into())
 }
 
 /// The directory of the graph file (kernels a provider finds may live there).
@@ -302,7 +317,9 @@ impl Ending {
             }
         };
         let report = &outcome.report;
-        self.outputs.finish(Some(report)).result().map_err(anyhow::Error::msg)?;
+        let written = self.outputs.finish(Some(report));
+        note_written(&written);
+        written.result().map_err(anyhow::Error::msg)?;
         if !self.quiet {
             self.say(summary(report))?;
             if let Some(network) = report.source_section.get("network") {
@@ -334,6 +351,9 @@ impl Ending {
                 listed.join(", ")
             );
         }
+        if let Some(note) = trace_note(report).filter(|note| !self.quiet || note.starts_with("warning")) {
+            eprintln!("{note}");
+        }
         Ok(())
     }
 
@@ -349,6 +369,7 @@ impl Ending {
         let Some(partial) = &failure.partial else { return };
         let report = &partial.report;
         let written = self.outputs.finish(Some(report));
+        note_written(&written);
         for error in &written.errors {
             eprintln!("error: {error}");
         }
@@ -371,6 +392,17 @@ impl Ending {
             report.tasks,
             report.wall_time_s
         );
+        if let Some(note) = trace_note(report) {
+            eprintln!("{note}");
+        }
+    }
+}
+
+/// Tells the crash report that the run's report is written, once it is: a crash afterwards (a
+/// plugin's corruption found at exit) says so.
+fn note_written(written: &launch::Written) {
+    if written.kept.iter().any(|kept| kept.starts_with("the report (")) {
+        super::crash::report_written();
     }
 }
 
@@ -471,28 +503,57 @@ fn print_scheduler(entry: &serde_json::Value) -> Result<()> {
     Ok(())
 }
 
-/// A flag SIGINT and SIGTERM set: the run then stops starting frames, completes those in flight
-/// and reports. A second signal, with the flag already set, exits at once (status 130). The
+/// How long `tomii run` waits, once stopped (Ctrl-C, SIGTERM, `--max-runtime-s`) or failed, for
+/// the frames in flight to complete: past it, the run ends without them, with its report, naming
+/// the calls it waited for, and exits with status 1 (engine/README.md, "A run that cannot stop").
+/// Below the 10 s a container runtime gives a stopped container before it kills it.
+pub(super) const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The flags SIGINT and SIGTERM set. The first signal sets `stop`: the run stops starting frames,
+/// completes those in flight and reports. With `then_now`, the second sets `now`: the run ends at
+/// once without the frames in flight, writes its report and the command exits with status 130;
+/// a third exits at once (status 130, no report). Without it, the second exits at once. The
 /// handlers last as long as this value: a command run inside a Python process (`tomii._tomii.
 /// cli_main`) leaves Python's own handler to serve the next Ctrl-C.
 pub(super) struct StopOnInterrupt {
     pub stop: Arc<AtomicBool>,
+    pub now: Arc<AtomicBool>,
     handlers: Vec<signal_hook::SigId>,
 }
 
-pub(super) fn stop_on_interrupt() -> Result<StopOnInterrupt> {
+pub(super) fn stop_on_interrupt(then_now: bool) -> Result<StopOnInterrupt> {
     use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut interrupt = StopOnInterrupt { stop: Arc::new(AtomicBool::new(false)), handlers: Vec::new() };
+    let (stop, now) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let mut interrupt = StopOnInterrupt { stop: Arc::clone(&stop), now: Arc::clone(&now), handlers: Vec::new() };
     for signal in [SIGINT, SIGTERM] {
-        let shutdown = signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(&interrupt.stop))
+        let (stop, now) = (Arc::clone(&stop), Arc::clone(&now));
+        let action = move || {
+            if stop.load(Ordering::SeqCst) && (!then_now || now.load(Ordering::SeqCst)) {
+                signal_hook::low_level::exit(130);
+            }
+            let flag = if stop.load(Ordering::SeqCst) { &now } else { &stop };
+            flag.store(true, Ordering::SeqCst);
+        };
+        // SAFETY: the action only loads and stores atomics and calls `_exit`, all of which a
+        // signal handler may do.
+        let handler = unsafe { signal_hook::low_level::register(signal, action) }
             .context("cannot install the interrupt handler")?;
-        interrupt.handlers.push(shutdown);
-        let flag = signal_hook::flag::register(signal, Arc::clone(&interrupt.stop))
-            .context("cannot install the interrupt handler")?;
-        interrupt.handlers.push(flag);
+        interrupt.handlers.push(handler);
     }
     Ok(interrupt)
 }
+
+impl StopOnInterrupt {
+    /// Whether a second signal asked to end at once: the command then exits with status 130.
+    pub(super) fn now(&self) -> bool {
+        self.now.load(Ordering::SeqCst)
+    }
+}
+
+/// The command was asked to end at once (a second Ctrl-C) and did, having said why: status 130.
+#[derive(Debug, thiserror::Error)]
+#[error("stopped at once")]
+struct StoppedNow;
 
 impl Drop for StopOnInterrupt {
     fn drop(&mut self) {
@@ -504,8 +565,9 @@ impl Drop for StopOnInterrupt {
 
 /// A call stuck in a plugin cannot be stopped, and the run cannot end while it is stuck: end the
 /// command with `finish` (what it does with a run's outcome), given the outcome made without the
-/// stuck worker, and exit.
+/// stuck worker, and exit; with status 130 if `now` says a second Ctrl-C ended the run.
 pub(super) fn exit_when_stuck(
+    now: Option<Arc<AtomicBool>>,
     finish: impl Fn(Result<engine::RunOutcome, RunFailure>) -> Result<()> + Send + Sync + 'static,
 ) -> engine::HangFn {
     engine::HangFn(Arc::new(move |result| {
@@ -517,7 +579,8 @@ pub(super) fn exit_when_stuck(
                 1
             }
         };
-        super::crash::exit_from_host(status);
+        let stopped_now = now.as_ref().is_some_and(|now| now.load(Ordering::SeqCst));
+        super::crash::exit_from_host(if stopped_now { 130 } else { status });
     }))
 }
 
@@ -546,8 +609,13 @@ fn network_summary(network: &serde_json::Value) -> String {
     let drops = if drops.is_empty() { "none dropped".to_owned() } else { format!("dropped {}", drops.join(", ")) };
     let error =
         network["first_source_error"].as_str().map(|e| format!("; first source error: {e}")).unwrap_or_default();
+    let stray = match count("frames_stray") {
+        0 => String::new(),
+        n => format!(", {n} stray"),
+    };
     format!(
-        "packets: {} received, {} accepted, {drops}; frames: {} complete, {} incomplete, {} dropped, {} failed{error}",
+        "packets: {} received, {} accepted, {drops}; frames: {} complete, {} incomplete, {} dropped, {} \
+         failed{stray}{error}",
         count("packets_received"),
         count("packets_accepted"),
         count("frames_complete"),
@@ -555,6 +623,28 @@ fn network_summary(network: &serde_json::Value) -> String {
         count("frames_dropped"),
         count("frames_failed"),
     )
+}
+
+/// What the trace cost the run, when it matters: records lost (a warning: the trace and every file
+/// made from it miss them), or the workers' wait for a trace that could not keep up with them (a
+/// note, past 1 % of their time: every record was kept, at the price of the run's pace).
+pub(super) fn trace_note(report: &Report) -> Option<String> {
+    if report.trace_lost > 0 {
+        return Some(format!(
+            "warning: the trace lost {} record(s), made after the host had left the run; the trace and the files made \
+             from it (timing, record, decisions) miss them",
+            report.trace_lost
+        ));
+    }
+    let worker_s = report.wall_time_s * f64::from(report.workers);
+    (report.trace_wait_s > 0.01 * worker_s).then(|| {
+        format!(
+            "note: the trace could not keep up: the workers waited {:.2} s for it ({:.0}% of their time); every \
+             record was kept, and the run went at the trace's pace",
+            report.trace_wait_s,
+            100.0 * report.trace_wait_s / worker_s
+        )
+    })
 }
 
 pub(super) fn summary(report: &Report) -> String {

@@ -1,7 +1,15 @@
 //! Crash reports of the `tomii` command: a plugin that crashes the process (SIGSEGV, SIGBUS,
 //! SIGILL, SIGFPE, SIGABRT) or calls `exit()` during a run ends it with one `error:` line naming
 //! the plugins, never with a bare "Segmentation fault" or in silence. A crash inside a plugin
-//! cannot be contained in the process: this only says what happened, then exits.
+//! cannot be contained in the process: this only says what happened, then exits. The line also
+//! says whether the report was written: it is written whole or not at all (`files::write_whole`),
+//! so a crash leaves no empty or partial report.
+//!
+//! Who is named depends on when the crash comes: during a run, the run's plugins, unless the host
+//! was making the run's state then (`engine::memory::HostAllocating`: an allocation of the host's
+//! that failed and aborted is the host's, and the line says so); after a run, the plugins that
+//! ran, since memory a plugin corrupted is often found only later, when the C library frees it
+//! ("double free or corruption", then SIGABRT); before any run, what was being loaded.
 //!
 //! The signal handler runs in a broken process: it only loads and stores atomics and calls
 //! `write(2)`, `prctl(2)`, `pause(2)` and `_exit(2)`, all async-signal-safe. Everything it prints
@@ -35,8 +43,16 @@ const STACK_OVERFLOW: &str = "SIGSEGV (a stack overflow)";
 
 /// Set while a run is in progress: a crash or an `exit()` then names the run's plugins.
 static IN_RUN: AtomicBool = AtomicBool::new(false);
+/// Set once a run started: a crash afterwards names the plugins that ran.
+static RAN: AtomicBool = AtomicBool::new(false);
 /// The run's plugins, formatted when the run starts.
 static PLUGINS: SignalText<4096> = SignalText::new();
+/// Whether the run's report is still to be written: set when a run with a report starts, cleared
+/// once it is written.
+static REPORT_PENDING: AtomicBool = AtomicBool::new(false);
+/// What the line says of the report, formatted when the run starts: not written yet, or written.
+static REPORT_NOT_WRITTEN: SignalText<2048> = SignalText::new();
+static REPORT_WRITTEN: SignalText<2048> = SignalText::new();
 /// The line being reported, assembled by the one thread that reports.
 static LINE: SignalText<8192> = SignalText::new();
 /// The thread reporting a crash (`pthread_self`), or 0.
@@ -63,8 +79,19 @@ pub fn install() {
 pub struct RunInProgress(());
 
 impl RunInProgress {
-    /// Formats the plugins' names and paths for the reports, then marks the run in progress.
-    pub fn start(scheduler: &SchedulerPlugin, kernels: &KernelSet) -> RunInProgress {
+    /// Formats the plugins' names and paths for the reports, and what they say of the run's
+    /// `report` file (if it writes one), then marks the run in progress.
+    pub fn start(scheduler: &SchedulerPlugin, kernels: &KernelSet, report: Option<&std::path::Path>) -> RunInProgress {
+        let (not_written, written) = match report {
+            Some(path) => (
+                format!("; no report was written (--report {})", path.display()),
+                format!("; the report ({}) was written before the crash", path.display()),
+            ),
+            None => (String::new(), String::new()),
+        };
+        REPORT_NOT_WRITTEN.set(&not_written);
+        REPORT_WRITTEN.set(&written);
+        REPORT_PENDING.store(report.is_some(), Ordering::SeqCst);
         let libraries: Vec<String> = kernels.libraries().iter().map(|l| l.path.display().to_string()).collect();
         let kernels = match libraries.len() {
             0 => String::new(),
@@ -72,9 +99,15 @@ impl RunInProgress {
             _ => format!(" or one of the kernel libraries {}", libraries.join(", ")),
         };
         PLUGINS.set(&format!("the scheduler {:?} ({}){kernels}", scheduler.name, scheduler.path.display()));
+        RAN.store(true, Ordering::SeqCst);
         IN_RUN.store(true, Ordering::SeqCst);
         RunInProgress(())
     }
+}
+
+/// The run's report is written: a crash from now on says so.
+pub fn report_written() {
+    REPORT_PENDING.store(false, Ordering::SeqCst);
 }
 
 impl Drop for RunInProgress {
@@ -156,22 +189,84 @@ fn meaning(signal: c_int) -> &'static str {
     SIGNALS.iter().find(|&&(s, _)| s == signal).map_or("a fatal signal", |&(_, text)| text)
 }
 
-/// Writes the crash line: the signal, the thread, and the run's plugins if a run is in progress.
+/// Writes the crash line: the signal, the thread, and who is to blame ([`push_crash`]).
 fn report_crash(what: &str) {
     let mut line = LINE.writer();
-    let in_run = IN_RUN.load(Ordering::SeqCst);
-    line.push(if in_run { "error: the run crashed with " } else { "error: tomii crashed with " });
-    line.push(what);
-    push_thread(&mut line);
-    if in_run {
-        line.push(", in a plugin: ");
-        line.push_text(&PLUGINS);
-        line.push("; a crash inside a plugin cannot be contained in the process: test it with tomii.check");
-    } else {
-        line.push("; if it was loading a plugin, the crash may be inside it (test it with tomii.check)");
-    }
-    line.push("\n");
+    let when = When::now();
+    push_crash(&mut line, what, when);
     line.write_to_stderr();
+}
+
+/// When a crash came, as the line tells it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum When {
+    /// During a run, in the run's plugins or (`host_allocating`) in the host making its state.
+    Run { host_allocating: bool },
+    /// After a run, whose plugins stay loaded and may have corrupted memory.
+    AfterRun,
+    /// Before any run.
+    BeforeRun,
+}
+
+impl When {
+    fn now() -> When {
+        if IN_RUN.load(Ordering::SeqCst) {
+            When::Run { host_allocating: crate::engine::memory::host_allocating() }
+        } else if RAN.load(Ordering::SeqCst) {
+            When::AfterRun
+        } else {
+            When::BeforeRun
+        }
+    }
+}
+
+/// The crash line of `what` (a signal's meaning) at `when`, on the calling thread.
+fn push_crash(line: &mut LineWriter, what: &str, when: When) {
+    line.push(if matches!(when, When::Run { .. }) {
+        "error: the run crashed with "
+    } else {
+        "error: tomii crashed with "
+    });
+    line.push(what);
+    push_thread(line);
+    match when {
+        When::Run { host_allocating: true } => {
+            line.push(
+                ", in the host (not in a plugin) while it made the run's state: most likely an allocation failed \
+                 (the line above says how much); use fewer slots (--slots)",
+            );
+        }
+        When::Run { host_allocating: false } => {
+            line.push(", in a plugin: ");
+            line.push_text(&PLUGINS);
+            line.push("; a crash inside a plugin cannot be contained in the process: test it with tomii.check");
+        }
+        When::AfterRun => {
+            line.push(" after the run, which ran ");
+            line.push_text(&PLUGINS);
+            line.push(
+                ": a plugin may have corrupted memory that was found only now (a message of the C library above, \
+                 such as \"double free or corruption\", says so); test it with tomii.check",
+            );
+        }
+        When::BeforeRun => {
+            line.push("; if it was loading a plugin, the crash may be inside it (test it with tomii.check)");
+        }
+    }
+    push_report(line, when != When::BeforeRun);
+    line.push("\n");
+}
+
+/// What the line says of the run's report, if the run has one: written or not.
+fn push_report(line: &mut LineWriter, ran: bool) {
+    if !ran {
+        return;
+    }
+    if REPORT_PENDING.load(Ordering::SeqCst) {
+        line.push_text(&REPORT_NOT_WRITTEN);
+    } else {
+        line.push_text(&REPORT_WRITTEN);
+    }
 }
 
 /// The `atexit` hook: an `exit()` while a run is in progress came from a plugin (the host's own
@@ -186,6 +281,7 @@ extern "C" fn report_exit() {
     line.push(", from a plugin: ");
     line.push_text(&PLUGINS);
     line.push("; the run did not finish");
+    push_report(&mut line, true);
     line.push("\n");
     line.write_to_stderr();
 }
@@ -295,6 +391,29 @@ mod tests {
         line.push("\n");
         let bytes: Vec<u8> = TEXT.bytes[..line.len].iter().map(|b| b.load(Ordering::Relaxed)).collect();
         assert_eq!(bytes, b"0123456\n");
+    }
+
+    #[test]
+    fn the_line_blames_the_host_or_the_plugins_by_when_the_crash_came() {
+        static OUT: SignalText<8192> = SignalText::new();
+        let line = |when: When| {
+            let mut line = OUT.writer();
+            push_crash(&mut line, "SIGABRT (abort() was called)", when);
+            let bytes: Vec<u8> = OUT.bytes[..line.len].iter().map(|b| b.load(Ordering::Relaxed)).collect();
+            String::from_utf8(bytes).expect("text")
+        };
+        let host = line(When::Run { host_allocating: true });
+        assert!(host.starts_with("error: the run crashed with SIGABRT (abort() was called)"), "{host}");
+        assert!(host.contains("in the host (not in a plugin) while it made the run's state"), "{host}");
+        assert!(host.contains("use fewer slots (--slots)") && !host.contains("the scheduler"), "{host}");
+        let plugin = line(When::Run { host_allocating: false });
+        assert!(plugin.contains(", in a plugin: ") && plugin.contains("cannot be contained"), "{plugin}");
+        let after = line(When::AfterRun);
+        assert!(after.starts_with("error: tomii crashed with SIGABRT"), "{after}");
+        assert!(after.contains(" after the run, which ran ") && after.contains("double free or corruption"), "{after}");
+        let before = line(When::BeforeRun);
+        assert!(before.contains("if it was loading a plugin"), "{before}");
+        assert!([host, plugin, after, before].iter().all(|line| line.ends_with('\n') && line.lines().count() == 1));
     }
 
     #[test]

@@ -1,10 +1,13 @@
 //! `tomii send`: the traffic generator on the command line. The destination and the packets'
 //! shape come from flags, or from a graph's `network_config` block (flags override it); the
-//! sending is [`crate::network::send`]'s. Nothing here touches a socket.
+//! sending is [`crate::network::send`]'s. Nothing here touches a socket. SIGINT and SIGTERM stop
+//! the send within [`network::PROGRESS_INTERVAL`], even between two packets of a slow rate; a
+//! second one quits at once.
 
 use std::io::IsTerminal;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -50,11 +53,11 @@ pub struct SendArgs {
     /// The frame id of the first frame.
     #[arg(long, default_value_t = 0, value_name = "ID", conflicts_with = "from")]
     pub first_frame: u64,
-    /// Packets per second [default: as fast as the sockets take them].
+    /// Packets per second, from 0.01 to 1e9 [default: as fast as the sockets take them].
     #[arg(long, value_name = "PPS")]
     pub rate: Option<f64>,
     /// Send the packets of FILE instead (back to back, each --packet-length bytes, sent as they
-    /// are).
+    /// are): a regular file, read up to the size it has when the send starts.
     #[arg(long = "from", value_name = "FILE")]
     pub from: Option<PathBuf>,
     /// Print nothing but errors.
@@ -72,18 +75,30 @@ pub fn send(args: SendArgs) -> Result<()> {
     let network = graph.as_ref().map(GraphFile::network).transpose()?;
     let (destination, packets) = settings(&args, network.as_ref())?;
     let total = packets.total();
+    let interrupt = super::app::stop_on_interrupt(false)?;
     let started = Instant::now();
-    let mut show = |sent: u64| {
-        eprint!("\r\x1b[2K{}", progress_text(sent, total, started.elapsed().as_secs_f64()));
+    let show_progress = !args.quiet && std::io::stderr().is_terminal();
+    let mut progress = |sent: u64| {
+        if interrupt.stop.load(Ordering::Relaxed) {
+            return ControlFlow::Break(());
+        }
+        if show_progress {
+            eprint!("\r\x1b[2K{}", progress_text(sent, total, started.elapsed().as_secs_f64()));
+        }
         ControlFlow::Continue(())
     };
-    let show_progress = !args.quiet && std::io::stderr().is_terminal();
-    let progress: Option<network::Progress<'_>> = if show_progress { Some(&mut show) } else { None };
-    let outcome = network::send(&destination, &packets, args.rate, progress);
+    let outcome = network::send(&destination, &packets, args.rate, Some(&mut progress));
     if show_progress {
         eprint!("\r\x1b[2K");
     }
-    let stats = outcome?;
+    drop(interrupt);
+    let stats = match outcome {
+        Err(network::SendError::Stopped { packets }) => {
+            let of = total.map(|total| format!(" of {total}")).unwrap_or_default();
+            bail!("interrupted after {packets}{of} packets");
+        }
+        outcome => outcome?,
+    };
     if !args.quiet {
         super::app::say(summary(&stats, &destination))?;
     }

@@ -12,6 +12,7 @@ use super::app::{exit_when_stuck, progress_line, say, stop_on_interrupt, summary
 use crate::engine::{RunFailure, RunOutcome};
 use crate::knobs::{Entry, Value};
 use crate::launch::{self, Hooks, Launch, Outputs};
+use crate::plugin::KernelSet;
 use crate::sim::{CostSpec, SimConfig};
 
 /// `tomii simulate`'s arguments: the graph, every knob the catalog lists for a simulation, and
@@ -104,7 +105,7 @@ impl Args for SimulateArgs {
 
 pub fn simulate(args: &SimulateArgs) -> Result<()> {
     // First of all, as `tomii run`: a Ctrl-C before the first frame stops the simulation there.
-    let interrupt = stop_on_interrupt()?;
+    let interrupt = stop_on_interrupt(false)?;
     let settings = launch::settings(Entry::Simulate, args.options.clone()).map_err(anyhow::Error::msg)?;
     // The kernels of the options' libraries, loaded only if a count names a computed
     // initialization (it is computed before the graph compiles); kept until the command ends.
@@ -122,14 +123,21 @@ pub fn simulate(args: &SimulateArgs) -> Result<()> {
     let hooks = Hooks {
         stop: Some(Arc::clone(&interrupt.stop)),
         progress: (!ending.quiet && std::io::stderr().is_terminal()).then(progress_line),
-        on_hang: Some(exit_when_stuck({
+        on_hang: Some(exit_when_stuck(None, {
             let ending = ending.clone();
             move |result| ending.finish(result)
         })),
         ..Hooks::default()
     };
     let progress = hooks.progress.is_some();
+    // A crash in the scheduler (or in a kernel library a count's computation loaded) ends the
+    // command with the crash line naming them, as a run's does.
+    let report = launch.settings().files.report.clone();
+    let no_kernels = KernelSet::default();
+    let in_progress =
+        super::crash::RunInProgress::start(&scheduler, kernels.as_ref().unwrap_or(&no_kernels), report.as_deref());
     let result = launch.simulate(&scheduler, &sim, hooks);
+    drop(in_progress);
     drop(interrupt);
     if progress {
         eprint!("\r\x1b[2K");

@@ -97,17 +97,21 @@ pub struct Door {
 
 impl Door {
     /// A door for `slots` slots, whose frames get `deliveries` values one by one each (0 for a
-    /// source that gives a frame's inputs at its start).
-    pub(super) fn new(slots: u32, deliveries: usize, workers: u32, sleep: Arc<Sleep>, host: Thread) -> Self {
+    /// source that gives a frame's inputs at its start). Its queues are made at once, for every
+    /// slot: memory the system refuses them is an error, not an abort.
+    pub(super) fn new(
+        slots: u32,
+        deliveries: usize,
+        workers: u32,
+        sleep: Arc<Sleep>,
+        host: Thread,
+    ) -> Result<Self, String> {
+        let requests = Door::request_room(slots, deliveries);
         let slots = slots.max(1) as usize;
-        // A start, the deliveries and an abandonment per frame in flight, and room for deliveries
-        // pushed late, after their frame was abandoned (dropped when served).
-        let requests = slots.saturating_mul(deliveries.saturating_add(2)).saturating_add(if deliveries > 0 {
-            LATE_DELIVERIES
-        } else {
-            0
-        });
-        Door {
+        super::memory::probe(Door::state_bytes(slots as u32, deliveries), || {
+            format!("the queues of the run's door ({slots} slot(s), {requests} requests)")
+        })?;
+        Ok(Door {
             workers,
             free: ArrayQueue::new(slots),
             requests: ArrayQueue::new(requests),
@@ -123,7 +127,24 @@ impl Door {
             sleep,
             host,
             slot_freed: std::sync::OnceLock::new(),
-        }
+        })
+    }
+
+    /// The room of the request queue: a start, the deliveries and an abandonment per frame in
+    /// flight, and room for deliveries pushed late, after their frame was abandoned (dropped when
+    /// served).
+    fn request_room(slots: u32, deliveries: usize) -> usize {
+        let late = if deliveries > 0 { LATE_DELIVERIES } else { 0 };
+        (slots.max(1) as usize).saturating_mul(deliveries.saturating_add(2)).saturating_add(late)
+    }
+
+    /// The bytes the queues of a door for `slots` slots and `deliveries` values per frame take:
+    /// an entry of the free list per slot and the request queue's room, each entry its value and a
+    /// stamp (`ArrayQueue`'s), at the least.
+    pub(crate) fn state_bytes(slots: u32, deliveries: usize) -> u64 {
+        let free = u64::from(slots.max(1)) * size_of::<(usize, u32)>() as u64;
+        let requests = Door::request_room(slots, deliveries) as u64 * size_of::<(usize, Request)>() as u64;
+        free.saturating_add(requests)
     }
 
     /// Calls `notify` whenever a slot becomes free (once per frame that leaves its slot, from the

@@ -1,7 +1,11 @@
 //! Whether a run's state fits in the memory the system has available: a run (or a simulation)
 //! that cannot fit is refused before it starts, naming both figures, rather than aborted by a
 //! failed allocation or killed by the system part way through (or, worse, making the system kill
-//! another process).
+//! another process). What still fails to allocate while the host makes a run's largest arrays
+//! (per slot, per cell) is a refusal too ([`try_boxed`], [`probe`]), and an abort the host's own
+//! allocations still cause is never blamed on the plugins ([`HostAllocating`]).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// State from which a run asks the system what is available (below, any machine has it). Reading
 /// the system's figures costs ≈ 16 µs, a third of a small run's start.
@@ -9,27 +13,90 @@ const CHECKED_FROM: u64 = 256 << 20;
 
 /// Refuses state of `needed` bytes, which the run will write before its first frame, when the
 /// system has less memory available; `what` names the state's shape for the message ("4 slot(s)
-/// × 1000 instances").
-pub(crate) fn refuse_beyond_available(needed: u64, what: impl FnOnce() -> String) -> Result<(), String> {
+/// × 1000 instances"), which says how many of the run's `slots` would fit (the state grows with
+/// them).
+pub(crate) fn refuse_beyond_available(needed: u64, slots: u32, what: impl FnOnce() -> String) -> Result<(), String> {
     if needed <= CHECKED_FROM {
         return Ok(());
     }
     match available() {
-        Some(available) if needed > available => Err(beyond(&what(), needed, available)),
+        Some(available) if needed > available => Err(beyond(&what(), needed, available, slots)),
         _ => Ok(()),
     }
 }
 
-fn beyond(what: &str, needed: u64, available: u64) -> String {
+fn beyond(what: &str, needed: u64, available: u64, slots: u32) -> String {
+    let fit = u128::from(slots) * u128::from(available) / u128::from(needed.max(1));
+    let fit = match fit {
+        0 => "not even 1 fits".to_owned(),
+        fit => format!("about {fit} fit"),
+    };
     format!(
-        "{what} need at least {} of state, more than the {} of memory available; use fewer slots or fewer instances",
+        "{what} need at least {} of state, more than the {} of memory available; use fewer slots or fewer instances \
+         (--slots {slots}: {fit})",
         bytes(needed),
         bytes(available)
     )
 }
 
+/// `len` values made by `make`, in a boxed slice; an error saying so, with `what` the array names
+/// ("the result cells of 4 slot(s) × 1000 instances"), when the memory cannot be had, instead of
+/// an abort. For the run's largest arrays, made once per run.
+pub(crate) fn try_boxed<T>(
+    len: usize,
+    what: impl FnOnce() -> String,
+    make: impl FnMut(usize) -> T,
+) -> Result<Box<[T]>, String> {
+    let mut values = Vec::new();
+    values.try_reserve_exact(len).map_err(|_| cannot_allocate(&what(), len.saturating_mul(size_of::<T>()) as u64))?;
+    values.extend((0..len).map(make));
+    Ok(values.into_boxed_slice())
+}
+
+/// Whether `count` bytes can be had at once for `what`, for an array made by code that aborts
+/// when they cannot (a library's queue): they are reserved and given back at once, so that the
+/// array made next most likely gets them.
+pub(crate) fn probe(count: u64, what: impl FnOnce() -> String) -> Result<(), String> {
+    if count <= CHECKED_FROM {
+        return Ok(());
+    }
+    let mut bytes = Vec::<u8>::new();
+    let reserved = usize::try_from(count).ok().is_some_and(|count| bytes.try_reserve_exact(count).is_ok());
+    if reserved { Ok(()) } else { Err(cannot_allocate(&what(), count)) }
+}
+
+fn cannot_allocate(what: &str, count: u64) -> String {
+    format!("cannot allocate {} for {what}: the system refused the memory; use fewer slots", bytes(count))
+}
+
+/// Runs in progress whose host is making their state: a crash meanwhile (an allocation that
+/// failed and aborted) is the host's, not a plugin's (`cli/crash.rs` reads it).
+static HOST_ALLOCATING: AtomicUsize = AtomicUsize::new(0);
+
+/// Marks the host making a run's state, while it lives.
+pub(crate) struct HostAllocating(());
+
+impl HostAllocating {
+    pub(crate) fn start() -> HostAllocating {
+        HOST_ALLOCATING.fetch_add(1, Ordering::SeqCst);
+        HostAllocating(())
+    }
+}
+
+impl Drop for HostAllocating {
+    fn drop(&mut self) {
+        HOST_ALLOCATING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Whether the host of some run is making its state now (one atomic load: a signal handler may
+/// call it).
+pub(crate) fn host_allocating() -> bool {
+    HOST_ALLOCATING.load(Ordering::SeqCst) > 0
+}
+
 /// `count` bytes for a person: MiB below 10 GiB, GiB above.
-fn bytes(count: u64) -> String {
+pub(crate) fn bytes(count: u64) -> String {
     if count < 10 << 30 {
         format!("{} MiB", count >> 20)
     } else {
@@ -97,14 +164,29 @@ mod tests {
     #[test]
     fn state_beyond_the_memory_available_is_refused_naming_both() {
         assert_eq!(
-            beyond("4 slot(s) × 1000 instances", 40 << 30, 12 << 30),
+            beyond("4 slot(s) × 1000 instances", 40 << 30, 12 << 30, 4),
             "4 slot(s) × 1000 instances need at least 40.0 GiB of state, more than the 12.0 GiB of memory \
-             available; use fewer slots or fewer instances"
+             available; use fewer slots or fewer instances (--slots 4: about 1 fit)"
         );
-        assert!(beyond("x", 600 << 20, 500 << 20).contains("at least 600 MiB of state, more than the 500 MiB"));
-        assert_eq!(refuse_beyond_available(CHECKED_FROM, || unreachable!("small state is not checked")), Ok(()));
-        let huge = refuse_beyond_available(u64::MAX, || "every slot × every instance".to_owned());
+        assert!(beyond("x", 600 << 20, 500 << 20, 1).contains("at least 600 MiB of state, more than the 500 MiB"));
+        assert!(beyond("x", 600 << 20, 500 << 20, 1).ends_with("(--slots 1: not even 1 fits)"));
+        assert_eq!(refuse_beyond_available(CHECKED_FROM, 1, || unreachable!("small state is not checked")), Ok(()));
+        let huge = refuse_beyond_available(u64::MAX, 1, || "every slot × every instance".to_owned());
         assert!(huge.is_err_and(|m| m.starts_with("every slot × every instance need at least")));
+    }
+
+    #[test]
+    fn an_allocation_beyond_the_address_space_is_an_error_not_an_abort() {
+        let refused = try_boxed(usize::MAX / 16, || "the cells".to_owned(), |_| 0u64);
+        assert!(refused.is_err_and(|m| m.starts_with("cannot allocate ") && m.contains(" for the cells: ")));
+        assert_eq!(try_boxed(3, || unreachable!(), |at| at as u32).as_deref(), Ok(&[0, 1, 2][..]));
+        let probed = probe(u64::MAX / 2, || "the door's queue".to_owned());
+        assert!(probed.is_err_and(|m| m.contains("for the door's queue: the system refused the memory")));
+        assert_eq!(probe(1 << 20, || unreachable!("small arrays are not probed")), Ok(()));
+        // Other tests' runs may mark it too: only this mark's effect is certain.
+        let marked = HostAllocating::start();
+        assert!(host_allocating());
+        drop(marked);
     }
 
     #[test]

@@ -109,7 +109,9 @@ pub struct RunConfig {
     pub trace_file: Option<PathBuf>,
     /// Called on the host thread with every chunk of trace records as the run goes (in the order
     /// workers hand them over), for writers of other trace formats (`tomii run --timing`,
-    /// `--record`). Setting one records the trace, as `trace_file` does.
+    /// `--record`). Setting one records the trace, as `trace_file` does. Every record reaches every
+    /// tap: when the taps (and the trace file) are slower than the workers, the workers wait for
+    /// them (`Report::trace_wait_s`; README.md, "Trace and counters").
     pub trace_taps: Vec<TraceTap>,
     /// The scheduler record's taps (`--record`): like trace taps, with each task's dependency
     /// resolution time and the engine's frame starts and deliveries (`RecordTap`). Setting one
@@ -150,6 +152,14 @@ pub struct RunConfig {
     /// Set it to stop the run: no frame starts any more, the frames in flight complete, and the
     /// run ends with its report (`report.interrupted`).
     pub stop: Option<Arc<AtomicBool>>,
+    /// How long the run may take to end once it was asked to stop (`stop`) or failed: past it,
+    /// the frames in flight are given up (README.md, "A run that cannot stop"): the run fails with
+    /// [`RunError::StopCutShort`], naming the calls workers are still in, and the workers still
+    /// in one are left to `on_hang`, as stuck ones are. `None` (the default): as long as it takes.
+    pub stop_grace: Option<Duration>,
+    /// Set it (after `stop`) to end the run at once, without the frames in flight: as when
+    /// `stop_grace` runs out, now (the CLI's second Ctrl-C).
+    pub stop_now: Option<Arc<AtomicBool>>,
     /// Pin worker `w` to the `w mod n`-th of the `n` CPUs the process may use, for the run
     /// (README.md, "Pinned workers").
     pub pin_workers: bool,
@@ -263,6 +273,8 @@ impl Default for RunConfig {
             scheduler_options: Vec::new(),
             progress: None,
             stop: None,
+            stop_grace: None,
+            stop_now: None,
             on_fault: FaultPolicy::Stop,
             network: NetworkOptions::default(),
             scheduler_call_timeout: Duration::from_secs(10),
@@ -301,10 +313,10 @@ pub enum RunError {
     )]
     KernelHang { kernel: String, node: String, instance: u32, frame: u64, worker: u32, timeout_ms: u128 },
     #[error(
-        "no packet for {idle_ms} ms {}: {taken} of {frames} frames taken{}; the network source stopped the run as \
+        "no packet for {idle_ms} ms {}: {taken} of {frames} frames taken{}{}; the network source stopped the run as \
          Ctrl-C does (did the sender stop early, or are its packets lost? the report's packets_dropped counts what \
          came; raise --network-idle-timeout-ms for a sender that pauses, 0 waits forever)",
-        idle_since(.newest), still_receiving(*.receiving)
+        idle_since(.newest), ended_as(.taken_as), still_receiving(*.receiving)
     )]
     NetworkIdle {
         idle_ms: u128,
@@ -313,14 +325,38 @@ pub enum RunError {
         newest: Option<u64>,
         /// Frames whose reception was over (complete, abandoned, failed or dropped) when it stopped.
         taken: u64,
+        /// How they ended, as `30 complete, 7 incomplete, 1 dropped` (the kinds with frames).
+        taken_as: String,
         frames: u64,
         /// Frames still receiving then, abandoned.
         receiving: u64,
     },
+    /// The run was asked to stop, or failed, and did not end within `RunConfig::stop_grace`
+    /// (`grace_ms`), or was asked to end at once (`RunConfig::stop_now`, `grace_ms` `None`): it
+    /// ended without its frames in flight. `calls` names each call a worker was still in
+    /// ("worker 0 in kernel ...").
+    #[error("{}", cut_short(*.grace_ms, .calls))]
+    StopCutShort { grace_ms: Option<u128>, calls: Vec<String> },
     #[error("{path}: {reason}")]
     Io { path: PathBuf, reason: String },
     #[error("internal error (please report it): {0}")]
     Internal(String),
+}
+
+/// The message of [`RunError::StopCutShort`].
+fn cut_short(grace_ms: Option<u128>, calls: &[String]) -> String {
+    let why = match grace_ms {
+        Some(ms) => format!("the run did not end within {ms} ms of its stop (the stop grace)"),
+        None => "the run was stopped at once, by a second stop request".to_owned(),
+    };
+    match calls {
+        [] => format!("{why}; it ended without the frames in flight"),
+        calls => format!(
+            "{why}: {}; it ended without the frames in flight, and a thread stuck in a plugin cannot be stopped \
+             (--kernel-timeout-ms limits kernels)",
+            calls.join(", ")
+        ),
+    }
 }
 
 /// Where a network source's packets stopped, for [`RunError::NetworkIdle`].
@@ -329,6 +365,11 @@ fn idle_since(newest: &Option<u64>) -> String {
         Some(frame) => format!("after frame {frame}"),
         None => "and no frame id known (every packet was dropped before its frame was read)".to_owned(),
     }
+}
+
+/// How the frames a network source took ended, for [`RunError::NetworkIdle`].
+fn ended_as(kinds: &str) -> String {
+    if kinds.is_empty() { String::new() } else { format!(" ({kinds})") }
 }
 
 /// The frames a network source abandoned when it stopped, for [`RunError::NetworkIdle`].

@@ -98,8 +98,13 @@ pub struct Report {
     pub trace: bool,
     /// Trace records taken from the workers (written to the trace file, if any).
     pub trace_records: u64,
-    /// Trace records lost because the host fell behind the workers (never, unless it is starved).
+    /// Trace records lost: none, since a worker waits for the host when the trace's chunks run out
+    /// (`trace_wait_s`); only records made after the host left the run (a worker stuck in a call
+    /// that returned late) could be.
     pub trace_lost: u64,
+    /// Seconds the workers waited, summed over them, for the host to take the trace (the trace
+    /// could not keep up with them and set the run's pace); 0 without a trace.
+    pub trace_wait_s: f64,
     /// Trace records released from memory (the in-memory trace keeps the newest 4 Mi).
     pub trace_released: u64,
     /// Sorted by `total_exec_us`, largest first (as Tomii 1.2 sorted it); in graph order among
@@ -292,6 +297,7 @@ pub(crate) struct Parts<'a> {
     pub trace: bool,
     pub trace_records: u64,
     pub trace_lost: u64,
+    pub trace_wait_s: f64,
     pub trace_released: u64,
 }
 
@@ -352,6 +358,7 @@ pub(crate) fn assemble(parts: Parts<'_>) -> Report {
         trace: parts.trace,
         trace_records: parts.trace_records,
         trace_lost: parts.trace_lost,
+        trace_wait_s: parts.trace_wait_s,
         trace_released: parts.trace_released,
         per_node: by_total_time(
             per_node(&names, counters, clock, timing)

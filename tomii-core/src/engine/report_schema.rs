@@ -18,7 +18,7 @@ pub fn report_schema() -> Json {
             "tomii_version", "graph", "graph_dialect", "graph_warnings", "scheduler", "workers", "slots", "frames",
             "frames_abandoned", "frames_excluded", "tasks", "tasks_inlined", "tasks_kept", "inline_continuation", "wall_time_s", "throughput_frames_per_s", "tasks_per_s",
             "latency_us", "source", "interrupted", "status", "error", "task_timing", "trace", "trace_records",
-            "trace_lost", "trace_released", "per_node", "per_worker", "summary", "critical_path",
+            "trace_lost", "trace_wait_s", "trace_released", "per_node", "per_worker", "summary", "critical_path",
             "resource_utilization", "bottleneck_hints", "optimization_suggestions"
         ],
         "additionalProperties": false,
@@ -56,7 +56,8 @@ fn properties() -> Json {
         "task_timing": {"type": "boolean"},
         "trace": {"type": "boolean"},
         "trace_records": {"$ref": "#/$defs/count"},
-        "trace_lost": {"$ref": "#/$defs/count"},
+        "trace_lost": {"$ref": "#/$defs/count", "description": "Trace records lost: none (workers wait for the trace instead)."},
+        "trace_wait_s": {"$ref": "#/$defs/figure", "description": "Seconds the workers waited, summed, for the host to take the trace: it could not keep up and set the run's pace."},
         "trace_released": {"$ref": "#/$defs/count"},
         "per_node": {
             "type": "array",

@@ -24,6 +24,7 @@ use crossbeam_utils::CachePadded;
 use tomii_types::abi::TomiiValue;
 use tomii_types::kernel::Value;
 
+use super::memory;
 pub use crate::host::MAX_SLOTS;
 use crate::host::{ClaimError, Counters, FIRST_GENERATION, SlotView, TaskRef, frame_complete};
 
@@ -69,28 +70,36 @@ pub struct SlotTable {
 impl SlotTable {
     /// Bytes one (slot, instance) pair takes.
     pub const CELL_BYTES: usize = Counters::<AtomicU64>::CELL_BYTES + size_of::<ResultCell>();
+    /// Bytes one slot's bookkeeping takes (two cache lines, at the least).
+    pub const SLOT_BYTES: usize = size_of::<CachePadded<Slot>>();
 
-    pub fn new(slots: u32, instances: usize, sinks: usize) -> Self {
+    /// The table of `slots` slots of `instances` instances each; an error naming the array when
+    /// the system refuses its memory (a run's largest arrays are these), instead of an abort.
+    pub fn new(slots: u32, instances: usize, sinks: usize) -> Result<Self, String> {
         let cells = slots as usize * instances;
-        SlotTable {
+        let shape = || format!("{slots} slot(s) × {instances} instances");
+        let slot = |_| {
+            CachePadded::new(Slot {
+                generation: AtomicU32::new(FIRST_GENERATION),
+                frame: AtomicU64::new(0),
+                started: AtomicU64::new(0),
+                tag: AtomicU64::new(0),
+                serial: AtomicU64::new(0),
+                busy: AtomicBool::new(false),
+                abandoned: AtomicBool::new(false),
+                done: CachePadded::new(AtomicU64::new(0)),
+            })
+        };
+        Ok(SlotTable {
             sinks: sinks as u64,
-            slots: (0..slots)
-                .map(|_| {
-                    CachePadded::new(Slot {
-                        generation: AtomicU32::new(FIRST_GENERATION),
-                        frame: AtomicU64::new(0),
-                        started: AtomicU64::new(0),
-                        tag: AtomicU64::new(0),
-                        serial: AtomicU64::new(0),
-                        busy: AtomicBool::new(false),
-                        abandoned: AtomicBool::new(false),
-                        done: CachePadded::new(AtomicU64::new(0)),
-                    })
-                })
-                .collect(),
-            counters: Counters::new(slots, instances),
-            results: (0..cells).map(|_| ResultCell(UnsafeCell::new(TomiiValue::NONE))).collect(),
-        }
+            slots: memory::try_boxed(slots as usize, || format!("the bookkeeping of {slots} slot(s)"), slot)?,
+            counters: Counters::try_new(slots, instances, || format!("the task counters of {}", shape()))?,
+            results: memory::try_boxed(
+                cells,
+                || format!("the result cells of {}", shape()),
+                |_| ResultCell(UnsafeCell::new(TomiiValue::NONE)),
+            )?,
+        })
     }
 
     #[inline]
@@ -224,7 +233,7 @@ mod tests {
 
     #[test]
     fn frames_begin_in_new_generations_and_complete_with_their_last_sink() {
-        let table = SlotTable::new(1, 2, 2);
+        let table = SlotTable::new(1, 2, 2).expect("a small table");
         for frame in 0..3u64 {
             let generation = table.begin_frame(0, frame, frame, 0, 0);
             assert_eq!(generation, frame as u32);

@@ -4,17 +4,23 @@
 //! them in memory, up to a bound: the trace of a run without end takes constant memory.
 //!
 //! Recording never allocates: a worker fills a chunk taken from the pool, hands it to the host when
-//! it is full and takes an empty one. If the host has fallen so far behind that the pool is empty,
-//! the worker overwrites its chunk and counts the records lost; the report says how many.
+//! it is full and takes an empty one. No record is ever dropped: if the host has fallen so far
+//! behind that the pool is empty, the worker waits until the host gives a chunk back (the trace
+//! then sets the run's pace, and the report's `trace_wait_s` says how long the workers waited).
+//! The wait is outside every call the watchdog marks, so a worker waiting for the trace is never
+//! taken for a stuck one, and the host takes chunks for a bounded time between its looks at the
+//! run ([`TraceSink::drain_for`]), so a backlog never delays a stop or the watchdog. Only once the
+//! host has stopped taking chunks ([`TracePool::close`]) does a worker count its records lost.
 //! Formatting happens only on the host thread, and so do trace taps ([`TraceTap`]): other writers
 //! of the trace, handed each chunk as the host takes it. The host turns each chunk into the
 //! exported record ([`TaskRecord`], in ns) once, for the CSV file and every tap.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::Thread;
+use std::time::{Duration, Instant};
 
 use crossbeam_queue::ArrayQueue;
 
@@ -130,7 +136,8 @@ impl SystemLog {
 }
 /// A consumer of the trace as the run goes (see `RunConfig::trace_taps`): called on the host
 /// thread with every chunk of records the workers hand over, and with what is left of each
-/// worker's chunk when it stops. It must not block for long: the workers' chunks wait for the host.
+/// worker's chunk when it stops. A slow tap loses nothing but slows the run: once the pool's chunks
+/// are all full, the workers wait for the host to take them (`Report::trace_wait_s`).
 #[derive(Clone)]
 pub struct TraceTap(pub Arc<TapFn>);
 
@@ -147,11 +154,24 @@ impl std::fmt::Debug for TraceTap {
 pub struct TracePool {
     empty: ArrayQueue<Vec<TraceRecord>>,
     full: ArrayQueue<Vec<TraceRecord>>,
-    /// Records overwritten because no empty chunk was left.
+    /// Records dropped because the host had stopped taking chunks ([`close`](Self::close)).
     lost: AtomicU64,
     /// Woken when a chunk is full.
     host: Thread,
+    /// Workers waiting for an empty chunk ([`wait_for_empty`](Self::wait_for_empty)), on
+    /// `returned`; the host notifies it when it gives a chunk back and one waits.
+    waiting: AtomicU32,
+    wait_lock: Mutex<()>,
+    returned: Condvar,
+    /// Set once the host takes no more chunks: a worker then no longer waits.
+    closed: AtomicBool,
+    /// Time workers waited for an empty chunk, in ns, summed over the workers.
+    waited_ns: AtomicU64,
 }
+
+/// The longest a waiting worker sleeps before it looks at the pool again, should a notification
+/// be missed (none is: the waiting count and the queue form a Dekker pair; see `wait_for_empty`).
+const WAIT_RECHECK: Duration = Duration::from_millis(10);
 
 impl TracePool {
     pub fn new(workers: u32, host: Thread) -> Self {
@@ -160,7 +180,17 @@ impl TracePool {
         for _ in 0..count {
             let _ = empty.push(Vec::with_capacity(CHUNK));
         }
-        TracePool { empty, full: ArrayQueue::new(count + workers as usize), lost: AtomicU64::new(0), host }
+        TracePool {
+            empty,
+            full: ArrayQueue::new(count + workers as usize),
+            lost: AtomicU64::new(0),
+            host,
+            waiting: AtomicU32::new(0),
+            wait_lock: Mutex::new(()),
+            returned: Condvar::new(),
+            closed: AtomicBool::new(false),
+            waited_ns: AtomicU64::new(0),
+        }
     }
 
     /// A chunk for a worker to fill (workers take theirs when they start, before any task).
@@ -168,15 +198,60 @@ impl TracePool {
         self.empty.pop().unwrap_or_else(|| Vec::with_capacity(CHUNK))
     }
 
-    /// A chunk back to the pool, emptied.
+    /// A chunk back to the pool, emptied; wakes a worker waiting for one.
     fn give_back(&self, mut chunk: Vec<TraceRecord>) {
         chunk.clear();
         let _ = self.empty.push(chunk);
+        // Pairs with the fence in `wait_for_empty`: either the waiter's look at the queue finds
+        // this chunk, or this load finds the waiter.
+        fence(Ordering::SeqCst);
+        if self.waiting.load(Ordering::Relaxed) > 0 {
+            let _guard = self.wait_lock.lock().unwrap_or_else(PoisonError::into_inner);
+            self.returned.notify_one();
+        }
     }
 
-    /// Records lost so far because the pool ran dry.
+    /// Waits until the host gives an empty chunk back and takes it (the trace's back-pressure, on
+    /// a worker, never inside a marked call); `None` once the pool is closed.
+    #[cold]
+    fn wait_for_empty(&self) -> Option<Vec<TraceRecord>> {
+        let began = Instant::now();
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        self.host.unpark();
+        let mut guard = self.wait_lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let chunk = loop {
+            if let Some(chunk) = self.empty.pop() {
+                break Some(chunk);
+            }
+            if self.closed.load(Ordering::Acquire) {
+                break None;
+            }
+            guard = self.returned.wait_timeout(guard, WAIT_RECHECK).unwrap_or_else(PoisonError::into_inner).0;
+        };
+        drop(guard);
+        self.waiting.fetch_sub(1, Ordering::Relaxed);
+        let waited = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.waited_ns.fetch_add(waited, Ordering::Relaxed);
+        chunk
+    }
+
+    /// The host takes no more chunks (it left the run): workers stop waiting for one, and count
+    /// the records they can no longer hand over as lost.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let _guard = self.wait_lock.lock().unwrap_or_else(PoisonError::into_inner);
+        self.returned.notify_all();
+    }
+
+    /// Records lost so far because the host had stopped taking chunks.
     pub fn lost(&self) -> u64 {
         self.lost.load(Ordering::Relaxed)
+    }
+
+    /// How long workers waited for an empty chunk, summed over the workers, in seconds.
+    pub fn waited_s(&self) -> f64 {
+        self.waited_ns.load(Ordering::Relaxed) as f64 * 1e-9
     }
 }
 
@@ -208,7 +283,12 @@ impl WorkerTrace {
 
     #[cold]
     fn hand_over(&mut self, pool: &TracePool) {
-        match pool.empty.pop() {
+        let next = match pool.empty.pop() {
+            Some(next) => Some(next),
+            None if pool.closed.load(Ordering::Acquire) => None,
+            None => pool.wait_for_empty(),
+        };
+        match next {
             Some(next) => {
                 let full = std::mem::replace(&mut self.current, next);
                 // `full` has room for every chunk there is.
@@ -303,11 +383,25 @@ impl TraceSink {
         }
     }
 
-    /// Takes every full chunk the workers handed over.
+    /// Takes every full chunk the workers handed over (once they have stopped: the run's end).
     pub fn drain(&mut self, pool: &TracePool, clock: &Clock) {
         while let Some(chunk) = pool.full.pop() {
             self.take(chunk, Some(pool), clock);
         }
+    }
+
+    /// Takes the full chunks the workers handed over for about `budget` at most (the chunk taken
+    /// when it runs out is finished), so that the host still looks at the run while workers hand
+    /// chunks over faster than it takes them. Returns whether some were left.
+    pub fn drain_for(&mut self, pool: &TracePool, clock: &Clock, budget: Duration) -> bool {
+        let began = Instant::now();
+        while let Some(chunk) = pool.full.pop() {
+            self.take(chunk, Some(pool), clock);
+            if began.elapsed() >= budget {
+                return !pool.full.is_empty();
+            }
+        }
+        false
     }
 
     /// Takes one chunk: handed to the taps, written to the file, kept in memory, and the memory's
@@ -376,5 +470,80 @@ impl TraceSink {
         self.kept = 0;
         records.sort_unstable_by_key(|r| (r.start, r.worker));
         records
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(frame: u64) -> TraceRecord {
+        TraceRecord { frame, ..TraceRecord::default() }
+    }
+
+    /// A worker records far more than the pool holds while the host takes nothing: it waits for
+    /// the host (never drops), and once the host takes chunks every record arrives once, in order.
+    #[test]
+    fn a_worker_waits_for_the_host_and_loses_nothing() {
+        let pool = Arc::new(TracePool::new(1, std::thread::current()));
+        let total = (CHUNK * (2 * CHUNKS_PER_WORKER + 5) + 7) as u64;
+        let recorded = Arc::new(AtomicU64::new(0));
+        let worker = {
+            let (pool, recorded) = (Arc::clone(&pool), Arc::clone(&recorded));
+            std::thread::spawn(move || {
+                let mut trace = WorkerTrace::new(Some(&pool));
+                for frame in 0..total {
+                    trace.record(&pool, record(frame));
+                    recorded.fetch_add(1, Ordering::Relaxed);
+                }
+                trace.into_chunk()
+            })
+        };
+        // The pool holds 1 + 8 + 8 chunks for one worker: the worker fills them all, then waits.
+        let held = (CHUNK * (2 * CHUNKS_PER_WORKER + 1)) as u64;
+        let began = Instant::now();
+        while recorded.load(Ordering::Relaxed) < held && began.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(recorded.load(Ordering::Relaxed), held, "the worker went on without a chunk to fill");
+        let clock = Clock::simulated();
+        let mut sink = TraceSink::new(None, Some(usize::MAX), &[], Vec::new()).unwrap();
+        while !worker.is_finished() {
+            sink.drain_for(&pool, &clock, Duration::from_millis(1));
+            std::thread::yield_now();
+        }
+        sink.drain(&pool, &clock);
+        sink.take(worker.join().unwrap(), None, &clock);
+        let mut frames: Vec<u64> = sink.take_records().iter().map(|r| r.frame).collect();
+        frames.sort_unstable();
+        assert_eq!(frames, (0..total).collect::<Vec<u64>>(), "every record, once");
+        assert_eq!(pool.lost(), 0);
+        assert!(pool.waited_s() > 0.0, "the worker never waited");
+    }
+
+    /// Once the host has left (the pool closed), a waiting worker stops waiting and counts what
+    /// it could not hand over.
+    #[test]
+    fn a_closed_pool_lets_a_waiting_worker_go_and_counts_its_records_lost() {
+        let pool = Arc::new(TracePool::new(1, std::thread::current()));
+        let total = CHUNK * (2 * CHUNKS_PER_WORKER + 3);
+        let worker = {
+            let pool = Arc::clone(&pool);
+            std::thread::spawn(move || {
+                let mut trace = WorkerTrace::new(Some(&pool));
+                (0..total as u64).for_each(|frame| trace.record(&pool, record(frame)));
+                trace.into_chunk().len()
+            })
+        };
+        let began = Instant::now();
+        while pool.waiting.load(Ordering::Relaxed) == 0 && began.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        pool.close();
+        let left = worker.join().unwrap();
+        let handed = pool.full.len() * CHUNK;
+        assert_eq!(handed as u64 + pool.lost() + left as u64, total as u64, "every record handed over or counted");
+        assert!(pool.lost() > 0);
     }
 }

@@ -25,7 +25,7 @@ pub(crate) fn check_config(
     }
     let cells = u64::from(config.slots) * graph.instance_count() as u64;
     let needed = state_bytes(cells)?;
-    memory::refuse_beyond_available(needed, || {
+    memory::refuse_beyond_available(needed, config.slots, || {
         format!("{} slot(s) × {} instances", config.slots, graph.instance_count())
     })
     .map_err(RunError::Config)?;

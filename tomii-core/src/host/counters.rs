@@ -118,6 +118,12 @@ impl<W: Word> Counters<W> {
         Counters { instances, words: (0..slots as usize * instances).map(|_| W::make(0)).collect() }
     }
 
+    /// [`new`](Self::new), or an error naming `what` when the memory cannot be had.
+    pub(crate) fn try_new(slots: u32, instances: usize, what: impl FnOnce() -> String) -> Result<Self, String> {
+        let words = crate::engine::memory::try_boxed(slots as usize * instances, what, |_| W::make(0))?;
+        Ok(Counters { instances, words })
+    }
+
     /// Instances per slot.
     #[inline(always)]
     pub(crate) fn instances(&self) -> usize {

@@ -446,7 +446,7 @@ pub const CATALOG: &[Knob] = &[
         domain: Domain::Int { min: 1, max: u64::MAX, scale: Scale::Log },
         role: Role::Behaviour,
         description: "Network source: a frame whose packets have not all arrived this long (ms) after its first one is \
-            abandoned and reported incomplete",
+            abandoned and reported incomplete (or earlier, when frame_window newer frames need its place)",
         search_hint: "not a tuning knob: a few frame periods of the sender",
         takes: Takes::RUN,
         flag: Flag { value_name: "MS", ..Flag::PLAIN },
@@ -476,8 +476,10 @@ pub const CATALOG: &[Knob] = &[
         default: Preset::Int(64),
         domain: Domain::Int { min: 1, max: MAX_SLOTS, scale: Scale::Pow2 },
         role: Role::Behaviour,
-        description: "Network source: frame ids accepted from the oldest frame in flight on (at least slots); \
-            packets of ids beyond are dropped as outside the window (with on_slots_busy=wait, the receiver waits for room)",
+        description: "Network source: frame ids the window spans (at least slots): packets reordered within it are \
+            all used, a frame still receiving is given up when a frame this many ids newer comes (a frame waiting for \
+            a slot makes the receiver wait), and a packet further beyond the newest id is a stray, dropped as \
+            outside_window unless the next packet confirms the jump",
         search_hint: "not a tuning knob: larger than the frames a sender has in the air at once",
         takes: Takes::RUN,
         flag: Flag { value_name: "FRAMES", ..Flag::PLAIN },

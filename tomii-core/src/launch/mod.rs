@@ -47,6 +47,10 @@ pub struct GraphInput {
 #[derive(Clone, Default)]
 pub struct Hooks {
     pub stop: Option<Arc<AtomicBool>>,
+    /// `RunConfig::stop_grace` and `stop_now`: how long a stopping run may take, and how to end
+    /// it at once.
+    pub stop_grace: Option<Duration>,
+    pub stop_now: Option<Arc<AtomicBool>>,
     pub progress: Option<ProgressFn>,
     pub on_hang: Option<HangFn>,
     pub on_listening: Option<SayFn>,
@@ -147,6 +151,8 @@ impl Launch {
         config.trace_taps.extend(self.outputs.taps());
         config.record_taps.extend(self.outputs.record_taps());
         config.stop = hooks.stop;
+        config.stop_grace = hooks.stop_grace;
+        config.stop_now = hooks.stop_now;
         config.progress = hooks.progress;
         config.on_hang = hooks.on_hang;
         config

@@ -88,7 +88,7 @@ impl Outputs {
     }
 
     /// Ends every file with the run's report (none: the run never started): writes the report and
-    /// the timing file, ends the Chrome trace, the record and the decisions file.
+    /// the timing file, ends the Chrome trace, the record and the decisions file (with how the run ended).
     pub fn finish(&self, report: Option<&Report>) -> Written {
         let mut written = Written::default();
         let mut keep = |what: &str, path: &Path, result: Result<(), String>| match result {
@@ -112,7 +112,7 @@ impl Outputs {
             keep("the trace", chrome.path(), chrome.finish(report));
         }
         if let Some(decisions) = self.decisions.get() {
-            keep("the decisions file", decisions.path(), decisions.finish());
+            keep("the decisions file", decisions.path(), decisions.finish(report));
         }
         if let (Some(path), Some(_)) = (&self.trace, report) {
             written.kept.push(format!("the trace ({})", path.display()));
@@ -121,9 +121,11 @@ impl Outputs {
     }
 }
 
-/// Writes `report` as pretty JSON, with a last newline.
+/// Writes `report` as pretty JSON, with a last newline, whole or not at all
+/// (`files::write_whole`): the path never holds a partial or empty report.
 pub fn write_report(path: &Path, report: &Report) -> Result<(), String> {
     let text = serde_json::to_string_pretty(report)
         .map_err(|e| format!("{}: cannot write the report: {e}", path.display()))?;
-    std::fs::write(path, text + "\n").map_err(|e| format!("{}: cannot write the report: {e}", path.display()))
+    crate::files::write_whole(path, (text + "\n").as_bytes())
+        .map_err(|e| format!("{}: cannot write the report: {e}", path.display()))
 }

@@ -11,9 +11,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) enum Cause {
     /// Not `packet_length` bytes.
     WrongLength,
-    /// Its frame id is too far ahead of the oldest frame in flight.
+    /// Its frame id is more than `frame_window` beyond the newest seen (a stray, or the first of
+    /// a jump the next packet confirms), or it was a stray's packet (`Counts::stray`).
     OutsideWindow,
-    /// Its frame's reception was already over: timed out, failed, or older than the window.
+    /// Its frame's reception was already over: timed out, failed, given up, or older than the
+    /// window.
     Late,
     /// Its frame found every slot busy (with `on_slots_busy = drop`).
     SlotsBusy,
@@ -71,6 +73,9 @@ pub(crate) struct Counts {
     pub dropped_frames: AtomicU64,
     /// Frames abandoned because a source kernel failed on one of their packets.
     pub failed: AtomicU64,
+    /// Frames of a lone first packet far from the others, given up when the window started again
+    /// nearer them: not among the run's frames (their packets count as `outside_window`).
+    pub stray: AtomicU64,
     /// Packets that never arrived, of the frames given up on (an id skipped and never seen
     /// counts as a frame whose every packet is missing).
     pub missing: AtomicU64,
@@ -81,6 +86,10 @@ pub(crate) struct Counts {
 impl Counts {
     pub(crate) fn drop_packet(&self, cause: Cause) {
         self.dropped[cause as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn drop_packets(&self, cause: Cause, count: u64) {
+        self.dropped[cause as usize].fetch_add(count, Ordering::Relaxed);
     }
 
     pub(crate) fn dropped(&self, cause: Cause) -> u64 {

@@ -24,9 +24,11 @@ pub struct NetworkOptions {
     pub socket_recv_buf_bytes: u64,
     pub dispatch: Dispatch,
     pub on_slots_busy: WhenBusy,
-    /// A frame whose packets have not all arrived this long after its first one is abandoned.
+    /// A frame whose packets have not all arrived this long after its first one is abandoned (or
+    /// earlier, when `frame_window` newer frames need its place).
     pub frame_timeout: Duration,
-    /// Frame ids looked at from the oldest frame in flight; packets of ids beyond are dropped.
+    /// Frame ids the window spans (README.md, "Frames from packets"): how far packets may be
+    /// reordered, and how far beyond the newest id a packet is a stray.
     pub frame_window: u32,
     /// With `frames = N`: once the first packet came, no packet for this long while frames are
     /// still expected stops the run with [`RunError::NetworkIdle`](crate::engine::RunError);

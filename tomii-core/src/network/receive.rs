@@ -167,10 +167,12 @@ enum Left {
     Closed,
 }
 
-/// Datagrams read from one socket in a round, and TCP reads from one connection: sockets take
-/// turns, so that one socket's backlog does not hold up the packets of the others (a frame's
-/// packets may be spread over several).
+/// Datagrams read from one socket in a round, and packets (and reads) taken from one TCP
+/// connection: sockets take turns, so that one socket's backlog does not hold up the packets of
+/// the others (a frame's packets may be spread over several, and must stay within the frame
+/// window of each other).
 const UDP_ROUND: usize = 32;
+const TCP_ROUND_PACKETS: usize = 32;
 const TCP_ROUND: usize = 4;
 
 /// A receiver thread's life: polls `endpoints` until the sink says stop.
@@ -288,8 +290,13 @@ fn accept(
     }
 }
 
-/// Reads up to a round of what `connection` has and hands on every whole packet.
+/// Hands on up to a round of packets of `connection`: those already read first, then what a few
+/// reads bring.
 fn read_stream(sink: &dyn Sink, local: &mut Local, connection: &mut Connection) -> Left {
+    let mut budget = TCP_ROUND_PACKETS - parse_stream(sink, local, connection, TCP_ROUND_PACKETS);
+    if budget == 0 {
+        return Left::More;
+    }
     for _ in 0..TCP_ROUND {
         if connection.start == connection.end {
             (connection.start, connection.end) = (0, 0);
@@ -310,39 +317,46 @@ fn read_stream(sink: &dyn Sink, local: &mut Local, connection: &mut Connection) 
             Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
             Err(_) => return Left::Closed,
         }
-        parse_stream(sink, local, connection);
+        budget -= parse_stream(sink, local, connection, budget);
+        if budget == 0 {
+            return Left::More;
+        }
     }
     Left::More
 }
 
-/// Hands on every whole packet in the connection's buffer.
-fn parse_stream(sink: &dyn Sink, local: &mut Local, connection: &mut Connection) {
+/// Hands on the whole packets in the connection's buffer, up to `most` of them (a packet of the
+/// wrong length counts); how many.
+fn parse_stream(sink: &dyn Sink, local: &mut Local, connection: &mut Connection, most: usize) -> usize {
     let length = sink.packet_length();
-    loop {
+    let mut parsed = 0;
+    while parsed < most {
         let waiting = connection.end - connection.start;
         if connection.skip > 0 {
             let skipped = connection.skip.min(waiting);
             connection.skip -= skipped;
             connection.start += skipped;
             if connection.skip > 0 {
-                return;
+                return parsed;
             }
             continue;
         }
         if waiting < TCP_LENGTH_PREFIX {
-            return;
+            return parsed;
         }
         let prefix = &connection.buffer[connection.start..connection.start + TCP_LENGTH_PREFIX];
         let len = u32::from_le_bytes([prefix[0], prefix[1], prefix[2], prefix[3]]) as usize;
         if len != length {
+            parsed += 1;
             sink.lost(super::window::Cause::WrongLength);
             connection.start += TCP_LENGTH_PREFIX;
             connection.skip = len;
             continue;
         }
         if waiting < TCP_LENGTH_PREFIX + len {
-            return;
+            return parsed;
         }
+        parsed += 1;
         let body = connection.start + TCP_LENGTH_PREFIX;
         connection.start = body + len;
         let Some(index) = sink.buffer() else {
@@ -354,4 +368,5 @@ fn parse_stream(sink: &dyn Sink, local: &mut Local, connection: &mut Connection)
         buffer[..len].copy_from_slice(&connection.buffer[body..body + len]);
         sink.packet(local, index, len);
     }
+    parsed
 }

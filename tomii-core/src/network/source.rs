@@ -109,6 +109,8 @@ struct IdleStop {
     newest: Option<u64>,
     taken: u64,
     receiving: u64,
+    /// The frames taken: complete, incomplete, dropped and failed.
+    kinds: [u64; 4],
 }
 
 impl NetworkSource {
@@ -173,6 +175,7 @@ impl NetworkSource {
             wait: options.on_slots_busy == WhenBusy::Wait,
             timeout_ns: u64::try_from(options.frame_timeout.as_nanos()).unwrap_or(u64::MAX),
             frames: config.frames,
+            slots: config.slots,
         };
         let shared = Shared {
             pool: PacketPool::new(buffers, network.packet_length as usize + 1),
@@ -363,9 +366,16 @@ impl FrameSource for NetworkSource {
     }
 
     fn failure(&self) -> Option<RunError> {
-        let IdleStop { newest, taken, receiving } = *self.shared.idle.get()?;
+        let IdleStop { newest, taken, receiving, kinds } = *self.shared.idle.get()?;
         let idle_ms = self.shared.options.idle_timeout.unwrap_or_default().as_millis();
-        Some(RunError::NetworkIdle { idle_ms, newest, taken, frames: lock(&self.shared.window).planned(), receiving })
+        let frames = lock(&self.shared.window).planned();
+        let taken_as: Vec<String> = ["complete", "incomplete", "dropped", "failed"]
+            .iter()
+            .zip(kinds)
+            .filter(|&(_, count)| count > 0)
+            .map(|(kind, count)| format!("{count} {kind}"))
+            .collect();
+        Some(RunError::NetworkIdle { idle_ms, newest, taken, taken_as: taken_as.join(", "), frames, receiving })
     }
 }
 
@@ -399,6 +409,7 @@ impl NetworkSource {
             "frames_incomplete": load(&counts.incomplete),
             "frames_dropped": load(&counts.dropped_frames),
             "frames_failed": load(&counts.failed),
+            "frames_stray": load(&counts.stray),
             "packets_missing": load(&counts.missing),
             "connections": load(&counts.connections),
             "first_source_error": *lock(&shared.first_error),
@@ -436,7 +447,10 @@ impl Shared {
         if window.taken() >= window.planned() || door.is_ended() {
             return;
         }
-        let stop = IdleStop { newest: window.newest(), taken: window.taken(), receiving: window.open_frames() };
+        let counts = &self.counts;
+        let kinds = [&counts.complete, &counts.incomplete, &counts.dropped_frames, &counts.failed]
+            .map(|count| count.load(Ordering::Relaxed));
+        let stop = IdleStop { newest: window.newest(), taken: window.taken(), receiving: window.open_frames(), kinds };
         drop(window);
         if self.idle.set(stop).is_ok() {
             self.end();
@@ -480,7 +494,7 @@ impl Shared {
     fn source_error(&self, what: &str, message: String, frame: Option<u64>) {
         self.record_error(format!("network_config {what}: {message}"));
         match (frame, self.door()) {
-            (Some(id), Some(door)) => lock(&self.window).fail(&**door, &self.counts, id),
+            (Some(id), Some(door)) => lock(&self.window).fail(&**door, &self.counts, id, self.now_ns()),
             _ => self.counts.drop_packet(Cause::SourceError),
         }
     }
@@ -527,9 +541,10 @@ impl Shared {
         let mut holding = None;
         while let Verdict::Full { value } = verdict {
             holding.get_or_insert_with(|| Holding::new(self));
-            // The window is full: its oldest frame leaves it when the engine completes it
-            // (frame_done), when it gets its packets (from other receivers) and a slot, or at its
-            // deadline (expire, here and in the other receivers). This receiver waits meanwhile.
+            // The window is full: its oldest frame waits for a slot with its packets, and leaves
+            // it when a slot frees for it (open_waiting, as the engine completes a frame) or at
+            // its deadline (expire, here and in the other receivers). This receiver waits
+            // meanwhile.
             window.open_waiting(&**door, &self.counts);
             window.expire(&**door, &self.counts, self.now_ns());
             window = self.advanced.wait_timeout(window, WAIT_AT_MOST).unwrap_or_else(|p| p.into_inner()).0;
@@ -550,7 +565,7 @@ impl Shared {
                 let submitted = door.submit(tag, inputs, wait);
                 drop(holding);
                 if let Err(why) = submitted {
-                    lock(&self.window).refused(&**door, &self.counts, tag, why);
+                    lock(&self.window).refused(&self.counts, tag, why);
                 }
                 if last {
                     door.end();

@@ -1,13 +1,19 @@
 //! The frames being received (README.md, "Frames from packets"): which frame ids are open, in
 //! which slot, which of their packets arrived, and why a packet is dropped. One `Window` per
-//! network source, behind a lock taken once per packet (a few dozen instructions inside).
+//! network source, behind a lock taken once per packet (a few dozen instructions inside; it never
+//! allocates, but for the rare frame ids kept for latencies past the expected number in flight).
 //!
-//! A frame id `f` is looked at only while `low <= f < low + capacity`: `low` is the oldest id the
-//! window still knows (the first packet's id, at first), and it moves on, when a newer id needs
-//! room, over ids whose frames are done, dropped or were never seen, but never over a frame that
-//! is open or in flight. A packet of an id below `low` is late; one too far ahead is outside the
-//! window.
+//! A frame id `f` is looked at while `low <= f < low + capacity`. `low` starts at the first
+//! packet's id; it moves down to an older id within `capacity` of the newest seen (reordering at
+//! the start) until the window first moved on, and to any older id until a second packet came
+//! near the first (a lone first packet far from the rest is a stray); it moves on, when a newer
+//! id needs room, over ids whose frames are over or in the engine, and over frames still
+//! receiving (given up as incomplete), never over a frame waiting for a slot with its packets
+//! (the receiver waits). An id more than `capacity` beyond the newest seen is dropped and moves
+//! nothing, unless the next packet confirms it: the window then jumps there. Ids are compared by
+//! differences, so that an id near `u64::MAX` overflows nothing.
 
+use std::ops::Range;
 use std::sync::atomic::Ordering;
 
 use hdrhistogram::Histogram;
@@ -119,6 +125,8 @@ pub(crate) struct Shape {
     pub timeout_ns: u64,
     /// Frames to take in all; 0: without end.
     pub frames: u64,
+    /// The run's slots: frames in the engine at once.
+    pub slots: u32,
 }
 
 pub(crate) struct Window {
@@ -131,8 +139,19 @@ pub(crate) struct Window {
     waiting: u64,
     /// Entries in state `Expected`.
     expected: u64,
-    /// The newest frame id seen.
+    /// The newest frame id given an entry.
     newest: Option<u64>,
+    /// Whether a packet other than the first came near it: until then, an older id far from the
+    /// first packet restarts the window there (the first was a stray).
+    settled: bool,
+    /// Whether the window moved on over ids (their frames are over): it no longer moves down.
+    moved: bool,
+    /// The id and index of the packet just dropped as far ahead of the window: the next packet,
+    /// if near it (and not the same packet again), confirms a jump.
+    candidate: Option<(u64, u32)>,
+    /// Frames in the engine that came with every packet: their id and first packet's time, for
+    /// their latency at `frame_done` (the window may have moved past them meanwhile).
+    flying: Vec<(u64, u64)>,
     /// Frames whose reception is over (complete, incomplete, failed or dropped).
     taken: u64,
     /// From a frame's first packet to its completion, for frames that completed with every
@@ -160,7 +179,26 @@ impl Window {
             })
             .collect();
         let latency = Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds");
-        Window { shape, low: None, entries, open: 0, waiting: 0, expected: 0, newest: None, taken: 0, latency }
+        Window {
+            shape,
+            low: None,
+            entries,
+            open: 0,
+            waiting: 0,
+            expected: 0,
+            newest: None,
+            settled: false,
+            moved: false,
+            candidate: None,
+            flying: Vec::with_capacity(shape.slots as usize + 64),
+            taken: 0,
+            latency,
+        }
+    }
+
+    /// Frame ids the window looks at.
+    fn capacity(&self) -> u64 {
+        u64::from(self.shape.capacity.max(1))
     }
 
     /// Whether another frame may still open.
@@ -199,52 +237,149 @@ impl Window {
         self.newest
     }
 
-    /// The entry of `id`, making room for it: `Err` when the id is not in the window and cannot
-    /// be now.
-    fn entry(&mut self, counts: &Counts, slots: &dyn Slots, id: u64) -> Result<usize, Miss> {
-        let capacity = u64::from(self.shape.capacity.max(1));
-        let low = *self.low.get_or_insert(id);
-        if id < low {
-            return Err(Miss::Drop(Cause::Late));
-        }
-        // Frame ids are consecutive: one far beyond the newest seen is a stray, and must not move
-        // the window (nor overflow it).
-        if id > self.newest.unwrap_or(id).saturating_add(capacity) {
-            return Err(Miss::Drop(Cause::OutsideWindow));
-        }
-        if id >= low.saturating_add(capacity) {
-            // Move on, over ids whose frames are over or were never seen, to make room for `id`.
-            let target = id - capacity + 1;
-            let mut next = low;
-            while next < target {
-                let entry = &self.entries[(next % capacity) as usize];
-                let live = entry.id == next && matches!(entry.state, State::Open | State::Waiting | State::InFlight);
-                if live {
-                    break;
-                }
-                if entry.id == next && entry.state == State::Expected {
-                    self.missed(counts, slots, (next % capacity) as usize); // it will not come now
-                }
-                next += 1;
-                if next - low >= capacity {
-                    next = target; // every entry was looked at: none is live
-                }
-            }
-            self.low = Some(next);
-            if next < target {
-                // Waiting, the receiver waits for the frame in the way to leave the window: as the
-                // engine completes it, as the other receivers bring its missing packets, or at its
-                // deadline, so the wait is bounded even when its packets are behind this receiver.
-                return Err(if self.shape.wait { Miss::Full } else { Miss::Drop(Cause::OutsideWindow) });
-            }
-        }
-        let at = (id % capacity) as usize;
+    /// The entry of `id` in the window, if it has one (nothing moves).
+    fn find(&self, id: u64) -> Option<usize> {
+        let offset = id.checked_sub(self.low?)?;
+        let at = (id % self.capacity()) as usize;
+        (offset < self.capacity() && self.entries[at].id == id).then_some(at)
+    }
+
+    /// The entry for `id`, which is in the window: a stale entry of another id is made free.
+    fn place(&mut self, id: u64) -> usize {
+        let at = (id % self.capacity()) as usize;
         let entry = &mut self.entries[at];
         if entry.id != id {
             entry.id = id;
             entry.state = State::Free;
         }
-        Ok(at)
+        at
+    }
+
+    /// The entry of `id` for its packet `index`, making room for it (README.md, "Frames from
+    /// packets"), and the ids now in the window that were never seen, to be expected once this
+    /// packet's frame is in (when the window moved down to `id`, or jumped to it); `Err` when the
+    /// id is not in the window and cannot be now.
+    fn entry(
+        &mut self,
+        counts: &Counts,
+        slots: &dyn Slots,
+        (id, index): (u64, u32),
+    ) -> Result<(usize, Option<Range<u64>>), Miss> {
+        let capacity = self.capacity();
+        let candidate = self.candidate.take();
+        let Some(low) = self.low else {
+            self.low = Some(id); // the first packet
+            return Ok((self.place(id), None));
+        };
+        let newest = self.newest.unwrap_or(low);
+        if id < low {
+            if !self.moved && newest - id < capacity {
+                // Reordered at the start: the window reaches down to it.
+                (self.low, self.settled) = (Some(id), true);
+                return Ok((self.place(id), Some(id + 1..low)));
+            }
+            if !self.settled {
+                // The first packet was alone, far from this one: a stray.
+                self.restart(counts, slots, id);
+                return Ok((self.place(id), None));
+            }
+            return Err(Miss::Drop(Cause::Late));
+        }
+        if id > newest && id - newest > capacity {
+            // Far ahead: a stray, unless the packet before it was far ahead too, near it.
+            let near = |&(first, at): &(u64, u32)| first.abs_diff(id) < capacity && (first, at) != (id, index);
+            let Some((first, _)) = candidate.filter(near) else {
+                self.candidate = Some((id, index));
+                return Err(Miss::Drop(Cause::OutsideWindow));
+            };
+            let start = first.min(id);
+            self.jump(counts, slots, start);
+            return Ok((self.place(id), Some(start..id)));
+        }
+        self.settled = true;
+        if id - low >= capacity {
+            // Move on to make room for `id`, over ids whose frames are over, in the engine or
+            // expected (they will not come now), and over frames still receiving, given up; never
+            // over a frame waiting for a slot with its packets (on_slots_busy = wait).
+            let target = id - capacity + 1;
+            let mut next = low;
+            while next < target {
+                let at = (next % capacity) as usize;
+                if self.entries[at].id == next {
+                    match self.entries[at].state {
+                        State::Waiting => break,
+                        State::Open => {
+                            counts.incomplete.fetch_add(1, Ordering::Relaxed);
+                            self.give_up(slots, counts, at);
+                        }
+                        State::Expected => self.missed(counts, slots, at),
+                        _ => {}
+                    }
+                }
+                next += 1;
+            }
+            self.moved |= next > low;
+            self.low = Some(next);
+            if next < target {
+                // The receiver waits for the frame in the way to leave the window: as a slot frees
+                // for it, or at its deadline.
+                return Err(Miss::Full);
+            }
+        }
+        Ok((self.place(id), None))
+    }
+
+    /// The window was not settled, and `id` is far below its first packet: it starts again at
+    /// `id`, and the first packet's frame is dropped as a stray.
+    fn restart(&mut self, counts: &Counts, slots: &dyn Slots, id: u64) {
+        for at in 0..self.entries.len() {
+            self.drop_stray(slots, counts, at);
+        }
+        (self.low, self.newest, self.moved) = (Some(id), None, false);
+    }
+
+    /// Two packets in a row far ahead of the window, near each other: the window starts again at
+    /// `start`. The frames it held are given up; once it was settled, those still receiving are
+    /// incomplete and the ids skipped are frames lost (ids are consecutive), as many as the run
+    /// still takes; before, the first packet's frame was a stray.
+    fn jump(&mut self, counts: &Counts, slots: &dyn Slots, start: u64) {
+        let settled = self.settled;
+        for at in 0..self.entries.len() {
+            match self.entries[at].state {
+                State::Open | State::Waiting if settled => {
+                    counts.incomplete.fetch_add(1, Ordering::Relaxed);
+                    self.give_up(slots, counts, at);
+                }
+                State::Open | State::Waiting => self.drop_stray(slots, counts, at),
+                State::Expected => self.missed(counts, slots, at),
+                _ => {}
+            }
+        }
+        if settled {
+            let newest = self.newest.or(self.low).unwrap_or(start);
+            let mut skipped = start.saturating_sub(newest).saturating_sub(1);
+            if self.shape.frames > 0 {
+                skipped = skipped.min(self.shape.frames.saturating_sub(self.taken + self.open + self.expected));
+            }
+            counts.incomplete.fetch_add(skipped, Ordering::Relaxed);
+            let missing = skipped.saturating_mul(u64::from(self.shape.frame_packets));
+            counts.missing.fetch_add(missing, Ordering::Relaxed);
+            self.close_receptions(slots, skipped, true);
+        }
+        (self.low, self.newest, self.moved, self.settled) = (Some(start), None, settled, true);
+    }
+
+    /// The frame at `at`, if still receiving, was a stray: given up, not counted among the run's
+    /// frames; its packets count as `outside_window`.
+    fn drop_stray(&mut self, slots: &dyn Slots, counts: &Counts, at: usize) {
+        let entry = &mut self.entries[at];
+        if !matches!(entry.state, State::Open | State::Waiting) {
+            return;
+        }
+        counts.stray.fetch_add(1, Ordering::Relaxed);
+        counts.accepted.fetch_sub(u64::from(entry.got), Ordering::Relaxed);
+        counts.drop_packets(Cause::OutsideWindow, u64::from(entry.got));
+        self.let_go(slots, at);
     }
 
     /// A packet of frame `id`, input `index`, decoded into `value`, arrived at `now_ns`.
@@ -264,24 +399,28 @@ impl Window {
         if index >= self.shape.frame_packets {
             return dropped(Cause::BadIndex);
         }
-        let at = match self.entry(counts, slots, id) {
-            Ok(at) => at,
+        let (at, unseen) = match self.entry(counts, slots, (id, index)) {
+            Ok(found) => found,
             Err(Miss::Drop(cause)) => return dropped(cause),
             Err(Miss::Full) => return Verdict::Full { value },
         };
         self.expect_up_to(id, now_ns);
-        match self.entries[at].state {
-            State::Open | State::Waiting => {}
-            State::Free | State::Expected => {
-                if let Err(verdict) = self.first_packet(slots, counts, at, id, now_ns) {
-                    return verdict;
-                }
-            }
+        let first = match self.entries[at].state {
+            State::Open | State::Waiting => Ok(()),
+            State::Free | State::Expected => self.first_packet(slots, counts, at, id, now_ns),
             State::InFlight | State::Done { complete: true } => return dropped(Cause::Duplicate),
             State::Done { complete: false } => return dropped(Cause::Late),
             State::Dropped => return dropped(Cause::SlotsBusy),
+        };
+        // The older ids the window now reaches, after this packet's frame: when the run takes
+        // few frames, the ones that came first are its frames.
+        if let Some(unseen) = unseen {
+            self.expect(unseen, now_ns);
         }
-        self.accept(slots, counts, at, (id, index), value)
+        match first {
+            Ok(()) => self.accept(slots, counts, at, (id, index), value),
+            Err(verdict) => verdict,
+        }
     }
 
     /// The first packet of frame `id` (entry `at`) arrived at `now_ns`: the frame opens, waits
@@ -376,7 +515,6 @@ impl Window {
         let last = self.complete(slots, counts, at, false);
         Verdict::Submit { tag: id, inputs, last }
     }
-
     /// `id` is the newest frame seen: the ids between the previous newest and it, not seen yet,
     /// are expected by `now_ns` + the timeout.
     fn expect_up_to(&mut self, id: u64, now_ns: u64) {
@@ -385,12 +523,19 @@ impl Window {
             return;
         };
         self.newest = Some(id);
-        let (low, capacity) = (self.low.unwrap_or(id), u64::from(self.shape.capacity.max(1)));
-        for gap in (newest + 1).max(low)..id {
+        let low = self.low.unwrap_or(id);
+        self.expect((newest + 1).max(low)..id, now_ns);
+    }
+
+    /// The ids of `ids` (in the window) not seen yet are expected by `now_ns` + the timeout, as
+    /// many as the run still takes.
+    fn expect(&mut self, ids: Range<u64>, now_ns: u64) {
+        let capacity = self.capacity();
+        for id in ids {
             let takes = self.takes_frames();
-            let entry = &mut self.entries[(gap % capacity) as usize];
-            if takes && (entry.id != gap || entry.state == State::Free) {
-                (entry.id, entry.state) = (gap, State::Expected);
+            let entry = &mut self.entries[(id % capacity) as usize];
+            if takes && (entry.id != id || entry.state == State::Free) {
+                (entry.id, entry.state) = (id, State::Expected);
                 entry.deadline_ns = now_ns.saturating_add(self.shape.timeout_ns);
                 self.expected += 1;
             }
@@ -408,7 +553,9 @@ impl Window {
 
     /// The frame at `at` has every packet; true when it was the last the run asked for.
     fn complete(&mut self, slots: &dyn Slots, counts: &Counts, at: usize, end: bool) -> bool {
-        self.entries[at].state = State::InFlight;
+        let entry = &mut self.entries[at];
+        entry.state = State::InFlight;
+        self.flying.push((entry.id, entry.first_ns));
         self.open -= 1;
         counts.complete.fetch_add(1, Ordering::Relaxed);
         self.close_reception(slots, end)
@@ -417,8 +564,15 @@ impl Window {
     /// One more frame's reception is over; the last one the run asked for ends the door (with
     /// `end`) and returns true.
     fn close_reception(&mut self, slots: &dyn Slots, end: bool) -> bool {
-        self.taken += 1;
-        let last = self.shape.frames > 0 && self.taken == self.shape.frames;
+        self.close_receptions(slots, 1, end)
+    }
+
+    /// `count` more frames' receptions are over; when they reach the frames the run asked for,
+    /// the door ends (with `end`) and it returns true.
+    fn close_receptions(&mut self, slots: &dyn Slots, count: u64, end: bool) -> bool {
+        let before = self.taken;
+        self.taken += count;
+        let last = self.shape.frames > 0 && before < self.shape.frames && self.taken >= self.shape.frames;
         if last && end {
             slots.end();
         }
@@ -433,8 +587,9 @@ impl Window {
     /// Opens the frames waiting for a slot, oldest first, while slots are free, and delivers the
     /// packets they hold.
     pub(crate) fn open_waiting(&mut self, slots: &dyn Slots, counts: &Counts) {
-        let (Some(low), capacity) = (self.low, u64::from(self.shape.capacity.max(1))) else { return };
-        for id in low..low.saturating_add(capacity) {
+        let (Some(low), capacity) = (self.low, self.capacity()) else { return };
+        for offset in 0..capacity {
+            let Some(id) = low.checked_add(offset) else { return };
             if self.waiting == 0 {
                 return;
             }
@@ -465,10 +620,10 @@ impl Window {
         }
     }
 
-    /// A source kernel failed on a packet of frame `id`: the frame is abandoned.
-    pub(crate) fn fail(&mut self, slots: &dyn Slots, counts: &Counts, id: u64) {
+    /// A source kernel failed on a packet of frame `id`, at `now_ns`: the frame is abandoned.
+    pub(crate) fn fail(&mut self, slots: &dyn Slots, counts: &Counts, id: u64, now_ns: u64) {
         counts.drop_packet(Cause::SourceError);
-        let Ok(at) = self.entry(counts, slots, id) else { return };
+        let Ok((at, unseen)) = self.entry(counts, slots, (id, u32::MAX)) else { return };
         match self.entries[at].state {
             State::Open | State::Waiting => {
                 counts.failed.fetch_add(1, Ordering::Relaxed);
@@ -487,12 +642,24 @@ impl Window {
             }
             _ => {}
         }
+        self.expect_up_to(id, now_ns);
+        if let Some(unseen) = unseen {
+            self.expect(unseen, now_ns);
+        }
     }
 
     /// Gives up on the open frame at `at`: abandoned in its slot, or its held packets released.
     fn give_up(&mut self, slots: &dyn Slots, counts: &Counts, at: usize) {
         let entry = &mut self.entries[at];
         counts.missing.fetch_add(u64::from(self.shape.frame_packets - entry.got), Ordering::Relaxed);
+        self.let_go(slots, at);
+        self.close_reception(slots, true);
+    }
+
+    /// Lets go of the open frame at `at`: its held packets released (or its frame, in the engine
+    /// already, abandoned in its slot); it is no longer open, nor waiting for a slot.
+    fn let_go(&mut self, slots: &dyn Slots, at: usize) {
+        let entry = &mut self.entries[at];
         if entry.state == State::Waiting {
             self.waiting -= 1;
         }
@@ -504,7 +671,6 @@ impl Window {
             entry.state = State::InFlight;
         }
         self.open -= 1;
-        self.close_reception(slots, true);
     }
 
     /// Abandons every open frame whose deadline passed by `now_ns` (all of them with `u64::MAX`).
@@ -529,8 +695,11 @@ impl Window {
     }
 
     /// Collecting: the engine refused the complete frame `tag` (every slot busy, or the run over).
-    pub(crate) fn refused(&mut self, slots: &dyn Slots, counts: &Counts, tag: u64, why: Refused) {
-        if let Ok(at) = self.entry(counts, slots, tag) {
+    pub(crate) fn refused(&mut self, counts: &Counts, tag: u64, why: Refused) {
+        if let Some(k) = self.flying.iter().position(|&(id, _)| id == tag) {
+            self.flying.swap_remove(k);
+        }
+        if let Some(at) = self.find(tag) {
             self.entries[at].state = State::Done { complete: false };
         }
         if why == Refused::Ended {
@@ -541,27 +710,23 @@ impl Window {
         if why == Refused::Busy {
             counts.complete.fetch_sub(1, Ordering::Relaxed);
             counts.dropped_frames.fetch_add(1, Ordering::Relaxed);
-            for _ in 0..self.shape.frame_packets {
-                counts.drop_packet(Cause::SlotsBusy);
-            }
+            counts.drop_packets(Cause::SlotsBusy, u64::from(self.shape.frame_packets));
             counts.accepted.fetch_sub(u64::from(self.shape.frame_packets), Ordering::Relaxed);
         }
     }
 
     /// The frame `tag` left the engine at `now_ns`; `whole`: with every packet.
     pub(crate) fn frame_done(&mut self, tag: u64, whole: bool, now_ns: u64) {
-        let Some(low) = self.low else { return };
-        let capacity = u64::from(self.shape.capacity.max(1));
-        if tag < low || tag >= low.saturating_add(capacity) {
-            return;
+        if let Some(k) = self.flying.iter().position(|&(id, _)| id == tag) {
+            let (_, first_ns) = self.flying.swap_remove(k);
+            if whole {
+                self.latency.saturating_record(now_ns.saturating_sub(first_ns).max(1));
+            }
         }
-        let entry = &mut self.entries[(tag % capacity) as usize];
-        if entry.id != tag || entry.state != State::InFlight {
-            return;
-        }
-        entry.state = State::Done { complete: whole };
-        if whole {
-            self.latency.saturating_record(now_ns.saturating_sub(entry.first_ns).max(1));
+        if let Some(at) = self.find(tag)
+            && self.entries[at].state == State::InFlight
+        {
+            self.entries[at].state = State::Done { complete: whole };
         }
     }
 }
@@ -615,7 +780,7 @@ mod tests {
     }
 
     fn shape(frame_packets: u32, capacity: u32, frames: u64) -> Shape {
-        Shape { frame_packets, capacity, collect: false, wait: false, timeout_ns: 1_000, frames }
+        Shape { frame_packets, capacity, collect: false, wait: false, timeout_ns: 1_000, frames, slots: 4 }
     }
 
     fn offer(window: &mut Window, slots: &FakeSlots, counts: &Counts, id: u64, index: u32) -> Verdict {
@@ -650,10 +815,10 @@ mod tests {
         assert!(matches!(offer(&mut window, &slots, &counts, 10, 0), Verdict::Deliver { .. }));
         assert!(matches!(offer(&mut window, &slots, &counts, 10, 0), Verdict::Dropped)); // duplicate
         assert!(matches!(offer(&mut window, &slots, &counts, 10, 2), Verdict::Dropped)); // bad index
-        assert!(matches!(offer(&mut window, &slots, &counts, 9, 0), Verdict::Dropped)); // late
+        assert!(matches!(offer(&mut window, &slots, &counts, 1, 0), Verdict::Dropped)); // late
         assert!(matches!(offer(&mut window, &slots, &counts, 11, 0), Verdict::Dropped)); // slots busy
         assert!(matches!(offer(&mut window, &slots, &counts, 11, 1), Verdict::Dropped)); // its frame dropped
-        assert!(matches!(offer(&mut window, &slots, &counts, 14, 0), Verdict::Dropped)); // 10 is open
+        assert!(matches!(offer(&mut window, &slots, &counts, 100, 0), Verdict::Dropped)); // far ahead
         assert_eq!(counts.dropped(Cause::Duplicate), 1);
         assert_eq!(counts.dropped(Cause::BadIndex), 1);
         assert_eq!(counts.dropped(Cause::Late), 1);
@@ -664,28 +829,142 @@ mod tests {
     }
 
     #[test]
-    fn the_window_moves_on_over_frames_that_are_over_but_never_over_one_in_flight() {
+    fn the_window_moves_on_over_frames_in_flight_and_keeps_their_latency() {
         let (slots, counts) = (FakeSlots::with(4), Counts::default());
         let mut window = Window::new(shape(1, 2, 0));
-        assert!(matches!(
-            offer(&mut window, &slots, &counts, 0, 0),
-            Verdict::Deliver { frame: Opened { slot: 0, .. }, .. }
-        ));
-        assert!(matches!(
-            offer(&mut window, &slots, &counts, 1, 0),
-            Verdict::Deliver { frame: Opened { slot: 1, .. }, .. }
-        ));
-        // Frames 0 and 1 are in the engine: 2 does not fit.
-        assert!(matches!(offer(&mut window, &slots, &counts, 2, 0), Verdict::Dropped));
-        window.frame_done(0, true, 1);
-        slots.release(0);
-        assert!(matches!(
-            offer(&mut window, &slots, &counts, 2, 0),
-            Verdict::Deliver { frame: Opened { slot: 0, .. }, .. }
-        ));
+        assert!(matches!(offer(&mut window, &slots, &counts, 0, 0), Verdict::Deliver { .. }));
+        assert!(matches!(offer(&mut window, &slots, &counts, 1, 0), Verdict::Deliver { .. }));
+        // Frames 0 and 1 are in the engine: the window moves past them for frame 2.
+        assert!(matches!(offer(&mut window, &slots, &counts, 2, 0), Verdict::Deliver { .. }));
+        window.frame_done(0, true, 7);
+        assert_eq!(window.latency.len(), 1, "frame 0's latency, though the window moved past it");
         assert!(matches!(offer(&mut window, &slots, &counts, 0, 0), Verdict::Dropped)); // now late
-        assert_eq!(counts.dropped(Cause::OutsideWindow), 1);
         assert_eq!(counts.dropped(Cause::Late), 1);
+        assert_eq!(counts.complete.load(Ordering::Relaxed), 3);
+    }
+
+    #[test]
+    fn a_frame_still_receiving_is_given_up_when_a_newer_one_needs_its_place_but_one_waiting_is_not() {
+        let (slots, counts) = (FakeSlots::with(4), Counts::default());
+        let mut window = Window::new(shape(2, 2, 3));
+        offer(&mut window, &slots, &counts, 0, 0);
+        offer(&mut window, &slots, &counts, 1, 0);
+        offer(&mut window, &slots, &counts, 1, 1);
+        // Frame 0 misses a packet; frame 2 needs its place: frame 0 is incomplete, the run over.
+        assert!(matches!(offer(&mut window, &slots, &counts, 2, 0), Verdict::Deliver { .. }));
+        assert_eq!(*slots.abandoned.borrow(), vec![0]);
+        assert_eq!((counts.incomplete.load(Ordering::Relaxed), counts.missing.load(Ordering::Relaxed)), (1, 1));
+        assert!(matches!(offer(&mut window, &slots, &counts, 0, 1), Verdict::Dropped)); // late
+        assert_eq!(counts.dropped(Cause::OutsideWindow), 0);
+
+        // Waiting for a slot, frame 0 holds its place: the receiver waits, until it has a slot.
+        let (slots, counts) = (FakeSlots::with(0), Counts::default());
+        let mut window = Window::new(Shape { wait: true, ..shape(2, 2, 0) });
+        assert!(matches!(offer(&mut window, &slots, &counts, 0, 0), Verdict::Held));
+        assert!(matches!(offer(&mut window, &slots, &counts, 2, 0), Verdict::Full { .. }));
+        slots.release(0);
+        window.open_waiting(&slots, &counts);
+        assert!(matches!(offer(&mut window, &slots, &counts, 2, 0), Verdict::Held)); // frame 2 waits now
+        assert_eq!(*slots.abandoned.borrow(), vec![0]);
+        assert_eq!(counts.incomplete.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_lone_first_packet_far_from_the_rest_is_a_stray() {
+        let (slots, counts) = (FakeSlots::with(4), Counts::default());
+        let mut window = Window::new(shape(2, 4, 3));
+        assert!(matches!(offer(&mut window, &slots, &counts, 1_000_000_000, 0), Verdict::Deliver { .. }));
+        assert!(matches!(offer(&mut window, &slots, &counts, u64::MAX, 0), Verdict::Dropped)); // far ahead
+        // 10^9 was alone: frame 0, far below it, starts the window again.
+        for id in 0..3 {
+            for index in 0..2 {
+                assert!(matches!(offer(&mut window, &slots, &counts, id, index), Verdict::Deliver { .. }));
+            }
+        }
+        assert_eq!(counts.stray.load(Ordering::Relaxed), 1);
+        assert_eq!(counts.dropped(Cause::OutsideWindow), 2);
+        assert_eq!(counts.accepted.load(Ordering::Relaxed), 6);
+        assert_eq!(counts.complete.load(Ordering::Relaxed), 3);
+        assert_eq!(*slots.abandoned.borrow(), vec![0]);
+        assert!(window.is_over() && *slots.ended.borrow(), "the strays are not among the 3 frames");
+        // Settled, the window no longer moves down: a stray below is late.
+        assert!(matches!(offer(&mut window, &slots, &counts, u64::MAX - 1_000, 0), Verdict::Dropped));
+    }
+
+    #[test]
+    fn frames_reordered_at_the_start_are_all_taken() {
+        let (slots, counts) = (FakeSlots::with(8), Counts::default());
+        let mut window = Window::new(shape(1, 8, 0));
+        for id in [5, 3, 0, 1, 4, 2] {
+            assert!(matches!(offer(&mut window, &slots, &counts, id, 0), Verdict::Deliver { .. }), "frame {id}");
+        }
+        assert_eq!(counts.complete.load(Ordering::Relaxed), 6);
+        assert!(!window.has_deadlines(), "no id left expected");
+        // Once the window moved on (frame 12 needs 8 places from 5), it no longer reaches down.
+        offer(&mut window, &slots, &counts, 12, 0);
+        assert!(matches!(offer(&mut window, &slots, &counts, 4, 0), Verdict::Dropped));
+        assert_eq!(counts.dropped(Cause::Late), 1);
+    }
+
+    #[test]
+    fn the_ids_below_the_first_reached_are_expected() {
+        let (slots, counts) = (FakeSlots::with(8), Counts::default());
+        let mut window = Window::new(shape(1, 8, 4));
+        offer(&mut window, &slots, &counts, 3, 0);
+        offer(&mut window, &slots, &counts, 0, 0);
+        // Frames 1 and 2 are expected: never coming, they are taken as incomplete.
+        window.expire(&slots, &counts, 1_000);
+        assert_eq!((counts.complete.load(Ordering::Relaxed), counts.incomplete.load(Ordering::Relaxed)), (2, 2));
+        assert!(window.is_over());
+    }
+
+    #[test]
+    fn two_packets_in_a_row_far_ahead_make_the_window_jump_and_count_the_ids_skipped() {
+        let (slots, counts) = (FakeSlots::with(8), Counts::default());
+        let mut window = Window::new(shape(2, 4, 0));
+        for index in 0..2 {
+            offer(&mut window, &slots, &counts, 0, index);
+        }
+        offer(&mut window, &slots, &counts, 1, 0); // frame 1 misses a packet
+        // A stray between two packets of the window moves nothing.
+        assert!(matches!(offer(&mut window, &slots, &counts, 500, 0), Verdict::Dropped));
+        assert!(matches!(offer(&mut window, &slots, &counts, 2, 0), Verdict::Deliver { .. }));
+        // The same datagram twice is no confirmation; two packets near each other are.
+        assert!(matches!(offer(&mut window, &slots, &counts, 101, 1), Verdict::Dropped));
+        assert!(matches!(offer(&mut window, &slots, &counts, 101, 1), Verdict::Dropped));
+        assert!(matches!(offer(&mut window, &slots, &counts, 100, 0), Verdict::Deliver { .. }));
+        assert_eq!(counts.dropped(Cause::OutsideWindow), 3);
+        // Frames 1 and 2 were given up, frames 3..100 skipped; frame 101 is expected.
+        assert_eq!(counts.incomplete.load(Ordering::Relaxed), 2 + 97);
+        assert_eq!(counts.missing.load(Ordering::Relaxed), 1 + 1 + 97 * 2);
+        assert!(matches!(offer(&mut window, &slots, &counts, 101, 0), Verdict::Deliver { .. }));
+        assert!(matches!(offer(&mut window, &slots, &counts, 2, 1), Verdict::Dropped)); // late
+        assert_eq!(counts.dropped(Cause::Late), 1);
+
+        // A run of 10 frames counts the ids skipped up to its 10th frame.
+        let (slots, counts) = (FakeSlots::with(8), Counts::default());
+        let mut window = Window::new(shape(1, 4, 10));
+        offer(&mut window, &slots, &counts, 0, 0);
+        offer(&mut window, &slots, &counts, 1, 0);
+        offer(&mut window, &slots, &counts, 1_000, 0);
+        assert!(matches!(offer(&mut window, &slots, &counts, 1_001, 0), Verdict::Ignored));
+        assert_eq!(counts.incomplete.load(Ordering::Relaxed), 8);
+        assert!(window.is_over() && *slots.ended.borrow());
+    }
+
+    #[test]
+    fn frame_ids_at_the_end_of_the_range_overflow_nothing() {
+        let (slots, counts) = (FakeSlots::with(8), Counts::default());
+        let mut window = Window::new(Shape { wait: true, ..shape(1, 4, 0) });
+        for id in u64::MAX - 5..=u64::MAX {
+            assert!(matches!(offer(&mut window, &slots, &counts, id, 0), Verdict::Deliver { .. }), "frame {id}");
+        }
+        window.frame_done(u64::MAX, true, 9);
+        assert_eq!(window.latency.len(), 1);
+        window.open_waiting(&slots, &counts);
+        window.expire(&slots, &counts, u64::MAX);
+        assert!(matches!(offer(&mut window, &slots, &counts, u64::MAX, 0), Verdict::Dropped)); // duplicate
+        assert_eq!(counts.complete.load(Ordering::Relaxed), 6);
     }
 
     #[test]

@@ -50,20 +50,25 @@ impl Status {
     }
 }
 
-/// One thread's caller of kernels: its error buffer and, when kernels are limited, its mark.
+/// One thread's caller of kernels: its error buffer and its mark, if it has one.
 pub(crate) struct KernelCaller<'w> {
     /// The call context: its fixed part (size, worker, error buffer) set once, the rest per call.
     ctx: TomiiCallCtx,
     /// Where a failing kernel writes its message, NUL-terminated (`ctx.err` points at it; it is
     /// never resized, so the pointer holds wherever the caller moves).
     error: Vec<u8>,
-    /// With a kernel time limit (`RunConfig::kernel_timeout`): the thread's watchdog mark.
+    /// A worker's watchdog mark: with a kernel time limit (`RunConfig::kernel_timeout`) every
+    /// call is marked on it, else only noted (`Mark::note_kernel`: which kernel a worker is in,
+    /// for a run that cannot stop to say).
     watch: Option<Mark<'w>>,
+    /// Whether the run limits kernels: calls are marked, not only noted.
+    limited: bool,
 }
 
 impl<'w> KernelCaller<'w> {
-    /// A caller for `worker`'s calls with a `capacity`-byte error buffer, marked on `watch`.
-    pub(crate) fn new(worker: u32, capacity: usize, watch: Option<Mark<'w>>) -> Self {
+    /// A caller for `worker`'s calls with a `capacity`-byte error buffer, marked on `watch` when
+    /// `limited`, else noted there.
+    pub(crate) fn new(worker: u32, capacity: usize, watch: Option<Mark<'w>>, limited: bool) -> Self {
         let mut error = vec![0; capacity.max(1)];
         let ctx = TomiiCallCtx {
             struct_size: size_of::<TomiiCallCtx>() as u32,
@@ -75,13 +80,13 @@ impl<'w> KernelCaller<'w> {
             err: TomiiErrorBuf { ptr: error.as_mut_ptr().cast(), cap: error.len() },
             data: std::ptr::null_mut(),
         };
-        KernelCaller { ctx, error, watch }
+        KernelCaller { ctx, error, watch, limited }
     }
 
     /// A caller outside any worker's task (an initialization, a post-node, a network source's
     /// decoding), unwatched.
     pub(crate) fn outside_run(capacity: usize) -> KernelCaller<'static> {
-        KernelCaller::new(TOMII_NO_WORKER, capacity, None)
+        KernelCaller::new(TOMII_NO_WORKER, capacity, None, false)
     }
 
     /// Calls `kernel` with `args`, borrowed, from `site`, its result into `out`, which the caller
@@ -106,8 +111,9 @@ impl<'w> KernelCaller<'w> {
         // error buffer `ctx.err` points at (this caller's, never resized) and the node name (the
         // caller's promise, `CallSite::node`) are live until it returns.
         Status(match self.watch {
-            Some(mark) => mark
+            Some(mark) if self.limited => mark
                 .watch_subject(Call::Kernel, subject, || unsafe { (kernel.func)(args.as_ptr(), args.len(), out, ctx) }),
+            Some(mark) => mark.note_kernel(subject, || unsafe { (kernel.func)(args.as_ptr(), args.len(), out, ctx) }),
             None => unsafe { (kernel.func)(args.as_ptr(), args.len(), out, ctx) },
         })
     }

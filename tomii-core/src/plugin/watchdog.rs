@@ -3,7 +3,9 @@
 //! it began; the host thread, watching, finds a call that has not returned within the limit. The
 //! ports (`scheduler.rs`, `kernel_call.rs`) mark their calls; nobody else does. It must never
 //! take a lock or allocate: per call, one relaxed load and two relaxed stores to the thread's own
-//! cache line.
+//! cache line. A kernel call of a run that does not limit kernels is only noted: two relaxed
+//! stores of its subject, so that a run that cannot stop can say which kernel it waits for
+//! ([`Watchdog::in_call`]).
 //!
 //! # Memory ordering
 //! Everything is Relaxed. A mark is a hint read by a thread that only compares its age with a
@@ -25,7 +27,7 @@ pub(crate) enum Call {
     TaskCompleted,
     FrameStarted,
     FrameCompleted,
-    /// A kernel (marked only when the run limits kernels: `RunConfig::kernel_timeout`).
+    /// A kernel (marked only when the run limits kernels: `RunConfig::kernel_timeout`; else noted).
     Kernel,
 }
 
@@ -59,9 +61,14 @@ impl Call {
 pub(crate) struct MarkCell {
     /// `tick << 8 | call` while a call runs, else 0.
     call: AtomicU64,
-    /// The subject of the last marked call that has one.
+    /// The subject of the last marked or noted call that has one; with [`NOTED_RUNNING`] while a
+    /// noted (unlimited) kernel call runs.
     subject: AtomicU64,
 }
+
+/// In a subject: a noted kernel call, unmarked, is running. A subject is `slot << 32 |
+/// instance`, and a slot has 24 bits: the top bit is free.
+const NOTED_RUNNING: u64 = 1 << 63;
 
 pub(crate) struct Watchdog {
     /// Milliseconds since the run started, as the host thread last looked (a coarse clock the
@@ -94,6 +101,16 @@ impl Mark<'_> {
         self.cell.subject.store(subject, Ordering::Relaxed);
         self.watch(call, body)
     }
+
+    /// Runs `body`, a kernel call without a time limit, noted: its subject, flagged as running
+    /// while it runs. No limit applies; the host reads it only to name a call a run waits for.
+    #[inline(always)]
+    pub(crate) fn note_kernel<T>(self, subject: u64, body: impl FnOnce() -> T) -> T {
+        self.cell.subject.store(subject | NOTED_RUNNING, Ordering::Relaxed);
+        let result = body();
+        self.cell.subject.store(subject, Ordering::Relaxed);
+        result
+    }
 }
 
 impl Watchdog {
@@ -120,9 +137,21 @@ impl Watchdog {
         Mark { tick: &self.tick, cell }.watch(call, body)
     }
 
-    /// The subject of `worker`'s last marked call that had one (0 if none).
+    /// The subject of `worker`'s last marked or noted call that had one (0 if none).
     pub(crate) fn subject(&self, worker: u32) -> u64 {
-        self.cell(worker).subject.load(Ordering::Relaxed)
+        self.cell(worker).subject.load(Ordering::Relaxed) & !NOTED_RUNNING
+    }
+
+    /// The call `worker` is in now, if any: a marked call, with when it began (ms since the run
+    /// started, to the precision of the host's looks), or a noted kernel call, begun when not
+    /// known. A hint, as every mark is: a call seen may have just returned.
+    pub(crate) fn in_call(&self, worker: u32) -> Option<(Call, Option<u64>)> {
+        let cell = self.cell(worker);
+        let mark = cell.call.load(Ordering::Relaxed);
+        if let Some(call) = Call::ALL.into_iter().find(|call| *call as u64 == mark & 0xff) {
+            return Some((call, Some(mark >> 8)));
+        }
+        (cell.subject.load(Ordering::Relaxed) & NOTED_RUNNING != 0).then_some((Call::Kernel, None))
     }
 
     /// The host's look at `now_ms` (since the run started): sets the tick and returns a call that
@@ -178,5 +207,20 @@ mod tests {
         leave_marked(&dog, 0, Call::Kernel);
         assert_eq!(dog.look(500, 100, u64::MAX, &[]), None, "kernels are limited apart");
         assert_eq!(dog.look(500, 100, 400, &[]), Some((0, Call::Kernel)));
+        assert_eq!(dog.in_call(0), Some((Call::Kernel, Some(0))));
+    }
+
+    #[test]
+    fn a_noted_kernel_call_is_seen_while_it_runs_and_never_found_stuck() {
+        let dog = Watchdog::new(1);
+        dog.look(100, 10, u64::MAX, &[]);
+        let seen = dog.mark(0).note_kernel(2 << 32 | 5, || dog.in_call(0));
+        assert_eq!(seen, Some((Call::Kernel, None)), "running");
+        assert_eq!(dog.subject(0), 2 << 32 | 5);
+        assert_eq!(dog.in_call(0), None, "returned");
+        dog.cell(0).subject.store(2 << 32 | 5 | NOTED_RUNNING, Ordering::Relaxed);
+        assert_eq!(dog.look(1_000_000, 10, 10, &[]), None, "a noted call has no limit");
+        assert_eq!(dog.subject(0), 2 << 32 | 5, "the flag is not part of the subject");
+        dog.mark(0).watch(Call::Pop, || assert_eq!(dog.in_call(0), Some((Call::Pop, Some(1_000_000)))));
     }
 }

@@ -642,6 +642,7 @@ impl<'a> Sim<'a> {
             trace: trace_on,
             trace_records: records,
             trace_lost: 0,
+            trace_wait_s: 0.0,
             trace_released: self.trace.released,
         });
         let (run, config) = (self.run, self.config);

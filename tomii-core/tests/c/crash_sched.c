@@ -15,6 +15,10 @@
  *   -DCRASH_STACK     pop recurses without end: a stack overflow
  *   -DCRASH_OVERRUN   pop writes one descriptor past `max` into the host's buffer (once), and
  *                     reports only the ones it was allowed to write
+ *   -DCRASH_HEAP      pop writes past the end of a heap block of its own (once), and is otherwise
+ *                     correct: the run completes, and the C library finds the corruption only
+ *                     when the library frees the block as it is unloaded, after the run (glibc:
+ *                     "double free or corruption (!prev)", then abort())
  *   -DHANG_PUSH_AFTER push never returns (an infinite loop); a value given to it is ignored:
  *                     AFTER says when
  *   -DHANG_POP        pop never returns (an infinite loop)
@@ -30,6 +34,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "task_ring.h"
@@ -64,6 +69,37 @@ __attribute__((unused)) static int due(Crash *crash) {
     pthread_mutex_unlock(&crash->queue.lock);
     return due;
 }
+
+#ifdef CRASH_HEAP
+/* A block of the scheduler's own, and the one right after it in memory, whose header the overrun
+ * corrupts: only the scheduler's own memory. Too large for glibc's per-thread cache, so that
+ * freeing the first checks the second; the second is never freed, so nothing finds the
+ * corruption before that. Adjacent as glibc lays chunks out on x86-64 and aarch64 (a 16-byte
+ * header): pairs are made until one is (those that are not are leaked); with none, no overrun. */
+enum { BLOCK = 4096, HEADER = 16 };
+static unsigned char *block, *next_block;
+
+__attribute__((constructor)) static void make_blocks(void) {
+    for (int tries = 0; tries < 64 && next_block == NULL; tries++) {
+        unsigned char *first = malloc(BLOCK), *second = malloc(BLOCK);
+        if (first != NULL && second == first + BLOCK + HEADER) {
+            block = first;
+            next_block = second;
+        }
+    }
+}
+
+__attribute__((destructor)) static void free_block(void) {
+    free(block);
+}
+
+/* Writes 32 bytes past the end of `block`: over the next block's header, into its first bytes. */
+static void overrun_block(void) {
+    if (next_block != NULL) {
+        memset(block + BLOCK, 0x5a, 32);
+    }
+}
+#endif
 
 /* Never returns. A loop with a constant condition may not be assumed to end (C11 6.8.5p6). */
 __attribute__((unused)) static void spin_forever(void) {
@@ -148,6 +184,12 @@ static int32_t crash_pop(void *state, uint32_t worker, TomiiTask *out, size_t ma
 #ifdef CRASH_OVERRUN
     if (crash->handed_out >= AFTER && count > 0 && !crash->overran) {
         out[max] = out[0]; /* one descriptor past the end of the buffer the host lent */
+        crash->overran = 1;
+    }
+#endif
+#ifdef CRASH_HEAP
+    if (crash->handed_out >= AFTER && !crash->overran) {
+        overrun_block();
         crash->overran = 1;
     }
 #endif

@@ -11,6 +11,12 @@
  * With -DHANG_POP_AFTER=N, pop number N (counting from 0) never returns: a scheduler stuck in a
  * callback, for the watchdog's tests; with -DHANG_MARK='"PATH"' as well, the first stuck pop
  * creates the file PATH, so that a test knows the run is stuck without guessing how long it takes.
+ * With -DDROP_ONCE_MARK='"PATH"', the first pop that finds a task (with -DDROP_WHEN_READY=N: N
+ * tasks ready or more) while the file PATH does not exist creates PATH and loses what it popped (a
+ * failure that does not repeat: every later pop, in any process, is right), for tomii.check's
+ * report of a flaky failure.
+ * With -DLIFO_AS_FIFO, it calls itself "fifo" and hands out the newest task first: every run is
+ * right but for the FIFO order tomii.check holds a scheduler named fifo to.
  * With -DHUGE_STATS, stats claims its text needs 2^40 bytes.
  * With -DPOP_HANDLES, the table sets TOMII_SCHED_POP_HANDLES and pop writes each descriptor's
  * handle and fills the rest of it with 0xA5 bytes: the host must read nothing but handles.
@@ -50,6 +56,24 @@ static int32_t fifo_push(void *state, uint32_t worker, const TomiiTask *tasks, s
     return TOMII_OK;
 }
 
+#ifdef LIFO_AS_FIFO
+/* ring_pop, newest first. */
+static size_t pop_newest(TaskRing *ring, uint32_t worker, TomiiTask *out, size_t max) {
+    size_t count = 0;
+    for (size_t index = ring->len; index > 0 && count < max; index--) {
+        if (task_allowed(ring_at(ring, index - 1), worker)) {
+            out[count++] = *ring_at(ring, index - 1);
+            ring_remove_at(ring, index - 1);
+        }
+    }
+    return count;
+}
+#define ring_pop pop_newest
+#define SCHEDULER_NAME "fifo"
+#else
+#define SCHEDULER_NAME "c-fifo"
+#endif
+
 static int32_t fifo_pop(void *state, uint32_t worker, TomiiTask *out, size_t max, size_t *n_out) {
     Fifo *fifo = state;
 #ifdef HANG_POP_AFTER
@@ -75,6 +99,18 @@ static int32_t fifo_pop(void *state, uint32_t worker, TomiiTask *out, size_t max
         uint64_t handle = out[i].handle;
         memset(&out[i], 0xA5, sizeof out[i]);
         out[i].handle = handle;
+    }
+#endif
+#ifdef DROP_ONCE_MARK
+#ifndef DROP_WHEN_READY
+#define DROP_WHEN_READY 1
+#endif
+    if (count > 0 && count + fifo->queue.ring.len >= DROP_WHEN_READY) {
+        FILE *mark = fopen(DROP_ONCE_MARK, "wx"); /* fails once the file exists */
+        if (mark != NULL) {
+            fclose(mark);
+            count = 0; /* the popped tasks are lost */
+        }
     }
 #endif
     fifo->popped += count;
@@ -111,7 +147,7 @@ static const char *fifo_last_error(void *state) {
 #endif
 
 static const TomiiSchedulerVtable VTABLE = {
-    .header = {TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR, sizeof(TomiiSchedulerVtable), FLAGS, "c-fifo"},
+    .header = {TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR, sizeof(TomiiSchedulerVtable), FLAGS, SCHEDULER_NAME},
     .create = fifo_create,
     .destroy = locked_ring_destroy,
     .push = fifo_push,

@@ -12,7 +12,9 @@
  *   times_hundred          the same function, registered again with data pointing at 100
  *              (kernel ABI v1.1: one function, several kernels).
  *
- *   spin_forever  never returns (an infinite loop): a kernel stuck for the kernel watchdog.
+ *   spin_forever  never returns (an infinite loop): a kernel stuck for the kernel watchdog. With
+ *              $TOMII_TEST_SPIN_MARK set, it first creates the file it names: a test then knows
+ *              a kernel is stuck.
  *
  * Variants:
  *   -DKERNEL_ABI_MAJOR=N   the registry claims kernel ABI vN (rejected)
@@ -116,6 +118,11 @@ static int32_t times_data(const TomiiValue *args, size_t nargs, TomiiValue *out,
 
 static int32_t spin_forever(const TomiiValue *args, size_t nargs, TomiiValue *out, const TomiiCallCtx *ctx) {
     (void)args, (void)nargs, (void)out, (void)ctx;
+    const char *mark = getenv("TOMII_TEST_SPIN_MARK");
+    FILE *marked = mark != NULL ? fopen(mark, "w") : NULL;
+    if (marked != NULL) {
+        fclose(marked);
+    }
     static volatile int forever = 1; /* a volatile condition: the loop cannot be assumed to end */
     while (forever) {
     }

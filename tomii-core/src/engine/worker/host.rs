@@ -18,6 +18,7 @@ use tomii_types::abi::TOMII_NO_WORKER;
 use super::Engine;
 use crate::engine::trace::TraceSink;
 use crate::engine::{Latencies, Progress, RunError, RunFailure, RunOutcome, pool};
+use crate::graph::quote_name;
 use crate::plugin::Call;
 
 /// How often the host thread looks at the run (stop requests, the trace, progress) when nothing
@@ -29,14 +30,19 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 /// the report counts them.
 const TRACE_MEMORY_LIMIT: usize = 1 << 22;
 
-/// Stops the run when the host thread unwinds, so that the workers return and `Crew::run`'s wait
-/// for them ends.
-struct StopOnUnwind<'e, 'a>(&'e Engine<'a>);
+/// The host leaving its watch: stops the run when the host thread unwinds, so that the workers
+/// return and `Crew::run`'s wait for them ends; and, however it leaves, closes the trace pool, so
+/// that a worker still running (stuck in a call, or the host unwinding) no longer waits for the
+/// trace.
+struct LeaveWatch<'e, 'a>(&'e Engine<'a>);
 
-impl Drop for StopOnUnwind<'_, '_> {
+impl Drop for LeaveWatch<'_, '_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
             self.0.stop_run();
+        }
+        if let Some(pool) = &self.0.shared.trace_pool {
+            pool.close();
         }
     }
 }
@@ -91,8 +97,9 @@ impl Engine<'_> {
             measured_from().map_or(0.0, |from| stopped.saturating_duration_since(from).as_secs_f64())
         };
         let handed = crew.run(&|worker| self.work(worker), |crew| {
-            let _stop = StopOnUnwind(self);
+            let stop = LeaveWatch(self);
             let stuck = self.watch(wall, sink, hired);
+            drop(stop);
             stuck.iter().for_each(|&worker| crew.retire(worker));
             match &self.plan.config.on_hang {
                 Some(on_hang) if !stuck.is_empty() => {
@@ -125,6 +132,9 @@ impl Engine<'_> {
             self.plan.config.kernel_timeout.map_or(u64::MAX, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX));
         // Per worker, then the host: whether it was found stuck in a call.
         let mut stuck = vec![false; self.plan.config.workers as usize + 1];
+        // Since when the run is stopping (asked to, or stopped), and whether its end was cut short
+        // (README.md, "A run that cannot stop").
+        let (mut stopping_since, mut cut_short) = (None::<Instant>, false);
         loop {
             let now_ms = u64::try_from(wall.elapsed().as_millis()).unwrap_or(u64::MAX);
             while let Some((worker, call)) = self.scheduler.watchdog().look(now_ms, limit_ms, kernel_limit_ms, &stuck) {
@@ -133,9 +143,12 @@ impl Engine<'_> {
                 self.stuck(worker, call, left);
             }
             let stopped = self.shared.stop.load(Ordering::Acquire);
-            if let Some(pool) = &self.shared.trace_pool {
-                sink.drain(pool, &self.shared.clock);
-            }
+            // A bounded share of the trace's backlog: the host looks at the run (the watchdog's
+            // tick, stop requests, progress) at least once per period however far behind it is.
+            let behind = match &self.shared.trace_pool {
+                Some(pool) => sink.drain_for(pool, &self.shared.clock, WATCH_EVERY),
+                None => false,
+            };
             if let Some(log) = &self.shared.system_log {
                 sink.drain_system(log, &self.shared.clock);
             }
@@ -149,6 +162,21 @@ impl Engine<'_> {
             if !stopped && self.shared.door.is_finished() {
                 self.stop_run();
             }
+            // Asked to stop, even after the source ended by itself (its last frames in flight).
+            let asked = self.plan.config.stop.as_ref().is_some_and(|request| request.load(Ordering::Relaxed));
+            if stopping_since.is_none() && (stopped || asked) {
+                stopping_since = Some(Instant::now());
+            }
+            let now = self.plan.config.stop_now.as_ref().is_some_and(|now| now.load(Ordering::Relaxed));
+            let overdue =
+                stopping_since.zip(self.plan.config.stop_grace).is_some_and(|(at, grace)| at.elapsed() >= grace);
+            if !cut_short && (now || overdue) {
+                cut_short = true;
+                self.cut_short(now, stopped, now_ms, &stuck);
+            }
+            if cut_short {
+                self.leave_calls(now_ms, &mut stuck);
+            }
             if let Some(progress) = &self.plan.config.progress
                 && (stopped || reported.is_none_or(|at| at.elapsed() >= PROGRESS_EVERY))
             {
@@ -161,7 +189,9 @@ impl Engine<'_> {
             if stopped && self.shared.exited.load(Ordering::Acquire) as usize + found >= spawned as usize {
                 return (0..self.plan.config.workers).filter(|&worker| stuck[worker as usize]).collect();
             }
-            std::thread::park_timeout(WATCH_EVERY);
+            if !behind {
+                std::thread::park_timeout(WATCH_EVERY);
+            }
         }
     }
 
@@ -190,17 +220,72 @@ impl Engine<'_> {
     /// The kernel call `worker` is stuck in, named.
     #[cold]
     pub(super) fn kernel_hang(&self, worker: u32) -> RunError {
-        let call = self.scheduler.watchdog().subject(worker);
-        let (slot, instance) = ((call >> 32) as u32, call as u32);
-        let node = self.plan.graph.node_of(instance);
+        let (kernel, node, instance, frame) = self.kernel_call(worker);
         RunError::KernelHang {
-            kernel: node.function.clone(),
-            node: node.name.clone(),
-            instance: self.plan.graph.inst_index[instance as usize],
-            frame: self.shared.table.slot(slot).frame.load(Ordering::Relaxed),
+            kernel,
+            node,
+            instance,
+            frame,
             worker,
             timeout_ms: self.plan.config.kernel_timeout.unwrap_or_default().as_millis(),
         }
+    }
+
+    /// The kernel call `worker` is in (or made last): its kernel, node, instance and frame.
+    fn kernel_call(&self, worker: u32) -> (String, String, u32, u64) {
+        let call = self.scheduler.watchdog().subject(worker);
+        let (slot, instance) = ((call >> 32) as u32, call as u32);
+        let node = self.plan.graph.node_of(instance);
+        let frame = self.shared.table.slot(slot).frame.load(Ordering::Relaxed);
+        (node.function.clone(), node.name.clone(), self.plan.graph.inst_index[instance as usize], frame)
+    }
+
+    /// Gives up on the end of a run asked to stop (README.md, "A run that cannot stop"): its
+    /// grace ran out, or (`now`) it was asked to end at once. Unless it had stopped already (it
+    /// finished or failed: that outcome stands), the run fails, naming the calls workers are in
+    /// ([`leave_calls`](Self::leave_calls) then leaves those workers behind).
+    #[cold]
+    fn cut_short(&self, now: bool, stopped: bool, now_ms: u64, stuck: &[bool]) {
+        if stopped {
+            return;
+        }
+        let calls = (0..self.plan.config.workers)
+            .filter(|&worker| !stuck[worker as usize])
+            .filter_map(|worker| self.call_in_progress(worker, now_ms))
+            .collect();
+        let grace_ms = (!now).then(|| self.plan.config.stop_grace.unwrap_or_default().as_millis());
+        self.fail(RunError::StopCutShort { grace_ms, calls });
+    }
+
+    /// After the run's end was cut short, the workers in a call ([`call_in_progress`]) are left
+    /// behind as stuck: the host no longer waits for them.
+    ///
+    /// [`call_in_progress`]: Self::call_in_progress
+    #[cold]
+    fn leave_calls(&self, now_ms: u64, stuck: &mut [bool]) {
+        for worker in 0..self.plan.config.workers {
+            if !stuck[worker as usize] && self.call_in_progress(worker, now_ms).is_some() {
+                stuck[worker as usize] = true;
+            }
+        }
+    }
+
+    /// The call `worker` is in, named ("worker 0 in kernel ..."): a kernel call, or a call into
+    /// the scheduler that began a couple of the host's looks ago or more (a worker that only
+    /// passes through one, asking for work, returns from it at once).
+    fn call_in_progress(&self, worker: u32, now_ms: u64) -> Option<String> {
+        let (call, since_ms) = self.scheduler.watchdog().in_call(worker)?;
+        if call == Call::Kernel {
+            let (kernel, node, instance, frame) = self.kernel_call(worker);
+            return Some(format!(
+                "worker {worker} in kernel {} (node {} instance {instance}, frame {frame})",
+                quote_name(&kernel),
+                quote_name(&node)
+            ));
+        }
+        let settled = u64::try_from(2 * WATCH_EVERY.as_millis()).unwrap_or(u64::MAX);
+        (now_ms.saturating_sub(since_ms.unwrap_or(now_ms)) >= settled)
+            .then(|| format!("worker {worker} in {} of scheduler {:?}", call.name(), self.scheduler.plugin().name))
     }
 
     /// Records the first failure and stops the run.

@@ -78,7 +78,8 @@ impl Engine<'_> {
             kernels: KernelCaller::new(
                 worker,
                 ERROR_CAPACITY,
-                config.kernel_timeout.is_some().then(|| watchdog.mark(worker)),
+                Some(watchdog.mark(worker)),
+                config.kernel_timeout.is_some(),
             ),
             counters: WorkerCounters {
                 per_node: vec![NodeCounters::default(); nodes],

@@ -42,6 +42,7 @@ use setup::check_config;
 use shared::Shared;
 use task::Continuation;
 
+use super::memory;
 use super::source::FrameSource;
 use super::{RunConfig, RunError, RunFailure, RunOutcome};
 use crate::graph::CompiledGraph;
@@ -77,13 +78,19 @@ impl<'a> Engine<'a> {
             ))
             .into());
         }
-        check_config(graph, config)?;
+        // Only a source that delivers inputs one by one queues them at the door (`Shared::new`).
+        let deliveries = if source.capabilities().delivers_inputs { graph.inputs.len() } else { 0 };
+        check_config(graph, config, deliveries)?;
         let engine = Engine::new(graph, kernels, plugin, config, source)?;
         let mut sink = engine.trace_sink()?;
         engine.run_workers(&mut sink)
     }
 
-    /// Binds the plan, creates the scheduler (its `create`, once) and sets up the shared state.
+    /// Binds the plan, sets up the shared state, then creates the scheduler (its `create`, once).
+    /// The host's state comes first: its arrays, the largest, are refused as errors when the
+    /// memory is not there, before a scheduler's `create` could abort on its own allocation. An
+    /// abort while the host makes its state is the host's, and a crash report says so
+    /// (`memory::HostAllocating`).
     fn new(
         graph: &'a CompiledGraph,
         kernels: &KernelSet,
@@ -92,6 +99,9 @@ impl<'a> Engine<'a> {
         source: &'a dyn FrameSource,
     ) -> Result<Self, RunError> {
         let mut plan = Plan::new(graph, kernels, plugin, config, source)?;
+        let allocating = memory::HostAllocating::start();
+        let mut shared = Shared::new(&plan)?;
+        drop(allocating);
         let setup = scheduler_setup(
             graph,
             (config.workers, config.slots),
@@ -105,7 +115,8 @@ impl<'a> Engine<'a> {
             (false, true) => Continuation::Keep,
             (false, false) => Continuation::None,
         };
-        let shared = Shared::new(&plan);
+        // The run's clock starts after the scheduler's `create`, as before the state came first.
+        shared.clock = super::clock::Clock::new();
         Ok(Engine { plan, shared, scheduler, source })
     }
 

@@ -37,6 +37,10 @@ impl Engine<'_> {
     ) -> Result<RunOutcome, RunFailure> {
         let mut latency = host_latency.clone();
         let mut counters = Vec::with_capacity(self.shared.finished.len());
+        // The full chunks the host had not taken yet, before each worker's last, partly filled one.
+        if let Some(pool) = &self.shared.trace_pool {
+            sink.drain(pool, &self.shared.clock);
+        }
         let mut unreported = Vec::new();
         for (worker, finished) in self.shared.finished.iter().enumerate() {
             match finished.lock().unwrap_or_else(|p| p.into_inner()).take() {
@@ -144,6 +148,7 @@ impl Engine<'_> {
             trace: self.shared.trace_pool.is_some(),
             trace_records: trace.records,
             trace_lost: self.shared.trace_pool.as_ref().map_or(0, TracePool::lost),
+            trace_wait_s: self.shared.trace_pool.as_ref().map_or(0.0, TracePool::waited_s),
             trace_released: trace.released,
         })
     }

@@ -31,6 +31,7 @@ use super::plan::Plan;
 use crate::engine::RunError;
 use crate::engine::clock::Clock;
 use crate::engine::door::Door;
+use crate::engine::memory;
 use crate::engine::sleep::Sleep;
 use crate::engine::slots::SlotTable;
 use crate::engine::source::FrameDone;
@@ -79,8 +80,11 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    /// The state of a run of `plan`, on the calling thread (the host's). Its clock starts here.
-    pub(super) fn new(plan: &Plan<'_>) -> Self {
+    /// The state of a run of `plan`, on the calling thread (the host's). Its clock starts here (and again once the scheduler is
+    /// created: `Engine::new`).
+    /// The per-slot and per-cell arrays are the run's largest: memory the system refuses them is
+    /// an error naming them (`RunError::Config`), not an abort.
+    pub(super) fn new(plan: &Plan<'_>) -> Result<Self, RunError> {
         let (graph, config) = (plan.graph, plan.config);
         let instances = graph.instance_count();
         let cells = if plan.tracing { config.slots as usize * instances } else { 0 };
@@ -88,10 +92,16 @@ impl Shared {
         let host = std::thread::current();
         // Only a source that delivers inputs one by one queues them at the door.
         let door_inputs = if plan.abandonable { graph.inputs.len() } else { 0 };
-        Shared {
-            door: Arc::new(Door::new(config.slots, door_inputs, config.workers, Arc::clone(&sleep), host.clone())),
-            held: (0..if graph.post.is_empty() { 0 } else { config.slots }).map(|_| Mutex::new(None)).collect(),
-            table: SlotTable::new(config.slots, instances, plan.sinks.len()),
+        let held = if graph.post.is_empty() { 0 } else { config.slots as usize };
+        let shape = || format!("{} slot(s) × {instances} instances", config.slots);
+        Ok(Shared {
+            door: Arc::new(
+                Door::new(config.slots, door_inputs, config.workers, Arc::clone(&sleep), host.clone())
+                    .map_err(RunError::Config)?,
+            ),
+            held: memory::try_boxed(held, || format!("the frames {held} slot(s) hold"), |_| Mutex::new(None))
+                .map_err(RunError::Config)?,
+            table: SlotTable::new(config.slots, instances, plan.sinks.len()).map_err(RunError::Config)?,
             sleep,
             clock: Clock::new(),
             frames_started: AtomicU64::new(0),
@@ -106,11 +116,12 @@ impl Shared {
             finished: (0..config.workers).map(|_| Mutex::new(None)).collect(),
             exited: AtomicU32::new(0),
             costs: graph.nodes.iter().map(|_| AtomicU64::new(0)).collect(),
-            ready_at: (0..cells).map(|_| AtomicU64::new(0)).collect(),
+            ready_at: memory::try_boxed(cells, || format!("the ready times of {}", shape()), |_| AtomicU64::new(0))
+                .map_err(RunError::Config)?,
             trace_pool: plan.tracing.then(|| TracePool::new(config.workers, host.clone())),
             system_log: plan.recording.then(|| SystemLog::new(host.clone())),
             host,
             containment: Containment::new(config.on_fault),
-        }
+        })
     }
 }

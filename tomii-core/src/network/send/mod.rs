@@ -4,7 +4,9 @@
 //! ([`write_packet`]), read from a file, or given by the caller ([`PacketSource`]); packet `n` of a
 //! source goes to port `start_port + n % num_sockets`, where a generated packet's `n` is its index
 //! in its frame. It never allocates per packet, and never drops a packet silently on its side: a
-//! full UDP send buffer is waited out, any other socket error ends the send.
+//! full UDP send buffer is waited out, any other socket error ends the send. Every wait (the
+//! pacer's sleep, a full send buffer, a TCP receiver that does not read) calls the progress
+//! callback at least every [`PROGRESS_INTERVAL`], so a stop (Ctrl-C) ends it promptly.
 
 use std::fmt;
 use std::io::{self, ErrorKind, Write};
@@ -26,8 +28,13 @@ const FULL_BUFFER_TIMEOUT: Duration = Duration::from_secs(5);
 /// The pacer sleeps while the next packet is due later than this, and spins for the rest: a sleep
 /// overshoots by tens of microseconds.
 const SPIN_WINDOW: Duration = Duration::from_micros(200);
-/// The furthest ahead the pacer schedules (about 31 years), so that tiny rates cannot overflow.
+/// The furthest ahead the pacer schedules (about 31 years), so that a long send cannot overflow.
 const MAX_SCHEDULE_S: f64 = 1e9;
+/// The slowest rate a send takes, in packets per second: one packet every 100 s.
+pub const MIN_RATE: f64 = 0.01;
+/// The fastest rate a send takes, in packets per second (far beyond what a socket takes; give no
+/// rate for full speed).
+pub const MAX_RATE: f64 = 1e9;
 
 pub use crate::graph::SocketType;
 
@@ -135,14 +142,17 @@ pub struct Pacer {
 }
 
 impl Pacer {
-    /// A pacer whose schedule starts now; a rate must be positive and finite.
+    /// A pacer whose schedule starts now; a rate must be within [`MIN_RATE`]..=[`MAX_RATE`].
     pub fn new(rate: Option<f64>) -> Result<Self, SendError> {
         if let Some(rate) = rate
-            && !(rate.is_finite() && rate > 0.0)
+            && !(MIN_RATE..=MAX_RATE).contains(&rate)
         {
             return Err(SendError::invalid(
                 "rate",
-                format!("{rate} packets/s; give a positive rate, or none for full speed"),
+                format!(
+                    "{rate} packets/s is outside {MIN_RATE}..{MAX_RATE}; give a rate in that range, or none for full \
+                     speed"
+                ),
             ));
         }
         Ok(Self { rate, start: Instant::now(), next: 0 })
@@ -156,16 +166,25 @@ impl Pacer {
 
     /// Returns when the next packet is due, and counts it.
     pub fn wait(&mut self) {
-        let Some(rate) = self.rate else { return };
+        while !self.wait_until(Instant::now() + PROGRESS_INTERVAL) {}
+    }
+
+    /// Returns when the next packet is due, counting it (true), or at `limit` if that comes first
+    /// (false: the packet is still to wait for).
+    pub fn wait_until(&mut self, limit: Instant) -> bool {
+        let Some(rate) = self.rate else { return true };
         let offset = (self.next as f64 / rate).min(MAX_SCHEDULE_S);
         let due = self.start + Duration::from_secs_f64(offset);
-        self.next += 1;
         loop {
             let now = Instant::now();
             if now >= due {
-                return;
+                self.next += 1;
+                return true;
             }
-            let ahead = due - now;
+            if now >= limit {
+                return false;
+            }
+            let ahead = due.min(limit) - now;
             if ahead > SPIN_WINDOW {
                 std::thread::sleep(ahead - SPIN_WINDOW);
             } else {
@@ -207,22 +226,33 @@ impl Sender {
     }
 
     /// Sends `packet` on socket `socket` (below `num_sockets`; panics otherwise). UDP waits while
-    /// the kernel's send buffer is full; TCP writes the length prefix and the packet at once.
-    pub fn send(&mut self, socket: usize, packet: &[u8]) -> Result<(), SendError> {
+    /// the kernel's send buffer is full; TCP writes the length prefix and the packet at once,
+    /// waiting while the receiver does not read. While it waits, `waiting` is called about every
+    /// [`PROGRESS_INTERVAL`]: `Break` stops the send ([`SendError::Stopped`]).
+    pub fn send(
+        &mut self,
+        socket: usize,
+        packet: &[u8],
+        waiting: &mut dyn FnMut() -> ControlFlow<()>,
+    ) -> Result<(), SendError> {
         let endpoint = self.destination.endpoint(socket as u16);
         if packet.len() > self.destination.max_packet() {
             return Err(SendError::TooLong { endpoint, length: packet.len(), max: self.destination.max_packet() });
         }
         let result = match &mut self.links {
-            Links::Udp(sockets) => send_datagram(&sockets[socket], packet),
+            Links::Udp(sockets) => send_datagram(&sockets[socket], packet, waiting),
             Links::Tcp(streams) => {
                 self.framed.clear();
                 self.framed.extend_from_slice(&(packet.len() as u32).to_le_bytes());
                 self.framed.extend_from_slice(packet);
-                streams[socket].write_all(&self.framed)
+                write_stream(&mut streams[socket], &self.framed, waiting)
             }
         };
-        result.map_err(|error| SendError::Send { endpoint, sent: self.sent, error })?;
+        match result {
+            Ok(true) => {}
+            Ok(false) => return Err(SendError::Stopped { packets: self.sent }),
+            Err(error) => return Err(SendError::Send { endpoint, sent: self.sent, error }),
+        }
         self.sent += 1;
         Ok(())
     }
@@ -253,25 +283,58 @@ fn connect_tcp(endpoint: Endpoint) -> Result<TcpStream, SendError> {
     let stream = TcpStream::connect_timeout(&endpoint.address, CONNECT_TIMEOUT)
         .map_err(|error| SendError::Connect { endpoint, error })?;
     stream.set_nodelay(true).map_err(|error| SendError::Connect { endpoint, error })?;
+    // A write the receiver does not take returns after this, so that the send can be stopped.
+    stream.set_write_timeout(Some(PROGRESS_INTERVAL)).map_err(|error| SendError::Connect { endpoint, error })?;
     Ok(stream)
 }
 
-/// One datagram; a full kernel send buffer is waited out (yielding), up to [`FULL_BUFFER_TIMEOUT`].
-fn send_datagram(socket: &UdpSocket, packet: &[u8]) -> io::Result<()> {
+/// One datagram; a full kernel send buffer is waited out (yielding), up to [`FULL_BUFFER_TIMEOUT`],
+/// calling `waiting` about every [`PROGRESS_INTERVAL`]. False when `waiting` stopped it.
+fn send_datagram(socket: &UdpSocket, packet: &[u8], waiting: &mut dyn FnMut() -> ControlFlow<()>) -> io::Result<bool> {
     let mut full_since = None;
+    let mut ask_at = Instant::now() + PROGRESS_INTERVAL;
     loop {
         match socket.send(packet) {
-            Ok(_) => return Ok(()),
+            Ok(_) => return Ok(true),
             Err(error) if error.kind() == ErrorKind::Interrupted => {}
             Err(error) if send_buffer_full(&error) => {
                 if full_since.get_or_insert_with(Instant::now).elapsed() > FULL_BUFFER_TIMEOUT {
                     return Err(error);
+                }
+                if Instant::now() >= ask_at {
+                    if waiting().is_break() {
+                        return Ok(false);
+                    }
+                    ask_at = Instant::now() + PROGRESS_INTERVAL;
                 }
                 std::thread::yield_now();
             }
             Err(error) => return Err(error),
         }
     }
+}
+
+/// Writes all of `bytes` to `stream`, whose writes time out after [`PROGRESS_INTERVAL`], calling
+/// `waiting` at each timeout. False when `waiting` stopped it (part of `bytes` may be written).
+fn write_stream(
+    stream: &mut TcpStream,
+    mut bytes: &[u8],
+    waiting: &mut dyn FnMut() -> ControlFlow<()>,
+) -> io::Result<bool> {
+    while !bytes.is_empty() {
+        match stream.write(bytes) {
+            Ok(0) => return Err(io::Error::from(ErrorKind::WriteZero)),
+            Ok(written) => bytes = &bytes[written..],
+            Err(error) if error.kind() == ErrorKind::Interrupted => {}
+            Err(error) if matches!(error.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if waiting().is_break() {
+                    return Ok(false);
+                }
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(true)
 }
 
 fn send_buffer_full(error: &io::Error) -> bool {
@@ -326,14 +389,19 @@ pub fn send_from(
     let start = Instant::now();
     pacer.restart(start);
     let mut report_at = start + PROGRESS_INTERVAL;
+    let mut report = |sent: u64| progress.as_mut().map_or(ControlFlow::Continue(()), |report| report(sent));
     while let Some(number) = source.next_packet(&mut packet)? {
-        pacer.wait();
-        sender.send((number % sockets) as usize, &packet)?;
+        // The progress callback is called during the wait too, so that a slow rate stops at once.
+        while !pacer.wait_until(report_at) {
+            if report(stats.packets).is_break() {
+                return Err(SendError::Stopped { packets: stats.packets });
+            }
+            report_at = Instant::now() + PROGRESS_INTERVAL;
+        }
+        sender.send((number % sockets) as usize, &packet, &mut || report(stats.packets))?;
         stats.packets += 1;
         stats.bytes += packet.len() as u64;
-        if let Some(report) = progress.as_mut()
-            && Instant::now() >= report_at
-        {
+        if Instant::now() >= report_at {
             if report(stats.packets).is_break() {
                 return Err(SendError::Stopped { packets: stats.packets });
             }
@@ -564,6 +632,26 @@ mod tests {
         // Packet 1999 is due 1999 / rate after the start; only a lower bound, as machines are noisy.
         let least = 1_999.0 / rate * 0.99;
         assert!(start.elapsed().as_secs_f64() >= least, "2000 packets in {:?}", start.elapsed());
+    }
+
+    #[test]
+    fn the_pacer_returns_at_its_limit_before_a_packet_far_away() {
+        let mut pacer = Pacer::new(Some(MIN_RATE)).unwrap();
+        pacer.restart(Instant::now());
+        assert!(pacer.wait_until(Instant::now()), "packet 0 is due at once");
+        // Packet 1 is due in 100 s: the wait ends at its limit, the packet still to wait for.
+        let start = Instant::now();
+        assert!(!pacer.wait_until(start + Duration::from_millis(20)));
+        assert!(start.elapsed() < Duration::from_secs(10), "waited {:?}", start.elapsed());
+        assert!(!pacer.wait_until(Instant::now()));
+        let rate = |rate: f64| Pacer::new(Some(rate)).err().map(|e| e.to_string());
+        assert_eq!(
+            rate(1e-9).as_deref(),
+            Some(
+                "rate: 0.000000001 packets/s is outside 0.01..1000000000; give a rate in that range, or none for full speed"
+            )
+        );
+        assert!(rate(f64::INFINITY).is_some() && rate(f64::NAN).is_some() && rate(MAX_RATE).is_none());
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! What `tomii send` sends: generated packets (a header, then a ramp a test can predict), the
 //! packets of a file read as they are sent, or the caller's ([`PacketSource`]). A source fills
-//! the sender's one reused buffer; it must never allocate per packet.
+//! the sender's one reused buffer; it must never allocate per packet. A file of packets is read
+//! under the rule of every input file (`crate::files`): a regular file only, and no more of it
+//! than its size when opened.
 
 use std::fs::File;
-use std::io::{self, BufReader, ErrorKind, Read};
+use std::io::{self, BufReader, ErrorKind, Read, Take};
 use std::path::{Path, PathBuf};
 
 use super::{Destination, SendError, describe};
@@ -135,24 +137,30 @@ impl PacketSource for Generated {
 /// [`Packets::File`]: read as it is sent, never whole into memory.
 struct FileSource {
     path: PathBuf,
-    reader: BufReader<File>,
+    reader: BufReader<Take<File>>,
     packet_length: usize,
     packets: u64,
 }
 
 impl FileSource {
-    /// Opens the file; a regular file whose size is not a whole number of packets is an error here,
-    /// before anything is sent.
+    /// Opens the file: anything but a regular file (a FIFO would block, a device such as /dev/zero
+    /// never end), or one whose size is not a whole number of packets, is an error here, before
+    /// anything is sent. Reading stops at the size it had then, should it grow.
     fn open(path: &Path, packet_length: usize) -> Result<Self, SendError> {
         let fail = |problem: String| SendError::File { path: path.to_path_buf(), problem };
-        let file = File::open(path).map_err(|e| fail(format!("cannot open the packets: {}", describe(&e))))?;
-        let metadata = file.metadata().map_err(|e| fail(format!("cannot read its size: {}", describe(&e))))?;
+        let mut file = crate::files::open_input(path, u64::MAX).map_err(|error| match error {
+            crate::files::Unreadable::Io(e) => fail(format!("cannot open the packets: {}", describe(&e))),
+            other => fail(other.to_string()),
+        })?;
+        let metadata =
+            file.get_ref().metadata().map_err(|e| fail(format!("cannot read its size: {}", describe(&e))))?;
         let size = metadata.len();
-        if metadata.is_file() && size == 0 {
+        file.set_limit(size);
+        if size == 0 {
             return Err(fail("is empty: it holds no packets".into()));
         }
         let left_over = size % packet_length as u64;
-        if metadata.is_file() && left_over != 0 {
+        if left_over != 0 {
             return Err(fail(format!(
                 "{size} bytes is not a whole number of {packet_length}-byte packets ({} packets and {left_over} bytes \
                  left over); is packet_length right?",
