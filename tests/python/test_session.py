@@ -264,12 +264,14 @@ value = app.input("value")
 app.py_node("slow", fn=slow, args=[value.out()])
 session = app.session(workers=1, slots=1, kernel_timeout_ms=LIMIT)
 frame = session.submit(1)
-print("waiting", flush=True)
 if WAIT == "result":
-    try:
+    try:  # a Ctrl-C right after the line below is still inside the `try`
+        print("waiting", flush=True)
         frame.result()
     except KeyboardInterrupt:
         print("interrupted", flush=True)
+else:
+    print("waiting", flush=True)
 """
 
 
