@@ -44,6 +44,7 @@ from .network import SendStats, send
 from .plugins import find_plugin, find_scheduler, installed_schedulers
 from .run import TRACE_DTYPE, Report, RunResult, run_graph, validate
 from .scaffold import new_scheduler
+from .scheduler import Scheduler, SchedulerInit, Task
 from .session import Frame, FrameResult, Session
 from .simulation import simulate
 from .trace_view import view_trace
@@ -102,12 +103,15 @@ __all__ = [
     "PluginError",
     "Report",
     "RunResult",
+    "Scheduler",
     "SchedulerFault",
+    "SchedulerInit",
     "SendStats",
     "Session",
     "SessionBusy",
     "SessionClosed",
     "String",
+    "Task",
     "TomiiError",
     "TomiiExportError",
     "Var",

@@ -20,7 +20,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
@@ -122,16 +122,30 @@ def export(
 
 #: How long the interpreter's exit waits for Python kernels told to stop (`_stop_running_kernels`).
 EXIT_STOP_S = 1.0
+#: The code of functions besides kernels that run on worker threads (a Python scheduling policy's
+#: methods), stopped at exit as kernels are.
+_ALSO_STOPPED: set[Any] = set()
+
+
+def stop_at_exit(functions: Iterable[Callable[..., Any]]) -> None:
+    """Makes the interpreter's exit stop `functions` as it stops Python kernels, when one still
+    runs on a worker thread (`_stop_running_kernels`): a Python policy's methods."""
+    codes = {getattr(inspect.unwrap(function), "__code__", None) for function in functions}
+    codes.discard(None)
+    with _LOCK:
+        _ALSO_STOPPED.update(codes)
 
 
 @atexit.register
 def _stop_running_kernels() -> None:
-    """At the interpreter's exit: a Python kernel still running on a worker thread (one whose
-    time limit gave up on it, or a stuck session's) would ask for the GIL during the
-    interpreter's finalization, which ends the process with SIGABRT. Each gets SystemExit raised
-    in its thread, and the exit waits up to EXIT_STOP_S for them to return."""
+    """At the interpreter's exit: a Python kernel (or policy method, `stop_at_exit`) still
+    running on a worker thread (one whose time limit gave up on it, or a stuck session's) would
+    ask for the GIL during the interpreter's finalization, which ends the process with SIGABRT.
+    Each gets SystemExit raised in its thread, and the exit waits up to EXIT_STOP_S for them to
+    return."""
     with _LOCK:
         codes = {inspect.unwrap(kernel.function).__code__ for kernel in _REGISTRY.values()}
+        codes |= _ALSO_STOPPED
     codes.discard(None)
 
     def running() -> list[int]:

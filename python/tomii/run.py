@@ -37,6 +37,7 @@ from .errors import ConfigError, GraphError, TomiiError
 from .export import ExportedKernel, TomiiExportError, find_exported
 from .graph import Graph, _environment
 from .plugins import find_scheduler
+from .scheduler import PolicyLike, _Spec, policy_spec
 
 if TYPE_CHECKING:
     import numpy as np
@@ -432,7 +433,7 @@ def run_graph(
     *,
     dylibs: Sequence[str | Path] = (),
     python_kernels: Sequence[ExportedKernel] = (),
-    scheduler: str | Path = "fifo",
+    scheduler: PolicyLike = "fifo",
     scheduler_plugin: str | Path | None = None,
     workers: int = 1,
     slots: int = 1,
@@ -472,7 +473,9 @@ def run_graph(
 
     The options are the knob catalog's (`tomii.list_knobs()`), by the same names; list knobs take
     the plural (`dylibs`, `sched_opts`). `scheduler` is a name (a scheduler shipped with the
-    package, or one on `$TOMII_SCHEDULER_PATH`) or a path; `scheduler_plugin`, a path, replaces it.
+    package, or one on `$TOMII_SCHEDULER_PATH`), a path, or a policy written in Python (a
+    `tomii.Scheduler` subclass, an instance of one, or its import path `module:Class`);
+    `scheduler_plugin`, a path, replaces it.
     `trace=True` keeps the trace in `RunResult.trace`; a path writes it there instead, as CSV or,
     with `trace_format="chrome"`, as the trace-event JSON Perfetto opens (see
     `RunResult.save_trace`). `record_decisions` is a file that records every scheduling decision
@@ -520,7 +523,9 @@ def run_graph(
     if "dylibs" in options:
         extra = options["dylibs"]
         dylibs = [*dylibs, *([extra] if isinstance(extra, (str, Path)) else extra)]
-    text, source, plugin, kernels = _prepare(graph, python_kernels, scheduler, scheduler_plugin)
+    text, source, plugin, policy, kernels = _prepare(
+        graph, python_kernels, scheduler, scheduler_plugin
+    )
     if given_legacy.slot_priority:
         if _is_network(text, graph if isinstance(graph, dict) else None):
             on_slots_busy = "wait"
@@ -544,6 +549,7 @@ def run_graph(
             python_kernels=kernels,
             collect_outputs=collect_outputs,
             keep_trace=trace is True,
+            scheduler_policy=policy,
         )
         # Python kernels found by name in `@tomii.export`'s registry are found again next time:
         # the registry may have changed.
@@ -709,20 +715,25 @@ def _run_result(returned: tuple[RunReport, Any, Any, Any]) -> RunResult:
 def _prepare(
     graph: GraphSource,
     python_kernels: Sequence[ExportedKernel],
-    scheduler: str | Path,
+    scheduler: PolicyLike,
     scheduler_plugin: str | Path | None,
-) -> tuple[str, str, Path, list[tuple[str, Any, bool]]]:
-    """What the binding needs to start a run: the graph's text and source name, the scheduler's
-    path (a name is looked up; `scheduler_plugin`, a path, replaces it) and the Python kernels
-    as `(name, function, variadic)`: `python_kernels` and those the graph names
-    ("module.function") that `@tomii.export` registered."""
+) -> tuple[str, str, Path | None, _Spec | None, list[tuple[str, Any, bool]]]:
+    """What the binding needs to start a run: the graph's text and source name, the scheduler:
+    its library's path (a name is looked up; `scheduler_plugin`, a path, replaces it) or the
+    Python policy's spec, and the Python kernels as `(name, function, variadic)`:
+    `python_kernels` and those the graph names ("module.function") that `@tomii.export`
+    registered."""
     text, source = _graph_text(graph)
-    path = Path(scheduler_plugin if scheduler_plugin is not None else scheduler)
+    kernels = _kernels_of(text, graph, python_kernels)
+    policy = policy_spec(scheduler) if scheduler_plugin is None else None
+    if policy is not None:
+        return text, source, None, policy, kernels
+    path = Path(scheduler_plugin if scheduler_plugin is not None else scheduler)  # type: ignore[arg-type]
     if scheduler_plugin is not None or path.suffix == ".so" or path.is_file():
         plugin = path
     else:
         plugin = find_scheduler(str(scheduler))
-    return text, source, plugin, _kernels_of(text, graph, python_kernels)
+    return text, source, plugin, None, kernels
 
 
 def _kernels_of(

@@ -37,6 +37,7 @@ from .errors import ConfigError, SessionBusy, SessionClosed, TomiiError
 # Imported first, so that its exit handler (stopping Python kernels still running) is registered
 # before this module's (closing unclosed sessions), and runs after it.
 from .export import ExportedKernel
+from .scheduler import PolicyLike
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -138,7 +139,7 @@ class Session:
         *,
         dylibs: Sequence[str | Path] = (),
         python_kernels: Sequence[ExportedKernel] = (),
-        scheduler: str | Path = "fifo",
+        scheduler: PolicyLike = "fifo",
         scheduler_plugin: str | Path | None = None,
         workers: int = 1,
         slots: int = 1,
@@ -160,10 +161,16 @@ class Session:
         if busy not in _BUSY:
             raise ConfigError(f"busy={busy!r}: use one of {', '.join(map(repr, _BUSY))}")
         self._timeout = 0.0 if busy == "raise" else timeout
-        text, source, plugin, kernels = _prepare(graph, python_kernels, scheduler, scheduler_plugin)
+        text, source, plugin, policy, kernels = _prepare(
+            graph, python_kernels, scheduler, scheduler_plugin
+        )
         given = {**locals(), "scheduler": None, "scheduler_plugin": plugin}
         self._native: NativeSession = NativeSession(
-            text, source=source, options=runtime_options("session", given), python_kernels=kernels
+            text,
+            source=source,
+            options=runtime_options("session", given),
+            python_kernels=kernels,
+            scheduler_policy=policy,
         )
         self._slots = slots
         #: The graph's inputs in the order `submit` flattens them: (name, factor).

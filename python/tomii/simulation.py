@@ -17,6 +17,7 @@ from ._options import check_run_options, runtime_options
 from ._tomii import simulate_json, trace_csv_columns
 from .errors import ConfigError, TomiiError
 from .graphs import Fixed, LogNormal, Uniform
+from .scheduler import PolicyLike
 
 if TYPE_CHECKING:
     from .run import GraphSource, RunResult
@@ -41,7 +42,7 @@ def simulate(
     frames: int = 100,
     warmup_frames: int = 0,
     pop_batch: int = 1,
-    scheduler: str | Path = "fifo",
+    scheduler: PolicyLike = "fifo",
     scheduler_plugin: str | Path | None = None,
     sched_opts: dict[str, str] | None = None,
     cost_model: CostModel = None,
@@ -58,7 +59,8 @@ def simulate(
     verbose: bool = False,
 ) -> RunResult:
     """Simulates `graph` (JSON text, a dict or a file path) on `workers` virtual workers with the
-    scheduler `scheduler` (a name or a path; `scheduler_plugin`, a path, replaces it).
+    scheduler `scheduler` (a name, a path or a Python policy, as `run_graph` takes it;
+    `scheduler_plugin`, a path, replaces it).
 
     No kernel runs: a task lasts what `cost_model` draws for its node (see CostModel; None: what
     the graph says, a `spin` node its µs argument, `noop` nothing). `arrival_interval_us` paces
@@ -74,7 +76,7 @@ def simulate(
     from .run import _prepare, _run_result
 
     check_run_options(locals())
-    text, source, plugin, _kernels = _prepare(graph, (), scheduler, scheduler_plugin)
+    text, source, plugin, policy, _kernels = _prepare(graph, (), scheduler, scheduler_plugin)
     trace_path = None if isinstance(trace, bool) or trace is None else str(trace)
     interval = None
     if arrival_interval_us is not None:
@@ -93,6 +95,7 @@ def simulate(
             arrival_interval_ns=interval,
             overhead_pop_ns=overhead_pop_ns,
             overhead_task_ns=overhead_task_ns,
+            scheduler_policy=policy,
         )
     except TomiiError as error:
         partial = getattr(error, "partial", None)

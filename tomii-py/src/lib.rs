@@ -9,6 +9,7 @@ use std::sync::mpsc::Sender;
 mod options;
 mod py_value;
 mod python_kernels;
+mod python_scheduler;
 mod runner;
 mod send;
 mod session;
@@ -24,6 +25,7 @@ use tomii_core::launch::{GraphInput, Hooks, Launch, LibraryStamps, Settings};
 use tomii_core::plugin::{KernelSet, PluginError as LoadError};
 
 use python_kernels::PythonKernels;
+use python_scheduler::PythonPolicy;
 
 // The exception family is Python's (python/tomii/errors.py): the binding raises those very classes,
 // so the builder and the runtime raise one `tomii.GraphError`.
@@ -111,6 +113,8 @@ struct PreparedRun {
     kernels: Arc<KernelSet>,
     python: Arc<PythonKernels>,
     libraries: LibraryStamps,
+    /// The Python policy that schedules it, instead of the scheduler its options name.
+    policy: Option<Arc<PythonPolicy>>,
 }
 
 /// The run of a graph given as JSON text (named `source`) with `options`, `[(knob, value), ...]`
@@ -118,9 +122,10 @@ struct PreparedRun {
 /// PluginError for a library that does not load, GraphError for a graph that does not compile.
 /// `python_kernels` are `(name, function, variadic)`: Python functions the graph calls by name,
 /// next to the kernels of the `dylib` option; `collect_outputs` keeps every frame's outputs,
-/// `keep_trace` the trace in memory.
+/// `keep_trace` the trace in memory; `scheduler_policy`, a Python policy's spec
+/// (`tomii.scheduler._Spec`), schedules the run instead of the scheduler the options name.
 #[pyfunction]
-#[pyo3(signature = (graph_json, *, source, options, python_kernels, collect_outputs, keep_trace))]
+#[pyo3(signature = (graph_json, *, source, options, python_kernels, collect_outputs, keep_trace, scheduler_policy=None))]
 fn prepare_run(
     graph_json: &str,
     source: &str,
@@ -128,8 +133,13 @@ fn prepare_run(
     python_kernels: Vec<(String, Py<PyAny>, bool)>,
     collect_outputs: bool,
     keep_trace: bool,
+    scheduler_policy: Option<Bound<'_, PyAny>>,
 ) -> PyResult<PreparedRun> {
     let mut settings = options::settings(Entry::Run, options)?;
+    let policy = scheduler_policy.map(|spec| PythonPolicy::register(&spec)).transpose()?.map(Arc::new);
+    if let Some(policy) = &policy {
+        policy.select(&mut settings);
+    }
     settings.run.collect_outputs = collect_outputs;
     settings.run.trace = keep_trace || settings.files.trace.is_some();
     let python = Arc::new(PythonKernels::new(python_kernels));
@@ -138,7 +148,7 @@ fn prepare_run(
     // then, once, and handed to the run (graph README, "Computed counts").
     let kernels = Arc::new(settings.kernels(Some(python.library())).map_err(plugin_error)?);
     let input = options::graph_input(source, graph_json, settings.run.workers, &mut engine::evaluator(&kernels))?;
-    Ok(PreparedRun { input, settings, kernels, python, libraries })
+    Ok(PreparedRun { input, settings, kernels, python, libraries, policy })
 }
 
 #[pymethods]
@@ -160,29 +170,30 @@ impl PreparedRun {
     fn run(&self, py: Python<'_>) -> PyResult<RunReturn> {
         let launch =
             Launch::new(self.input.clone(), self.settings.clone()).map_err(|e| ConfigError::new_err(e.to_string()))?;
-        launch_run(py, Arc::new(launch), Arc::clone(&self.kernels), &self.python)
+        launch_run(py, Arc::new(launch), Arc::clone(&self.kernels), &self.python, self.policy.clone())
     }
 }
 
-/// Runs `launch` with `kernels` on the runner (the GIL released), ends its files and returns what
-/// `PreparedRun.run` returns, or raises its error.
+/// Runs `launch` with `kernels` on the runner (the GIL released), scheduled by `policy` when one
+/// is given, ends its files and returns what `PreparedRun.run` returns, or raises its error.
 fn launch_run(
     py: Python<'_>,
     launch: Arc<Launch>,
     kernels: Arc<KernelSet>,
     python: &PythonKernels,
+    policy: Option<Arc<PythonPolicy>>,
 ) -> PyResult<RunReturn> {
     let graph = Arc::clone(launch.graph());
     let traced = launch.settings().run.trace;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let job = {
-        let (launch, stop) = (Arc::clone(&launch), Arc::clone(&stop));
+        let (launch, stop, policy) = (Arc::clone(&launch), Arc::clone(&stop), policy.clone());
         move |hung: Sender<Finished<RunDone, Handed>>| -> RunDone {
             let on_hang = engine::HangFn(Arc::new(move |result| {
                 let _ = hung.send(Finished::Hung(Handed(Box::new(result))));
             }));
             let settings = launch.settings();
-            let scheduler = settings.scheduler().map_err(Err)?;
+            let scheduler = python_scheduler::scheduler_of(settings, policy.as_deref()).map_err(Err)?;
             let hooks = Hooks { stop: Some(stop), on_hang: Some(on_hang), ..Hooks::default() };
             launch.run(&kernels, &scheduler, hooks).map_err(Ok)
         }
@@ -208,7 +219,12 @@ fn launch_run(
     match finished {
         // A run that succeeded fails on its files; a failed run's own error matters more.
         Ok(Ok(_)) if written.is_err() => Err(written.unwrap_err()),
-        Ok(Ok(outcome)) => run_return(py, outcome, &graph, traced, signal),
+        Ok(Ok(outcome)) => match policy.as_deref().and_then(PythonPolicy::hook_fault) {
+            Some(error) => {
+                Err(failed(py, RunFailure { error, partial: Some(Box::new(outcome)) }, &graph, python, traced))
+            }
+            None => run_return(py, outcome, &graph, traced, signal),
+        },
         Ok(Err(Ok(failure))) => Err(failed(py, failure, &graph, python, traced)),
         Ok(Err(Err(error))) => Err(plugin_error(error)),
         // The run's outcome without its stuck worker: a failure, or a run finished after the
@@ -524,6 +540,7 @@ fn _tomii(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(prepare_run, m)?)?;
     m.add_class::<PreparedRun>()?;
     m.add_class::<RunReport>()?;
+    m.add_class::<python_scheduler::PyTask>()?;
     m.add_function(wrap_pyfunction!(knobs_json, m)?)?;
     m.add_function(wrap_pyfunction!(summarise_warnings, m)?)?;
     m.add_function(wrap_pyfunction!(knobs_table, m)?)?;

@@ -166,7 +166,7 @@ pub fn current_call() -> Option<(String, u32, u64, u32, Option<u32>)> {
 /// 10 µs per call, measured. Kept, each call costs a GIL acquire and release only. The thread's
 /// state is deleted when the thread ends (the runtime joins its workers before `run()` returns).
 /// Threads that already have a thread state (the one that called `run()`) are left alone.
-fn keep_thread_state() {
+pub(crate) fn keep_thread_state() {
     struct Kept {
         saved: *mut pyo3::ffi::PyThreadState,
         gil: pyo3::ffi::PyGILState_STATE,
@@ -201,7 +201,7 @@ fn keep_thread_state() {
 }
 
 /// The exception and the end of its traceback, the part that fits an error message.
-fn describe(py: Python<'_>, error: &PyErr) -> String {
+pub(crate) fn describe(py: Python<'_>, error: &PyErr) -> String {
     let formatted = py
         .import("traceback")
         .and_then(|tb| tb.call_method1("format_exception", (error.get_type(py), error.value(py), error.traceback(py))))

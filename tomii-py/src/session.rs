@@ -15,6 +15,7 @@ use tomii_core::knobs::Entry;
 use tomii_core::launch::Launch;
 
 use super::python_kernels::{PythonKernels, value_from_python};
+use super::python_scheduler::{self, PythonPolicy};
 use super::{ConfigError, TomiiError, output, plugin_error, run_error};
 
 /// How long a wait Python may interrupt blocks between looks at pending signals: Ctrl-C while a
@@ -60,22 +61,30 @@ pub struct NativeSession {
     graph: Arc<CompiledGraph>,
     /// The Python kernels the graph calls; kept alive while the session runs.
     python: Arc<PythonKernels>,
+    /// The Python policy that schedules it, if one does; registered while the session lives.
+    _policy: Option<PythonPolicy>,
 }
 
 #[pymethods]
 impl NativeSession {
     /// Starts the run of `graph_json` with `options`, `[(knob, value), ...]` by the knob catalog's
     /// names (those a session takes; see `prepare_run`); returns once the workers wait for frames.
+    /// `scheduler_policy`, a Python policy's spec, schedules it instead of the options' scheduler.
     #[new]
-    #[pyo3(signature = (graph_json, *, source, options, python_kernels))]
+    #[pyo3(signature = (graph_json, *, source, options, python_kernels, scheduler_policy=None))]
     fn new(
         py: Python<'_>,
         graph_json: &str,
         source: &str,
         options: Vec<(String, Bound<'_, PyAny>)>,
         python_kernels: Vec<(String, Py<PyAny>, bool)>,
+        scheduler_policy: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let settings = super::options::settings(Entry::Session, options)?;
+        let mut settings = super::options::settings(Entry::Session, options)?;
+        let policy = scheduler_policy.map(|spec| PythonPolicy::register(&spec)).transpose()?;
+        if let Some(policy) = &policy {
+            policy.select(&mut settings);
+        }
         let python = Arc::new(PythonKernels::new(python_kernels));
         // Loaded before the graph compiles: a count may name a computed initialization, computed
         // then, once, and taken by the session (graph README, "Computed counts").
@@ -86,11 +95,11 @@ impl NativeSession {
         let launch = Launch::new(input, settings).map_err(|e| ConfigError::new_err(e.to_string()))?;
         let started = py.detach(|| {
             let settings = launch.settings();
-            let scheduler = settings.scheduler().map_err(Err)?;
+            let scheduler = python_scheduler::scheduler_of(settings, policy.as_ref()).map_err(Err)?;
             launch.session(Arc::clone(&kernels), Arc::new(scheduler)).map_err(Ok)
         });
         match started {
-            Ok(session) => Ok(NativeSession { session: Some(session), graph, python }),
+            Ok(session) => Ok(NativeSession { session: Some(session), graph, python, _policy: policy }),
             Err(Ok(error)) => Err(run_error(py, error, &python)),
             Err(Err(error)) => Err(plugin_error(error)),
         }

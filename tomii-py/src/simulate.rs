@@ -5,20 +5,23 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use pyo3::prelude::*;
+use tomii_core::engine::RunFailure;
 use tomii_core::knobs::Entry;
 use tomii_core::launch::{Hooks, Launch};
 use tomii_core::sim::{CostSpec, SimConfig};
 
 use super::python_kernels::PythonKernels;
+use super::python_scheduler::{self, PythonPolicy};
 use super::runner;
 use super::{ConfigError, RunReturn, TomiiError, failed, plugin_error, run_return};
 
 /// Simulates `graph_json` (README of tomii-core's `sim/`) with `options`, `[(knob, value), ...]`
 /// by the knob catalog's names (those a simulation takes; see `prepare_run`), and the simulation's
-/// own settings: `cost_json` is the cost model's JSON (None: what the graph says).
+/// own settings: `cost_json` is the cost model's JSON (None: what the graph says);
+/// `scheduler_policy`, a Python policy's spec, schedules it instead of the options' scheduler.
 #[pyfunction]
 #[pyo3(signature = (graph_json, *, source, options, keep_trace, seed, cost_json, arrival_interval_ns, overhead_pop_ns,
-                    overhead_task_ns))]
+                    overhead_task_ns, scheduler_policy=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn simulate_json(
     py: Python<'_>,
@@ -31,8 +34,13 @@ pub fn simulate_json(
     arrival_interval_ns: Option<u64>,
     overhead_pop_ns: u64,
     overhead_task_ns: u64,
+    scheduler_policy: Option<Bound<'_, PyAny>>,
 ) -> PyResult<RunReturn> {
     let mut settings = super::options::settings(Entry::Simulate, options)?;
+    let policy = scheduler_policy.map(|spec| PythonPolicy::register(&spec)).transpose()?;
+    if let Some(policy) = &policy {
+        policy.select(&mut settings);
+    }
     settings.run.trace = keep_trace;
     // The options' kernels, loaded only if a count names a computed initialization (computed
     // before the graph compiles); kept until the simulation ends.
@@ -48,7 +56,7 @@ pub fn simulate_json(
         None => CostSpec::default(),
     };
     let sim = SimConfig { seed, cost, arrival_interval_ns, overhead_pop_ns, overhead_task_ns };
-    let scheduler = settings.scheduler().map_err(plugin_error)?;
+    let scheduler = python_scheduler::scheduler_of(&settings, policy.as_ref()).map_err(plugin_error)?;
     let launch = Launch::new(input, settings).map_err(|e| ConfigError::new_err(e.to_string()))?;
     let stop = Arc::new(AtomicBool::new(false));
     let hooks = Hooks { stop: Some(Arc::clone(&stop)), ..Hooks::default() };
@@ -64,8 +72,14 @@ pub fn simulate_json(
         Err(failure) => failure.partial.as_ref().map(|partial| &partial.report),
     };
     launch.finish(report).result().map_err(TomiiError::new_err)?;
+    let no_kernels = PythonKernels::new(Vec::new());
     match result {
-        Ok(outcome) => run_return(py, outcome, &graph, keep_trace, signal),
-        Err(failure) => Err(failed(py, failure, &graph, &PythonKernels::new(Vec::new()), keep_trace)),
+        Ok(outcome) => match policy.as_ref().and_then(PythonPolicy::hook_fault) {
+            Some(error) => {
+                Err(failed(py, RunFailure { error, partial: Some(Box::new(outcome)) }, &graph, &no_kernels, keep_trace))
+            }
+            None => run_return(py, outcome, &graph, keep_trace, signal),
+        },
+        Err(failure) => Err(failed(py, failure, &graph, &no_kernels, keep_trace)),
     }
 }

@@ -1,7 +1,8 @@
 """Property-based checks of runs: `check(scheduler)` (`suite`) runs the property suite on any
 scheduler and returns a report card; built from hypothesis strategies for valid graphs and run
 knobs (`strategies`), a pure-Python reference executor of the synthetic kernels (`reference`) and
-the invariants of a run's trace (`invariants`).
+the invariants of a run's trace (`invariants`). `same_decisions(a, b, graphs=...)` (`ports`)
+compares two schedulers decision by decision in simulation (a Python prototype and its port).
 
 `check`, the strategies and the suite use hypothesis (a dependency of tomii), imported only when
 one of them is first used: the reference model and the invariants do not need it, and the
@@ -15,6 +16,7 @@ import importlib
 from typing import Any
 
 from .invariants import Violation, check_trace
+from .ports import SameDecisions, same_decisions
 from .reference import Expected, KernelFailure, ModelError, ReferenceModel, expected_run
 
 #: The names that need hypothesis, and the module of each.
@@ -45,6 +47,7 @@ __all__ = [
     "PropertyResult",
     "ReferenceModel",
     "ReportCard",
+    "SameDecisions",
     "Violation",
     "check",
     "check_trace",
@@ -53,6 +56,7 @@ __all__ = [
     "knobs",
     "literals",
     "runs",
+    "same_decisions",
 ]
 
 

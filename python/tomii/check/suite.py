@@ -30,6 +30,8 @@ from ..errors import HangError
 from ..isolation import ChildFailed, Isolated, refuse_while_importing_parent_script
 from ..plugins import find_plugin
 from ..run import run_graph
+from ..scheduler import Scheduler as PythonScheduler
+from ..scheduler import importable_policy
 from .invariants import Violation, check_trace, fifo_order, priority_order, rows_of
 from .reference import ReferenceModel
 from .strategies import Knobs, graphs
@@ -375,7 +377,7 @@ def _one_line(error: BaseException, most: int = 600) -> str:
 
 
 def check(
-    scheduler: str | Path,
+    scheduler: str | Path | type[PythonScheduler],
     *,
     sched_opts: Mapping[str, str] | None = None,
     profile: str = "fast",
@@ -388,8 +390,10 @@ def check(
     isolation: str = "process",
     run_timeout_s: float | None = 60.0,
 ) -> ReportCard:
-    """Checks a scheduler (a name, or the path of any scheduler dylib) against every invariant,
-    on hypothesis-generated graphs and knobs, and returns a report card.
+    """Checks a scheduler (a name, the path of any scheduler dylib, or a policy written in
+    Python: a `tomii.Scheduler` subclass or its import path `module:Class`, which each run
+    instantiates) against every invariant, on hypothesis-generated graphs and knobs, and returns
+    a report card.
 
     Properties: the outputs of every frame and of the post-nodes equal the reference model's (so
     nothing ran twice, out of order or with another frame's data); the trace shows every instance
@@ -422,7 +426,10 @@ def check(
     examples = max_examples if max_examples is not None else PROFILES[profile]
     libraries = [str(d) for d in dylibs] if dylibs is not None else [str(find_plugin("synthetic"))]
     options = dict(sched_opts or {})
-    strategy = _runs(workers, str(scheduler), options)
+    policy = importable_policy(scheduler, "check")
+    # The runs name a Python policy by its import path, which a child process imports.
+    target, card_name = policy if policy is not None else (str(scheduler), str(scheduler))
+    strategy = _runs(workers, target, options)
     given = {
         "sched_opts": options or None,
         "max_examples": examples,
@@ -435,7 +442,7 @@ def check(
         ),
         "isolation": isolation if isolation != "process" else None,
     }
-    reproduce = _reproduce(scheduler, {k: v for k, v in given.items() if v is not None})
+    reproduce = _reproduce(target, {k: v for k, v in given.items() if v is not None})
     results = []
     with ExitStack() as stack:
         runner: Callable[..., Any] = run_graph
@@ -463,7 +470,7 @@ def check(
             results.append(result)
             if result.interrupted:
                 break
-    return ReportCard(str(scheduler), results)
+    return ReportCard(card_name, results)
 
 
 def _keep_graph(result: PropertyResult, directory: Path) -> PropertyResult:

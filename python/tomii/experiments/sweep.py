@@ -43,6 +43,8 @@ from ..isolation import (
 )
 from ..plugins import find_plugin, find_scheduler
 from ..run import TRACE_DTYPE, run_graph
+from ..scheduler import Scheduler as PythonScheduler
+from ..scheduler import importable_policy
 from ..simulation import simulate
 from .table import (
     COLUMNS,
@@ -67,16 +69,24 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Scheduler:
-    """A scheduler to sweep: `spec` is a name ("fifo", found as `run_graph` finds it) or a
-    scheduler dylib's path; `options` its `sched_opts`; `label` what the rows call it (default:
-    the name, followed by the options when there are any)."""
+    """A scheduler to sweep: `spec` is a name ("fifo", found as `run_graph` finds it), a
+    scheduler dylib's path, or a policy written in Python (a `tomii.Scheduler` subclass, or its
+    import path `module:Class`; each trial makes its own instance); `options` its `sched_opts`;
+    `label` what the rows call it (default: the name, a policy's `name` or class name, followed
+    by the options when there are any)."""
 
-    spec: str | Path
+    spec: str | Path | type[PythonScheduler]
     options: Mapping[str, Any] = field(default_factory=dict)
     label: str = ""
 
 
-SchedulerSpec = Union[str, Path, Scheduler, tuple[Union[str, Path], Mapping[str, Any]]]
+SchedulerSpec = Union[
+    str,
+    Path,
+    type[PythonScheduler],
+    Scheduler,
+    tuple[Union[str, Path, type[PythonScheduler]], Mapping[str, Any]],
+]
 GraphSpec = Union[Mapping[str, Any], Graph, str, Path, Workload]
 
 
@@ -125,6 +135,12 @@ def _scheduler(spec: SchedulerSpec) -> _Scheduler:
         spec = Scheduler(spec[0], spec[1])
     elif not isinstance(spec, Scheduler):
         spec = Scheduler(spec)
+    options = {str(key): _option_text(value) for key, value in spec.options.items()}
+    policy = importable_policy(spec.spec, "sweep")
+    if policy is not None:
+        # Trials find the policy by its import path, in whichever process runs them.
+        import_path, name = policy
+        return _Scheduler(_label(spec, name, options), import_path, options)
     if not isinstance(spec.spec, (str, Path)):
         raise TypeError(f"sweep: a scheduler is a name or a path, got {spec.spec!r}")
     path = Path(spec.spec)
@@ -134,11 +150,15 @@ def _scheduler(spec: SchedulerSpec) -> _Scheduler:
         name = path.stem.removeprefix("lib").removeprefix("tomii_sched_").replace("_", "-")
     else:
         name, path = str(spec.spec), find_scheduler(str(spec.spec))
-    options = {str(key): _option_text(value) for key, value in spec.options.items()}
+    return _Scheduler(_label(spec, name, options), str(path.resolve()), options)
+
+
+def _label(spec: Scheduler, name: str, options: Mapping[str, str]) -> str:
+    """What the rows call a scheduler: its label, else its name and options."""
     label = spec.label or name
     if options and not spec.label:
         label += "(" + ",".join(f"{key}={value}" for key, value in options.items()) + ")"
-    return _Scheduler(label, str(path.resolve()), options)
+    return label
 
 
 def scheduler_labels(specs: Sequence[SchedulerSpec]) -> list[str]:
@@ -1081,7 +1101,7 @@ def _plan(
     check: bool,
     mode: str = "run",
 ) -> _Plan:
-    if isinstance(schedulers, (str, Path, Scheduler, tuple)) or not schedulers:
+    if isinstance(schedulers, (str, Path, type, Scheduler, tuple)) or not schedulers:
         raise ValueError("sweep: schedulers must be a non-empty list")
     chosen = [_scheduler(spec) for spec in schedulers]
     read = [

@@ -1,6 +1,7 @@
 //! Scheduler plugins: finding them by name, loading and checking them, and calling them.
 //!
-//! `SchedulerPlugin` is a checked, loaded library; `SchedulerInstance` is one created scheduler
+//! `SchedulerPlugin` is a checked, loaded library (or a checked table of this process, such as the
+//! Python binding's bridge: `in_process`); `SchedulerInstance` is one created scheduler
 //! state for one run, with the run's call watchdog (`watchdog.rs`): a thread that calls it as a
 //! `SchedulerCaller` (the `*_by` methods) has each call marked, so that the host finds one that
 //! does not return. The instance's `push`/`pop` are on the hot path: no allocation or formatting
@@ -159,44 +160,15 @@ impl SchedulerPlugin {
         let hint = "is it a Tomii scheduler? Rust schedulers call tomii_types::export_scheduler!, C ones define it";
         // SAFETY: `tomii_scheduler_v1` has the signature `fn() -> *const TomiiSchedulerVtable` by the ABI.
         let table = unsafe { library.entry_table::<TomiiSchedulerVtable>(path, SCHEDULER_ENTRY_SYMBOL, hint)? };
-        let invalid = |what: String| PluginError::Invalid { path: path.to_owned(), what };
         // SAFETY: the header is the fixed prefix every version shares, and the table is static.
         let header = unsafe { *table.cast::<tomii_types::abi::TomiiAbiHeader>() };
-        if header.abi_major != TOMII_SCHED_ABI_MAJOR {
-            return Err(PluginError::Version {
-                path: path.to_owned(),
-                abi: "scheduler",
-                found: header.abi_major,
-                expected: TOMII_SCHED_ABI_MAJOR,
-            });
-        }
-        if header.struct_size < V1_VTABLE_SIZE {
-            return Err(invalid(format!(
-                "scheduler table is {} bytes, smaller than the {V1_VTABLE_SIZE} bytes of ABI v1.0",
-                header.struct_size
-            )));
-        }
+        check_header(path, &header)?;
         // SAFETY: struct_size covers the whole v1 table; it is static data of the library.
         let vtable: &'static TomiiSchedulerVtable = unsafe { &*table };
         // SAFETY: the name is a static string of the library.
-        let name = unsafe { static_text(header.name, "the scheduler's name") }.map_err(invalid)?;
-        let required = [
-            ("create", vtable.create.is_some()),
-            ("destroy", vtable.destroy.is_some()),
-            ("push", vtable.push.is_some()),
-            ("pop", vtable.pop.is_some()),
-        ];
-        if let Some((missing, _)) = required.iter().find(|(_, present)| !present) {
-            return Err(invalid(format!("scheduler {name:?} has a NULL `{missing}` callback, which is required")));
-        }
-        if header.flags & TOMII_SCHED_POP_HANDLES != 0
-            && (vtable.task_started.is_some() || vtable.task_completed.is_some())
-        {
-            return Err(invalid(format!(
-                "scheduler {name:?} sets TOMII_SCHED_POP_HANDLES and has a task hook, which receives the popped \
-                 descriptor: drop the flag or the task_started/task_completed hooks"
-            )));
-        }
+        let name = unsafe { static_text(header.name, "the scheduler's name") }
+            .map_err(|what| PluginError::Invalid { path: path.to_owned(), what })?;
+        check_callbacks(path, name, vtable)?;
         let layout_checked = match check_layout(path, &library) {
             // A Rust plugin built against an older minor describes the shorter table it was built
             // with, which `abi_stable` does not take for today's: the versioning rules promise it
@@ -205,6 +177,21 @@ impl SchedulerPlugin {
             checked => checked?,
         };
         Ok(SchedulerPlugin { name, path: path.to_owned(), layout_checked, vtable })
+    }
+
+    /// A scheduler whose table lives in this process rather than in a library: a front end's own
+    /// bridge (the Python binding's, to policies written in Python). Its table passes the checks
+    /// a loaded one does (version, size, required callbacks, flags), but the `abi_stable` layout
+    /// comparison, which needs a library; `name` is what reports and errors call it, `origin`
+    /// where it comes from (the report's `scheduler.path`).
+    pub fn in_process(
+        name: &'static str,
+        origin: PathBuf,
+        vtable: &'static TomiiSchedulerVtable,
+    ) -> Result<SchedulerPlugin, PluginError> {
+        check_header(&origin, &vtable.header)?;
+        check_callbacks(&origin, name, vtable)?;
+        Ok(SchedulerPlugin { name, path: origin, layout_checked: false, vtable })
     }
 
     pub fn flags(&self) -> u32 {
@@ -262,6 +249,52 @@ impl SchedulerPlugin {
     pub fn needs_timing(&self) -> bool {
         self.flags() & TOMII_SCHED_NEEDS_TIMING != 0
     }
+}
+
+/// Refuses a table of another major version, or one smaller than v1.0's.
+fn check_header(path: &Path, header: &tomii_types::abi::TomiiAbiHeader) -> Result<(), PluginError> {
+    if header.abi_major != TOMII_SCHED_ABI_MAJOR {
+        return Err(PluginError::Version {
+            path: path.to_owned(),
+            abi: "scheduler",
+            found: header.abi_major,
+            expected: TOMII_SCHED_ABI_MAJOR,
+        });
+    }
+    if header.struct_size < V1_VTABLE_SIZE {
+        return Err(PluginError::Invalid {
+            path: path.to_owned(),
+            what: format!(
+                "scheduler table is {} bytes, smaller than the {V1_VTABLE_SIZE} bytes of ABI v1.0",
+                header.struct_size
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Refuses a table without one of the required callbacks, or with task hooks beside
+/// `TOMII_SCHED_POP_HANDLES`.
+fn check_callbacks(path: &Path, name: &str, vtable: &TomiiSchedulerVtable) -> Result<(), PluginError> {
+    let invalid = |what: String| PluginError::Invalid { path: path.to_owned(), what };
+    let required = [
+        ("create", vtable.create.is_some()),
+        ("destroy", vtable.destroy.is_some()),
+        ("push", vtable.push.is_some()),
+        ("pop", vtable.pop.is_some()),
+    ];
+    if let Some((missing, _)) = required.iter().find(|(_, present)| !present) {
+        return Err(invalid(format!("scheduler {name:?} has a NULL `{missing}` callback, which is required")));
+    }
+    if vtable.header.flags & TOMII_SCHED_POP_HANDLES != 0
+        && (vtable.task_started.is_some() || vtable.task_completed.is_some())
+    {
+        return Err(invalid(format!(
+            "scheduler {name:?} sets TOMII_SCHED_POP_HANDLES and has a task hook, which receives the popped \
+             descriptor: drop the flag or the task_started/task_completed hooks"
+        )));
+    }
+    Ok(())
 }
 
 /// Verifies the full layout of a Rust scheduler through its `abi_stable` root module. C schedulers
