@@ -440,7 +440,7 @@ def run_graph(
     frames: int = 1,
     warmup_frames: int = 0,
     max_runtime_s: int = 0,
-    pop_batch: int = 1,
+    pop_batch: int = 0,
     inline_continuation: bool = False,
     pin_workers: bool = False,
     task_timing: bool = True,

@@ -143,7 +143,7 @@ class Session:
         scheduler_plugin: str | Path | None = None,
         workers: int = 1,
         slots: int = 1,
-        pop_batch: int = 1,
+        pop_batch: int = 0,
         inline_continuation: bool = False,
         pin_workers: bool = False,
         task_timing: bool = True,

@@ -41,7 +41,7 @@ def simulate(
     slots: int = 1,
     frames: int = 100,
     warmup_frames: int = 0,
-    pop_batch: int = 1,
+    pop_batch: int = 0,
     scheduler: PolicyLike = "fifo",
     scheduler_plugin: str | Path | None = None,
     sched_opts: dict[str, str] | None = None,

@@ -76,7 +76,7 @@ def test_rows_follow_the_schema_one_per_trial(serial: SweepResult) -> None:
     for row in serial.rows:
         assert list(row) == serial.columns
         assert row["valid"] and row["problem"] == "", row["problem"]
-        assert row["frames"] == FRAMES and row["slots"] == 2 and row["pop_batch"] == 1
+        assert row["frames"] == FRAMES and row["slots"] == 2 and row["pop_batch"] == 0
         assert row["throughput_frames_per_s"] > 0 and row["wall_time_s"] > 0
         assert len(json.loads(row["busy_per_worker"])) == row["workers"]
         assert json.loads(row["scheduler_options"]) == {}
@@ -379,7 +379,7 @@ def test_the_environment_is_recorded() -> None:
     [
         ({"knobs": {"wokers": [1]}}, tomii.ConfigError, "unknown knob 'wokers'"),
         ({"knobs": {"trace": [True]}}, tomii.ConfigError, "unknown knob 'trace'"),
-        ({"knobs": {"workers": [0]}}, ValueError, "positive integers"),
+        ({"knobs": {"workers": [0]}}, ValueError, "integers from 1"),
         ({"knobs": {"slots": []}}, ValueError, "no values"),
         ({"repeats": 0}, ValueError, "repeats"),
         ({"graphs": [graphs.map_reduce(2, 2)] * 2}, ValueError, "two graphs"),

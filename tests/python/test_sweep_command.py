@@ -84,7 +84,7 @@ def test_a_bad_sweep_file_is_one_error_line(tmp_path: Path) -> None:
     for body, says in [
         ('schedulers = ["fifo", "lifo"]\n', "scheduler 'lifo' not found"),
         ('schedulers = ["fifo"]\n[graphs]\nfiles = ["missing.json"]\n', "cannot read the graph"),
-        ('schedulers = ["fifo"]\n[knobs]\nworkers = [0]\n', "takes positive integers, got 0"),
+        ('schedulers = ["fifo"]\n[knobs]\nworkers = [0]\n', "takes integers from 1, got 0"),
     ]:
         config.write_text(body, encoding="utf-8")
         done = sweep(str(config), cwd=tmp_path)

@@ -178,7 +178,7 @@ def test_the_verifier_rejects_a_removed_dep() -> None:
         ({"work.use_workers": "0-1"}, "domain", "beyond the run's 1 worker(s)"),
         ({"work.group_size": 8}, "domain", "outside its domain 1..=4"),
         ({"frames": 10}, "fixed_run_knobs", "frames holds one value"),
-        ({"pop_batch": 4}, "names", "pop_batch is held at 1"),
+        ({"pop_batch": 4}, "names", "pop_batch is held at 0"),
         ({"bogus": 1}, "names", "bogus is no knob"),
     ],
 )

@@ -647,7 +647,7 @@ fn simulation_and_replay_inputs_are_checked() {
     let edited = dir.path().join("edited.jsonl");
     std::fs::write(&edited, format!("{header}\n{rows}")).unwrap();
     let refused = run(&["replay", text(&edited)]);
-    assert_error(&refused, &[text(&edited), "line 1", "pop_batch is 1000000000", "between 1 and 4096", "--pop-batch"]);
+    assert_error(&refused, &[text(&edited), "line 1", "pop_batch is 1000000000", "between 0 and 4096", "--pop-batch"]);
 }
 
 /// No output of `tomii simulate` or `tomii replay` may be the file it reads, under its own path or

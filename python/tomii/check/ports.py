@@ -108,19 +108,22 @@ def same_decisions(
     frames: int = 8,
     seed: Several = 0,
     cost_model: CostModel = None,
+    pop_batch: int = 1,
 ) -> SameDecisions:
     """Simulates schedulers `a` and `b` (each a name, a library's path or a Python policy, as
     `tomii.simulate` takes them) on every graph of `graphs` for every combination of `workers`,
     `slots` and `seed`, `frames` frames each, and compares their decisions until the first that
     differs. A simulation that fails (a broken contract, an exception in a Python policy) makes
-    no decision past its failure, and the result says why."""
+    no decision past its failure, and the result says why. Both run with the same `pop_batch`
+    (default 1: one task a pop, so a scheduler that batches its pops when left to choose,
+    `TOMII_SCHED_BATCH_POPS`, is compared with its prototype decision by decision)."""
     names = (_name(a), _name(b))
     combinations = list(itertools.product(_several(workers), _several(slots), _several(seed)))
     compared = simulations = 0
     with tempfile.TemporaryDirectory(prefix="tomii-same-decisions-") as directory:
         for number, graph in enumerate(graphs):
             for count, slot_count, draw in combinations:
-                knobs = _Knobs(count, slot_count, frames, draw)
+                knobs = _Knobs(count, slot_count, frames, draw, pop_batch)
                 recorded = [
                     _decisions(scheduler, graph, knobs, cost_model, Path(directory) / f"{side}.txt")
                     for side, scheduler in enumerate((a, b))
@@ -154,6 +157,7 @@ class _Knobs:
     slots: int
     frames: int
     seed: int
+    pop_batch: int
 
 
 def _decisions(
@@ -175,6 +179,7 @@ def _decisions(
             slots=knobs.slots,
             frames=knobs.frames,
             seed=knobs.seed,
+            pop_batch=knobs.pop_batch,
         )
     except TomiiError as failed:
         error = f"{type(failed).__name__}: {failed}"

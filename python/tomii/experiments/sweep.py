@@ -107,8 +107,9 @@ _RESERVED = {
     "report",
     "collect_outputs",
 }
-#: The knobs every row has, with their values when `knobs` leaves them out (frames: `frames=`).
-_BASE_KNOBS = {"workers": 1, "slots": 1, "frames": None, "pop_batch": 1}
+#: The knobs every row has, with their values when `knobs` leaves them out (frames: `frames=`;
+#: pop_batch 0: each scheduler's own choice, `tomii.run_graph`'s default).
+_BASE_KNOBS = {"workers": 1, "slots": 1, "frames": None, "pop_batch": 0}
 #: Violations quoted in a row's `problem` (the count says how many there were).
 _QUOTED = 3
 
@@ -229,8 +230,9 @@ def _knob_values(name: str, values: Any) -> list[Any]:
         raise ValueError(f"sweep: knob {name!r} has no values")
     if name in _BASE_KNOBS:
         for value in listed:
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"sweep: knob {name!r} takes positive integers, got {value!r}")
+            least = 0 if name == "pop_batch" else 1  # pop_batch 0: each scheduler's choice
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ValueError(f"sweep: knob {name!r} takes integers from {least}, got {value!r}")
     return listed
 
 

@@ -3,29 +3,33 @@
 //! One lock-free bounded ring of task handles (`HandleRing`) per class of allowed workers (nearly always a
 //! single class: every worker); pop writes only handles (`TOMII_SCHED_POP_HANDLES`). The queues
 //! are sized at create time for the most tasks that can be ready at once, so push and pop never
-//! allocate. See README.md for the policy and its costs.
+//! allocate. A pop takes a fair share of what waits (`TOMII_SCHED_BATCH_POPS`): at most the
+//! queue's length divided among the workers, rounded up, so one worker never empties a queue the
+//! others are waiting on. See README.md for the policy and its costs.
 
 #![deny(unsafe_code)]
 
-use tomii_types::abi::TOMII_SCHED_POP_HANDLES;
-use tomii_types::scheduler::{HandleRing, InitInfo, RangeClasses, Scheduler, Task, fill_handles};
+use tomii_types::abi::{TOMII_SCHED_BATCH_POPS, TOMII_SCHED_POP_HANDLES};
+use tomii_types::scheduler::{HandleRing, InitInfo, RangeClasses, Scheduler, Task, fair_share, fill_handles};
 
 pub struct Fifo {
     /// The distinct worker ranges among the graph's nodes, in order of first appearance.
     classes: RangeClasses,
     /// One queue of handles per class: tasks allowed on the same workers share a queue.
     queues: Box<[HandleRing]>,
+    /// The run's workers, among whom a pop shares what waits.
+    workers: u32,
 }
 
 impl Scheduler for Fifo {
     const NAME: &'static std::ffi::CStr = c"fifo";
-    const FLAGS: u32 = TOMII_SCHED_POP_HANDLES;
+    const FLAGS: u32 = TOMII_SCHED_POP_HANDLES | TOMII_SCHED_BATCH_POPS;
     const KEEPS: bool = true;
 
     fn create(init: &InitInfo) -> Result<Self, String> {
         let classes = RangeClasses::new(init);
         let queues = (0..classes.len()).map(|class| HandleRing::new(classes.capacity(class))).collect();
-        Ok(Fifo { classes, queues })
+        Ok(Fifo { classes, queues, workers: init.workers })
     }
 
     #[inline]
@@ -66,11 +70,12 @@ impl Scheduler for Fifo {
     #[inline]
     fn pop(&self, worker: u32, out: &mut [Task]) -> Result<usize, String> {
         if let ([queue], true) = (&*self.queues, self.classes.is_single()) {
-            return Ok(fill_handles(out, || queue.pop()));
+            return Ok(fill_handles(fair_share(out, queue.len(), self.workers), || queue.pop()));
         }
         let mut count = 0;
         for &class in self.classes.classes_of(worker) {
-            count += fill_handles(&mut out[count..], || self.queues[class].pop());
+            let queue = &self.queues[class];
+            count += fill_handles(fair_share(&mut out[count..], queue.len(), self.workers), || queue.pop());
         }
         Ok(count)
     }
@@ -86,7 +91,7 @@ tomii_types::export_scheduler!(Fifo);
 /// The trait called directly, with the helpers of `tomii_types::scheduler::testing`.
 #[cfg(test)]
 mod tests {
-    use tomii_types::scheduler::testing::{create, pop_all, task};
+    use tomii_types::scheduler::testing::{create, create_from, init, pop_all, task};
 
     use super::*;
 
@@ -96,6 +101,21 @@ mod tests {
         assert_eq!(s.push_keep(0, &[task(1, (0, 2)), task(2, (0, 2))]), Ok(Some(0)));
         assert_eq!(s.push_keep(1, &[task(3, (0, 2))]), Ok(None), "task 2 is older: 3 is queued behind it");
         assert_eq!(pop_all(&s, 1, 8), [2, 3]);
+    }
+
+    #[test]
+    fn a_pop_takes_a_fair_share_of_what_waits() {
+        let s: Fifo = create_from(&InitInfo { slots: 8, ..init(2, &[(0, 2)], &[]) });
+        s.push(None, &(1..=5).map(|h| task(h, (0, 2))).collect::<Vec<_>>()).unwrap();
+        let mut out = [Task::default(); 16];
+        assert_eq!(s.pop(0, &mut out), Ok(3), "5 waiting, 2 workers: 3");
+        assert_eq!(s.pop(1, &mut out), Ok(1), "2 waiting: 1");
+        assert_eq!(s.pop(1, &mut out), Ok(1), "the last one");
+        assert_eq!(s.pop(0, &mut out), Ok(0));
+        let alone: Fifo = create_from(&InitInfo { slots: 8, ..init(1, &[(0, 1)], &[]) });
+        alone.push(None, &(1..=5).map(|h| task(h, (0, 1))).collect::<Vec<_>>()).unwrap();
+        assert_eq!(alone.pop(0, &mut out[..4]), Ok(4), "a worker alone takes what fits");
+        assert_eq!(pop_all(&alone, 0, 8), [5]);
     }
 
     #[test]

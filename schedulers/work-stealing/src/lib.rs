@@ -20,8 +20,10 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
-use tomii_types::abi::{TOMII_SCHED_POP_HANDLES, TomiiKnobDesc};
-use tomii_types::scheduler::{HandleDeque, HandleRing, InitInfo, RangeClasses, Scheduler, Task, fill_handles, knob};
+use tomii_types::abi::{TOMII_SCHED_BATCH_POPS, TOMII_SCHED_POP_HANDLES, TomiiKnobDesc};
+use tomii_types::scheduler::{
+    HandleDeque, HandleRing, InitInfo, RangeClasses, Scheduler, Task, fair_share, fill_handles, knob,
+};
 
 /// One worker's deque and where its next round of stealing starts.
 struct Deque {
@@ -123,9 +125,13 @@ impl WorkStealing {
         count
     }
 
-    /// Fills `out` for `worker`: own deque, then restricted queues, then the injector, then steals.
+    /// Fills `out` for `worker` from the first source that has work: own deque, then restricted
+    /// queues, then the injector, then steals; from it, a fair share (`TOMII_SCHED_BATCH_POPS`), so
+    /// that what it leaves stays for thieves and for the other workers. A worker with work of its
+    /// own never takes shared work or steals in the same pop.
     fn take(&self, worker: u32, out: &mut [Task], counters: &Counters) -> usize {
-        let owner = self.deques[worker as usize].handles.owner();
+        let deque = &self.deques[worker as usize].handles;
+        let owner = deque.owner();
         let mut count = 0;
         // Fairness: a worker whose own deque never runs dry would otherwise leave the host's
         // pushes (the first frames' roots) in the shared queue until the end of the run.
@@ -137,21 +143,27 @@ impl WorkStealing {
             count = fill_handles(&mut out[..1], || self.injector.pop());
             counters.injector_pops.fetch_add(count as u64, Ordering::Relaxed);
         }
-        let local = owner
-            .map_or(0, |own| fill_handles(&mut out[count..], || if self.lifo { own.pop() } else { own.pop_oldest() }));
+        let local = owner.map_or(0, |own| {
+            let share = fair_share(&mut out[count..], deque.len(), self.workers);
+            fill_handles(share, || if self.lifo { own.pop() } else { own.pop_oldest() })
+        });
         counters.local_pops.fetch_add(local as u64, Ordering::Relaxed);
         count += local;
         for queue in self.classes.classes_of(worker).iter().filter_map(|&c| self.restricted[c].as_ref()) {
-            let n = fill_handles(&mut out[count..], || queue.pop());
+            if count > 0 {
+                return count;
+            }
+            let n = fill_handles(fair_share(&mut out[count..], queue.len(), self.workers), || queue.pop());
             counters.restricted_pops.fetch_add(n as u64, Ordering::Relaxed);
             count += n;
         }
-        if count < out.len() {
-            let n = fill_handles(&mut out[count..], || self.injector.pop());
+        if count == 0 {
+            let n =
+                fill_handles(fair_share(&mut out[count..], self.injector.len(), self.workers), || self.injector.pop());
             counters.injector_pops.fetch_add(n as u64, Ordering::Relaxed);
             count += n;
         }
-        if count < out.len() {
+        if count == 0 {
             let n = self.steal(worker, &mut out[count..]);
             counters.steals.fetch_add(n as u64, Ordering::Relaxed);
             count += n;
@@ -172,7 +184,7 @@ fn full() -> String {
 
 impl Scheduler for WorkStealing {
     const NAME: &'static CStr = c"work-stealing";
-    const FLAGS: u32 = TOMII_SCHED_POP_HANDLES;
+    const FLAGS: u32 = TOMII_SCHED_POP_HANDLES | TOMII_SCHED_BATCH_POPS;
     const KEEPS: bool = true;
     const KNOBS: &'static [TomiiKnobDesc] = &[knob(
         c"lifo",
@@ -329,14 +341,16 @@ mod tests {
     }
 
     #[test]
-    fn pops_respect_the_buffer_length() {
+    fn pops_respect_the_buffer_length_and_take_a_fair_share() {
         let s = create(2, &[(0, 2)], &[]);
         s.push(Some(0), &(0..10).map(|h| task_from(h, (0, 2), 0)).collect::<Vec<_>>()).unwrap();
         s.push(None, &(10..20).map(|h| task_from(h, (0, 2), 0)).collect::<Vec<_>>()).unwrap();
         assert_eq!(s.pop(0, &mut []).unwrap(), 0);
-        assert_eq!(s.pop(1, &mut [Task::default(); 3]).unwrap(), 3);
-        assert_eq!(s.pop(0, &mut [Task::default(); 4]).unwrap(), 4);
-        assert_eq!(pop_all(&s, 1, 5).len() + pop_all(&s, 0, 16).len(), 13);
+        let thief = s.pop(1, &mut [Task::default(); 3]).unwrap();
+        assert!((1..=3).contains(&thief), "worker 1 took {thief}");
+        let owner = s.pop(0, &mut [Task::default(); 16]).unwrap();
+        assert!((1..=6).contains(&owner), "one from the injector (its turn), at most half of its own 10: {owner}");
+        assert_eq!(pop_all(&s, 1, 5).len() + pop_all(&s, 0, 16).len() + thief + owner, 20);
     }
 
     #[test]

@@ -96,7 +96,8 @@ pub struct RunConfig {
     /// Frames of a counted or network run ([`run`]); 0 runs until a stop is requested. Other
     /// sources decide for themselves.
     pub frames: u64,
-    /// The most tasks a worker asks the scheduler for at once.
+    /// The most tasks a worker asks the scheduler for at once; 0 (the default) leaves it to the
+    /// scheduler ([`RunConfig::pop_room`]).
     pub pop_batch: u32,
     /// A worker runs one of the tasks its completion made ready itself, without the scheduler
     /// (README.md, "Inline continuation").
@@ -260,7 +261,7 @@ impl Default for RunConfig {
             workers: 1,
             slots: 1,
             frames: 1,
-            pop_batch: 1,
+            pop_batch: 0,
             inline_continuation: false,
             trace: false,
             trace_file: None,

@@ -71,6 +71,9 @@ pub struct Report {
     /// without a pop (`push_keep`, ABI v1.2), counted in `tasks` too.
     pub tasks_kept: u64,
     pub inline_continuation: bool,
+    /// The most tasks one pop could hand a worker: the run's `pop_batch`, or when it left that
+    /// unset, the scheduler's choice (`TOMII_SCHED_BATCH_POPS`, ABI v1.3).
+    pub pop_batch: u32,
     /// From the first frames' start, every worker thread up, to the run's end (thread start-up and
     /// join excluded); with warm-up frames, from the start of the first frame after them.
     pub wall_time_s: f64,
@@ -281,6 +284,7 @@ pub(crate) struct Parts<'a> {
     pub workers: u32,
     pub slots: u32,
     pub inline_continuation: bool,
+    pub pop_batch: u32,
     pub counters: &'a [WorkerCounters],
     pub clock: &'a Clock,
     pub timing: bool,
@@ -341,6 +345,7 @@ pub(crate) fn assemble(parts: Parts<'_>) -> Report {
         tasks_inlined: counters.iter().map(|c| c.inlined).sum(),
         tasks_kept: counters.iter().map(|c| c.kept).sum(),
         inline_continuation: parts.inline_continuation,
+        pop_batch: parts.pop_batch,
         wall_time_s: wall_s,
         throughput_frames_per_s: if wall_s > 0.0 { frames as f64 / wall_s } else { 0.0 },
         tasks_per_s: if wall_s > 0.0 { tasks as f64 / wall_s } else { 0.0 },

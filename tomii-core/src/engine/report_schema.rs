@@ -16,7 +16,7 @@ pub fn report_schema() -> Json {
         "type": "object",
         "required": [
             "tomii_version", "graph", "graph_dialect", "graph_warnings", "scheduler", "workers", "slots", "frames",
-            "frames_abandoned", "frames_excluded", "tasks", "tasks_inlined", "tasks_kept", "inline_continuation", "wall_time_s", "throughput_frames_per_s", "tasks_per_s",
+            "frames_abandoned", "frames_excluded", "tasks", "tasks_inlined", "tasks_kept", "inline_continuation", "pop_batch", "wall_time_s", "throughput_frames_per_s", "tasks_per_s",
             "latency_us", "source", "interrupted", "status", "error", "task_timing", "trace", "trace_records",
             "trace_lost", "trace_wait_s", "trace_released", "per_node", "per_worker", "summary", "critical_path",
             "resource_utilization", "bottleneck_hints", "optimization_suggestions"
@@ -44,6 +44,7 @@ fn properties() -> Json {
         "tasks_inlined": {"$ref": "#/$defs/count"},
         "tasks_kept": {"$ref": "#/$defs/count", "description": "Tasks the scheduler kept for the worker whose completion made them ready (push_keep)."},
         "inline_continuation": {"type": "boolean"},
+        "pop_batch": {"$ref": "#/$defs/count", "minimum": 1, "description": "The most tasks one pop could hand a worker: the run's pop_batch, or the scheduler's choice when the run left it unset."},
         "wall_time_s": {"$ref": "#/$defs/figure"},
         "throughput_frames_per_s": {"$ref": "#/$defs/figure", "description": "Frames over wall time."},
         "tasks_per_s": {"$ref": "#/$defs/figure"},

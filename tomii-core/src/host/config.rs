@@ -3,8 +3,11 @@
 //! adds only what is its own (how much memory its per-slot state takes, the sources it can
 //! model). Runs once per run; it must never allocate what it checks.
 
+use tomii_types::abi::{TOMII_AUTO_POP_BATCH, TOMII_SCHED_BATCH_POPS};
+
 use crate::engine::{RunConfig, RunError, memory};
 use crate::graph::CompiledGraph;
+use crate::plugin::SchedulerPlugin;
 
 /// Rejects options the host cannot run, with a message naming the option: an integer outside the
 /// knob catalog's domain, no frame left to measure after the warm-up, per-slot state beyond the
@@ -44,4 +47,17 @@ pub(crate) fn check_config(
         }
     }
     Ok(())
+}
+
+impl RunConfig {
+    /// The room a pop of `scheduler` has in this run, the same in a real run and a simulated one:
+    /// `pop_batch` when the run sets it; when it leaves it unset (0), `TOMII_AUTO_POP_BATCH` for a
+    /// scheduler that bounds its own batches (`TOMII_SCHED_BATCH_POPS`, ABI v1.3) and 1 for any other.
+    pub fn pop_room(&self, scheduler: &SchedulerPlugin) -> u32 {
+        match self.pop_batch {
+            0 if scheduler.flags() & TOMII_SCHED_BATCH_POPS != 0 => TOMII_AUTO_POP_BATCH,
+            0 => 1,
+            asked => asked,
+        }
+    }
 }

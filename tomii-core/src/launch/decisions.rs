@@ -37,7 +37,7 @@ pub(super) fn start(
         slots: run.slots,
         frames: run.frames,
         warmup_frames: run.warmup_frames,
-        pop_batch: run.pop_batch,
+        pop_batch: run.pop_room(scheduler),
         scheduler: SchedulerIdentity::of(scheduler.name, &scheduler.path),
         scheduler_options: run.scheduler_options.clone(),
         dylibs: settings.dylibs.iter().map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())).collect(),

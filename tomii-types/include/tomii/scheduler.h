@@ -24,9 +24,9 @@
 
 /**
  * Minor version: the number of optional extensions added since v1.0 (v1.1: `TOMII_SCHED_POP_HANDLES`;
- * v1.2: `push_keep`).
+ * v1.2: `push_keep`; v1.3: `TOMII_SCHED_BATCH_POPS`).
  */
-#define TOMII_SCHED_ABI_MINOR 2
+#define TOMII_SCHED_ABI_MINOR 3
 
 /**
  * Capability flag: the host calls this scheduler from one thread at a time.
@@ -45,6 +45,20 @@
  * receive the popped descriptor.
  */
 #define TOMII_SCHED_POP_HANDLES 4
+
+/**
+ * Capability flag (v1.3): the scheduler's `pop` bounds its own batch (a fair share of what is
+ * ready, for example), so the host may give it room for several tasks. A run that leaves its
+ * `pop_batch` option unset gives such a scheduler room for `TOMII_AUTO_POP_BATCH` tasks, and
+ * every other scheduler room for one; a run that sets it gives every scheduler that room.
+ */
+#define TOMII_SCHED_BATCH_POPS 8
+
+/**
+ * The room a pop of a `TOMII_SCHED_BATCH_POPS` scheduler has when the run leaves `pop_batch` unset
+ * (v1.3).
+ */
+#define TOMII_AUTO_POP_BATCH 16
 
 /**
  * What `push_keep` leaves in `*kept` when the scheduler keeps none of the tasks (v1.2): `SIZE_MAX`

@@ -15,8 +15,8 @@ use super::common::{TomiiAbiHeader, TomiiErrorBuf};
 /// Major version of the scheduler ABI described here.
 pub const TOMII_SCHED_ABI_MAJOR: u32 = 1;
 /// Minor version: the number of optional extensions added since v1.0 (v1.1: `TOMII_SCHED_POP_HANDLES`;
-/// v1.2: `push_keep`).
-pub const TOMII_SCHED_ABI_MINOR: u32 = 2;
+/// v1.2: `push_keep`; v1.3: `TOMII_SCHED_BATCH_POPS`).
+pub const TOMII_SCHED_ABI_MINOR: u32 = 3;
 
 /// Capability flag: the host calls this scheduler from one thread at a time.
 pub const TOMII_SCHED_SERIAL: u32 = 1;
@@ -27,6 +27,14 @@ pub const TOMII_SCHED_NEEDS_TIMING: u32 = 2;
 /// a popped descriptor. Refused together with a `task_started` or `task_completed` hook, which
 /// receive the popped descriptor.
 pub const TOMII_SCHED_POP_HANDLES: u32 = 4;
+/// Capability flag (v1.3): the scheduler's `pop` bounds its own batch (a fair share of what is
+/// ready, for example), so the host may give it room for several tasks. A run that leaves its
+/// `pop_batch` option unset gives such a scheduler room for `TOMII_AUTO_POP_BATCH` tasks, and
+/// every other scheduler room for one; a run that sets it gives every scheduler that room.
+pub const TOMII_SCHED_BATCH_POPS: u32 = 8;
+/// The room a pop of a `TOMII_SCHED_BATCH_POPS` scheduler has when the run leaves `pop_batch` unset
+/// (v1.3).
+pub const TOMII_AUTO_POP_BATCH: u32 = 16;
 
 /// What `push_keep` leaves in `*kept` when the scheduler keeps none of the tasks (v1.2): `SIZE_MAX`
 /// on the 64-bit targets the runtime supports.

@@ -33,9 +33,28 @@ pub fn fill_handles(out: &mut [Task], mut next: impl FnMut() -> Option<u64>) -> 
     count
 }
 
+/// The part of `out` a pop that takes a fair share (`TOMII_SCHED_BATCH_POPS`) fills from a shared
+/// queue holding `waiting` tasks: that many divided among `workers`, rounded up, at least one and
+/// at most `out`'s room, so one worker never empties a queue the others wait on.
+#[inline]
+pub fn fair_share(out: &mut [Task], waiting: usize, workers: u32) -> &mut [Task] {
+    let room = waiting.div_ceil(workers.max(1) as usize).max(1).min(out.len());
+    &mut out[..room]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fair_share_divides_what_waits_among_the_workers() {
+        let mut out = [Task::default(); 8];
+        assert_eq!(fair_share(&mut out, 5, 2).len(), 3);
+        assert_eq!(fair_share(&mut out, 1, 2).len(), 1);
+        assert_eq!(fair_share(&mut out, 0, 2).len(), 1, "a queue that looked empty may not be");
+        assert_eq!(fair_share(&mut out, 100, 1).len(), 8, "at most the room");
+        assert_eq!(fair_share(&mut [], 100, 1).len(), 0);
+    }
 
     #[test]
     fn fill_handles_writes_handles_only_and_stops_when_full() {

@@ -19,7 +19,7 @@ use crate::errbuf::{catch_panic, catch_panic_marked, write_error};
 
 pub use crate::abi::{TOMII_NO_WORKER as NO_WORKER, TomiiTask as Task};
 pub use deque::{HandleDeque, Owner as DequeOwner};
-pub use fill::{fill, fill_handles};
+pub use fill::{fair_share, fill, fill_handles};
 pub use heaps::ClassHeaps;
 pub use ranges::RangeClasses;
 pub use ring::HandleRing;

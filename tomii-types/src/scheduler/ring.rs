@@ -126,6 +126,17 @@ impl HandleRing {
         }
     }
 
+    /// How many handles the ring held when looked at: exact when nobody pushes or pops meanwhile,
+    /// a hint otherwise (a push or pop under way may or may not be counted).
+    #[inline]
+    pub fn len(&self) -> usize {
+        let head = self.head.0.load(Ordering::Relaxed);
+        let tail = self.tail.0.load(Ordering::Relaxed);
+        // The two loads are not one snapshot: a pop between them can make `head` pass the `tail`
+        // loaded before it.
+        (tail.wrapping_sub(head) as isize).clamp(0, self.cells.len() as isize) as usize
+    }
+
     /// Whether the ring looked empty: exact when nobody pushes or pops meanwhile, a hint otherwise.
     #[inline]
     pub fn is_empty(&self) -> bool {

@@ -133,6 +133,7 @@ impl Engine<'_> {
             workers: self.plan.config.workers,
             slots: self.plan.config.slots,
             inline_continuation: self.plan.config.inline_continuation,
+            pop_batch: self.plan.pop_room,
             counters,
             clock: &self.shared.clock,
             timing: self.plan.timing,

@@ -58,6 +58,8 @@ pub(super) struct Plan<'a> {
     pub(super) continuation: Continuation,
     /// The CPUs the workers are pinned to (`RunConfig::pin_workers`), read on the host thread.
     pub(super) placement: Option<Placement>,
+    /// The room of each pop (`RunConfig::pop_room`).
+    pub(super) pop_room: u32,
 }
 
 impl<'a> Plan<'a> {
@@ -123,6 +125,7 @@ impl<'a> Plan<'a> {
             task_hooks: false,
             continuation: Continuation::None,
             placement,
+            pop_room: config.pop_room(plugin),
         })
     }
 }

@@ -53,7 +53,7 @@ impl Engine<'_> {
             }
         };
         // The buffer the scheduler pops into, apart from `local`: its descriptors are read in place.
-        let mut popped = PopBuffer::new(self.plan.config.pop_batch as usize);
+        let mut popped = PopBuffer::new(self.plan.pop_room as usize);
         while let Some(count) = self.next_tasks(&mut local, &mut popped) {
             for task in popped.get(..count).unwrap_or_default() {
                 if let Err(error) = self.execute(&mut local, task) {
