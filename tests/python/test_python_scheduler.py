@@ -199,3 +199,14 @@ def test_a_policy_defined_in_a_scripts_main_runs_in_a_sweep(tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["[('Mine', True), ('fifo', True)]"], done.stderr
+
+
+def test_tune_holds_a_policy_class_and_tunes_the_run_around_it(tmp_path: Path) -> None:
+    result = tomii.tune(
+        GRAPH,
+        knobs={"scheduler": policies.Fifo, "slots": [1, 2]},
+        strategy="grid", budget=2, frames=5, warmup=0, out=tmp_path / "out", progress=False,
+    )  # fmt: skip
+    assert [row["valid"] for row in result.rows] == [True, True], result.rows
+    assert result.best is not None
+    assert result.best["run"]["scheduler"] == "policies:Fifo"

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..knobs import SPACE_VERSION, enumerate_domain, knob_space
+from ..scheduler import importable_policy
 
 __all__ = ["Candidate", "Dimension", "TuneSpace", "build_space", "scheduler_catalog"]
 
@@ -400,6 +401,9 @@ def _select(
             searched.append(dimension)
         elif isinstance(wanted, (list, tuple)):
             searched.append(_narrowed(dimension, wanted))
+        elif dimension.name == SCHEDULER and (policy := importable_policy(wanted, "tune")):
+            # A Python policy, held: its trials run it by its import path, as a sweep does.
+            held[SCHEDULER] = policy[0]
         else:
             from .verifier import domain_problem
 
