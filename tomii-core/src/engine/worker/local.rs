@@ -25,7 +25,11 @@ pub(super) struct Pusher<'e> {
     pub(super) ready: Vec<TomiiTask>,
     /// Whether the pushing worker will still take one of its pushed tasks itself.
     pub(super) self_take: bool,
-    /// The task the scheduler kept for this worker at its last `push_keep`.
+    /// The handle of the task the scheduler kept for this worker at its last `push_keep`: all the
+    /// host needs of it to claim it, and to verify it when the claim fails.
+    pub(super) kept_handle: u64,
+    /// That task's whole descriptor, copied only for a scheduler with a task hook, which hears of
+    /// it (`Plan::task_hooks`): the per-task path copies no descriptor otherwise.
     pub(super) kept: TomiiTask,
 }
 
@@ -56,6 +60,7 @@ impl Engine<'_> {
             scheduler: self.scheduler.caller(TOMII_NO_WORKER),
             ready: Vec::with_capacity(PUSH_CHUNK),
             self_take: false,
+            kept_handle: 0,
             kept: TomiiTask::default(),
         }
     }
@@ -71,6 +76,7 @@ impl Engine<'_> {
                 scheduler: self.scheduler.caller(worker),
                 ready: Vec::with_capacity(PUSH_CHUNK),
                 self_take: true,
+                kept_handle: 0,
                 kept: TomiiTask::default(),
             },
             args: Vec::with_capacity(graph.max_args() + 1),

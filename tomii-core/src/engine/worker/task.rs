@@ -38,11 +38,11 @@ pub(super) struct Claimed {
 }
 
 impl Engine<'_> {
-    /// Verifies a popped task and claims it (the host core's `verify`, over the slot table);
-    /// returns where it runs, or `None` for a task to skip (a violation under the fallback policy,
-    /// or a task the host FIFO holds twice after an ejection).
+    /// Verifies a popped task, by its handle, and claims it (the host core's `verify`, over the
+    /// slot table); returns where it runs, or `None` for a task to skip (a violation under the
+    /// fallback policy, or a task the host FIFO holds twice after an ejection).
     #[inline(always)]
-    pub(super) fn claim(&self, worker: u32, task: &TomiiTask) -> Result<Option<Claimed>, RunError> {
+    pub(super) fn claim(&self, worker: u32, handle: u64) -> Result<Option<Claimed>, RunError> {
         let records = &self.plan.records;
         let need = |id| {
             records.check(id).map(|inst| {
@@ -50,25 +50,25 @@ impl Engine<'_> {
                 (inst, Need { deps: record.deps, worker_lo: record.worker_lo, worker_hi: record.worker_hi })
             })
         };
-        match host::verify(&self.shared.table, worker, task.handle, need) {
+        match host::verify(&self.shared.table, worker, handle, need) {
             Ok((inst, Claim { slot, generation, frame, .. })) => Ok(Some(Claimed { slot, inst, generation, frame })),
             Err(violation) => self.refused(violation),
         }
     }
 
-    /// Claims `task`, which the scheduler kept for `worker` at its push (README.md, "Kept tasks"):
-    /// the host described it at that push, as `kept`, so its handle needs no decoding; what is
-    /// checked is the scheduler's choice (that `worker` may run it) and the claim itself. When
-    /// either fails, the full verification names the violation, as for a popped task.
+    /// Claims the task of `handle`, which the scheduler kept for `worker` at its push (README.md,
+    /// "Kept tasks"): the host described it at that push, as `kept`, so its handle needs no
+    /// decoding; what is checked is the scheduler's choice (that `worker` may run it) and the claim
+    /// itself. When either fails, the full verification names the violation, as for a popped task.
     #[inline(always)]
-    pub(super) fn claim_kept(&self, worker: u32, task: &TomiiTask, kept: Claimed) -> Result<Option<Claimed>, RunError> {
+    pub(super) fn claim_kept(&self, worker: u32, handle: u64, kept: Claimed) -> Result<Option<Claimed>, RunError> {
         let record = self.plan.records.get(kept.inst);
         if Records::may_run(record, worker)
             && self.shared.table.claim(kept.slot, kept.inst.get(), kept.generation, record.deps).is_ok()
         {
             return Ok(Some(kept));
         }
-        self.claim(worker, task)
+        self.claim(worker, handle)
     }
 
     /// A popped task that failed verification (`claim`).
@@ -93,20 +93,25 @@ impl Engine<'_> {
     /// worker (README.md, "Inline continuation", "Kept tasks").
     #[inline]
     pub(super) fn execute(&self, local: &mut Local, task: &TomiiTask) -> Result<(), RunError> {
-        let Some(claimed) = self.claim(local.pusher.worker, task)? else {
+        let Some(claimed) = self.claim(local.pusher.worker, task.handle)? else {
             return Ok(());
         };
-        let mut next = self.run_task(local, Some(task), claimed)?;
+        let mut next = self.run_task(local, Some(task), false, claimed)?;
         loop {
             next = match next {
                 Next::Pop => return Ok(()),
                 _ if self.shared.stop.load(Ordering::Relaxed) => return Ok(()),
-                Next::Inline(claimed) => self.run_task(local, None, claimed)?,
+                Next::Inline(claimed) => self.run_task(local, None, true, claimed)?,
                 Next::Kept(kept) => {
-                    let task = local.pusher.kept;
-                    let Some(claimed) = self.claim_kept(local.pusher.worker, &task, kept)? else { return Ok(()) };
+                    let handle = local.pusher.kept_handle;
+                    let Some(claimed) = self.claim_kept(local.pusher.worker, handle, kept)? else { return Ok(()) };
                     self.counters(local, claimed.frame).kept += 1;
-                    self.run_task(local, Some(&task), claimed)?
+                    if self.plan.task_hooks {
+                        let task = local.pusher.kept;
+                        self.run_task(local, Some(&task), false, claimed)?
+                    } else {
+                        self.run_task(local, None, false, claimed)?
+                    }
                 }
             };
         }
@@ -114,14 +119,15 @@ impl Engine<'_> {
 
     /// Runs a claimed task: its body (each member's, under groups), its successors' release and its
     /// frame's completion. `popped`: the descriptor the scheduler handed out, which its hooks hear
-    /// of (`None` for a continuation, which the scheduler never saw). Returns the continuation it
-    /// kept, claimed, if any. Inlined with the rest of the per-task path (README.md, "The per-task
-    /// record").
+    /// of (`None` without hooks, and for a continuation, which the scheduler never saw); `inlined`:
+    /// whether it is a continuation. Returns the continuation it kept, claimed, if any. Inlined
+    /// with the rest of the per-task path (README.md, "The per-task record").
     #[inline(always)]
     pub(super) fn run_task(
         &self,
         local: &mut Local,
         popped: Option<&TomiiTask>,
+        inlined: bool,
         claimed: Claimed,
     ) -> Result<Next, RunError> {
         let Claimed { slot, inst, generation, frame } = claimed;
@@ -133,7 +139,6 @@ impl Engine<'_> {
             self.scheduler.task_started_by(local.pusher.scheduler, task);
         }
         let first_start = if self.plan.timing { self.shared.clock.now_after_loads() } else { 0 };
-        let inlined = popped.is_none();
         let end = if record.flags & GROUPED == 0 {
             self.run_member(local, record, slot, (instance, instance), frame, inlined, first_start)?
         } else {
@@ -337,7 +342,7 @@ impl Engine<'_> {
                 return Ok(Next::Pop);
             }
             // A successor of this task: of its slot, generation and frame.
-            let inst = self.inst(decode_handle(pusher.kept.handle).instance);
+            let inst = self.inst(decode_handle(pusher.kept_handle).instance);
             return Ok(Next::Kept(Claimed { slot, inst, generation, frame }));
         }
         self.flush(pusher)?;
@@ -451,8 +456,11 @@ impl Engine<'_> {
                 None
             }
         };
-        if let Some(&task) = kept.and_then(|index| pusher.ready.get(index)) {
-            pusher.kept = task;
+        if let Some(task) = kept.and_then(|index| pusher.ready.get(index)) {
+            pusher.kept_handle = task.handle;
+            if self.plan.task_hooks {
+                pusher.kept = *task;
+            }
             // The worker runs the kept task next: it takes none of the queued ones itself.
             pusher.self_take = false;
         }
