@@ -4,8 +4,11 @@
  * One ring buffer of queued tasks (each its handle and allowed workers, 16 bytes) behind one
  * mutex; pop writes only handles (TOMII_SCHED_POP_HANDLES). A worker takes the oldest tasks it
  * is allowed to run; the others keep their order. A worker pushing into an empty queue keeps the
- * first task it may run, which it would pop next anyway (push_keep, ABI v1.2). Callbacks never block on anything but that mutex,
- * never allocate after create and never longjmp. See README.md for the policy and its costs.
+ * first task it may run, which it would pop next anyway (push_keep, ABI v1.2). A pop takes at most a
+ * fair share of what is queued, the queue's length divided among the workers and rounded up, so
+ * the host may give it room for several tasks (TOMII_SCHED_BATCH_POPS, ABI v1.3). Callbacks never
+ * block on anything but that mutex, never allocate after create and never longjmp. See README.md
+ * for the policy and its costs.
  */
 
 #include <pthread.h>
@@ -31,6 +34,7 @@ typedef struct CFifo {
     size_t cap;
     size_t head;
     size_t len;
+    size_t workers;  /* the run's workers, among whom a pop shares what is queued */
     uint64_t pushes; /* tasks pushed over the run */
     uint64_t pops;   /* tasks popped over the run */
     uint64_t kept;   /* tasks kept by their pushing worker over the run */
@@ -105,6 +109,7 @@ static int32_t c_fifo_create(const TomiiSchedInit *init, void **state, TomiiErro
     }
     q->ring = ring;
     q->cap = cap;
+    q->workers = init->workers > 0 ? init->workers : 1;
     *state = q;
     return TOMII_OK;
 }
@@ -178,7 +183,8 @@ static int32_t c_fifo_push_keep(void *state, uint32_t worker, const TomiiTask *t
 }
 
 /*
- * Hands `worker` the oldest tasks it may run, at most `max`. Scans from the head; the tasks it
+ * Hands `worker` the oldest tasks it may run, at most `max` and at most a fair share of the queue
+ * (its length divided among the workers, rounded up, at least one). Scans from the head; the tasks it
  * skips (other workers') are moved up behind the taken ones, in order, so only a head the worker
  * may not run costs more than O(taken).
  */
@@ -188,6 +194,10 @@ static int32_t c_fifo_pop(void *state, uint32_t worker, TomiiTask *out, size_t m
         return fail(TOMII_ERR_INVALID, "c-fifo: pop was given a NULL state or output pointer");
     }
     pthread_mutex_lock(&q->lock);
+    size_t share = (q->len + q->workers - 1) / q->workers;
+    if (max > share) {
+        max = share > 0 ? share : 1;
+    }
     size_t taken = 0;
     size_t end = 0; /* one past the last task taken */
     for (size_t i = 0; i < q->len && taken < max; i++) {
@@ -241,8 +251,8 @@ static const char *c_fifo_last_error(void *state) {
 }
 
 static const TomiiSchedulerVtable VTABLE = {
-    .header = {TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR, sizeof(TomiiSchedulerVtable), TOMII_SCHED_POP_HANDLES,
-               "c-fifo"},
+    .header = {TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR, sizeof(TomiiSchedulerVtable),
+               TOMII_SCHED_POP_HANDLES | TOMII_SCHED_BATCH_POPS, "c-fifo"},
     .create = c_fifo_create,
     .destroy = c_fifo_destroy,
     .push = c_fifo_push,

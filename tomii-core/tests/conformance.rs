@@ -31,7 +31,7 @@ use common::{broken_lib, plugin, plugin_dir, sinks};
 use tomii_core::engine::{self, Output, RunConfig};
 use tomii_core::graph::{self, CompiledGraph};
 use tomii_core::plugin::{SchedulerInstance, SchedulerPlugin, SchedulerSetup, scheduler_file_name};
-use tomii_types::abi::{TOMII_NO_WORKER, TomiiTask};
+use tomii_types::abi::{TOMII_AUTO_POP_BATCH, TOMII_NO_WORKER, TOMII_SCHED_BATCH_POPS, TomiiTask};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 const WORKERS: u32 = 4;
@@ -66,6 +66,10 @@ macro_rules! conformance {
             #[test]
             fn batched_pop_respects_its_maximum() {
                 super::batched_pop_respects_its_maximum($name);
+            }
+            #[test]
+            fn batching_pops_take_a_fair_share() {
+                super::batching_pops_take_a_fair_share($name);
             }
             #[test]
             fn worker_ranges_are_honoured() {
@@ -229,6 +233,30 @@ fn batched_pop_respects_its_maximum(name: &str) {
         scheduler.push(TOMII_NO_WORKER, &pushed).unwrap_or_else(|e| panic!("push failed: {e}"));
         assert_exactly_once(name, &pushed, &drain(&scheduler, max));
     }
+}
+
+/// A scheduler that bounds its own batches (`TOMII_SCHED_BATCH_POPS`) is given room for
+/// `TOMII_AUTO_POP_BATCH` tasks: a first pop of a set of tasks every worker may run takes at most
+/// its share of them, so the other workers find the rest. Others are never given that room.
+fn batching_pops_take_a_fair_share(name: &str) {
+    let plugin = load(name);
+    if plugin.flags() & TOMII_SCHED_BATCH_POPS == 0 {
+        return;
+    }
+    let scheduler = SchedulerInstance::create(&plugin, &setup()).unwrap_or_else(|e| panic!("{e}"));
+    let pushed: Vec<TomiiTask> = tasks().into_iter().filter(|t| t.worker_hi - t.worker_lo == WORKERS).collect();
+    scheduler.push(TOMII_NO_WORKER, &pushed).unwrap_or_else(|e| panic!("push failed: {e}"));
+    let mut out = vec![TomiiTask::default(); TOMII_AUTO_POP_BATCH as usize];
+    let first = scheduler.pop(0, &mut out).unwrap_or_else(|e| panic!("pop failed: {e}"));
+    let share = pushed.len().div_ceil(WORKERS as usize);
+    assert!(
+        (1..=share).contains(&first),
+        "{name}: a first pop of {} tasks on {WORKERS} workers took {first}",
+        pushed.len()
+    );
+    let mut got: Vec<(u32, TomiiTask)> = out[..first].iter().map(|task| (0, *task)).collect();
+    got.extend(drain(&scheduler, TOMII_AUTO_POP_BATCH as usize));
+    assert_exactly_once(name, &pushed, &got);
 }
 
 fn worker_ranges_are_honoured(name: &str) {
