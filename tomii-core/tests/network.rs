@@ -16,7 +16,9 @@ use std::time::Duration;
 
 use common::checksum::{expected, fnv1a};
 use common::{plugin, synthetic_lib, within_timeout};
-use tomii_core::engine::{self, Output, Progress, ProgressFn, RunConfig, RunError, RunFailure, RunOutcome};
+use tomii_core::engine::{
+    self, FrameSource, Output, Progress, ProgressFn, RunConfig, RunError, RunFailure, RunOutcome,
+};
 use tomii_core::graph::{self, CompiledGraph};
 use tomii_core::network::send::{self, Destination, Packets, SocketType};
 use tomii_core::network::{Dispatch, NetworkOptions, NetworkSource, WhenBusy};
@@ -99,7 +101,8 @@ impl Run {
             scope.spawn(|| send(&source, to));
             engine::run_with_keeping_partial(&self.graph, &self.kernels, &self.scheduler, &self.config, &source)
         });
-        let outputs = source.into_outputs();
+        // What a stuck call's handed outcome gets too (`FrameSource::take_outputs`).
+        let outputs = source.take_outputs();
         match result {
             Ok(mut outcome) => {
                 outcome.outputs = outputs;

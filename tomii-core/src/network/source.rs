@@ -238,8 +238,7 @@ impl NetworkSource {
     /// The outputs collected, one entry per frame in the engine's frame order (frames that did
     /// not complete have none).
     pub fn into_outputs(self) -> Vec<FrameOutputs> {
-        let shared = &self.shared;
-        shared.outputs.as_ref().map(|o| std::mem::take(&mut *lock(o))).unwrap_or_default()
+        self.take_outputs()
     }
 
     /// Stops the receivers, waking those blocked in their poll, and waits for them.
@@ -288,6 +287,10 @@ impl FrameSource for NetworkSource {
 
     fn wants_outputs(&self) -> bool {
         self.shared.outputs.is_some()
+    }
+
+    fn take_outputs(&self) -> Vec<FrameOutputs> {
+        self.shared.outputs.as_ref().map(|o| std::mem::take(&mut *lock(o))).unwrap_or_default()
     }
 
     fn frame_done(&self, done: FrameDone) {
