@@ -49,7 +49,9 @@ def prepared() -> list[PreparedRun]:
 
 
 def figures(report: tomii.Report) -> dict[str, Any]:
-    per_node = [(n["name"], n["count"], n["invocations"]) for n in report["per_node"]]
+    """The figures two runs of the same graph and options share; `per_node` by name, since the
+    report orders nodes by their measured time."""
+    per_node = sorted((n["name"], n["count"], n["invocations"]) for n in report["per_node"])
     return {**{key: report[key] for key in _FIGURES}, "per_node": per_node}
 
 

@@ -104,8 +104,10 @@ impl WorkStealing {
         task.worker_lo != 0 || task.worker_hi < self.workers
     }
 
-    /// Steals from the other workers' deques, round-robin from this worker's cursor, until `out`
-    /// is full or a whole round found every deque empty; at most half of a victim's deque at once.
+    /// Steals from the other workers' deques, round-robin from this worker's cursor: from the first
+    /// that has work, its fair share (its length divided among the workers, rounded up: half of
+    /// it on two workers), so that with many idle workers each thief takes a task or a few and
+    /// the others find the rest; 0 when a whole round found every deque empty.
     fn steal(&self, worker: u32, out: &mut [Task]) -> usize {
         let others = self.workers - 1;
         if others == 0 || out.is_empty() {
@@ -115,10 +117,9 @@ impl WorkStealing {
         let mut count = 0;
         for k in 0..others {
             let victim = &self.deques[((worker + 1 + (start.wrapping_add(k)) % others) % self.workers) as usize];
-            let half = victim.handles.len().div_ceil(2).max(1);
-            let room = (out.len() - count).min(half);
-            count += fill_handles(&mut out[count..count + room], || victim.handles.steal());
-            if count == out.len() {
+            let share = fair_share(&mut out[count..], victim.handles.len(), self.workers);
+            count += fill_handles(share, || victim.handles.steal());
+            if count > 0 {
                 break;
             }
         }
