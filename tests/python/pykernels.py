@@ -83,3 +83,14 @@ def cpus_of_this_worker() -> tuple[int | None, list[int]]:
     context = tomii.call_context()
     worker = None if context is None else context.worker
     return worker, sorted(os.sched_getaffinity(0))
+
+
+#: `wait_for_release` sets STARTED when it runs, then waits (30 s at most) for RELEASED.
+STARTED = threading.Event()
+RELEASED = threading.Event()
+
+
+@tomii.export
+def wait_for_release() -> bool:
+    STARTED.set()
+    return RELEASED.wait(30)

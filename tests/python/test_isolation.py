@@ -26,6 +26,7 @@ from reference import GRAPHS, SYNTHETIC, compile_c_scheduler
 import tomii
 from tomii import graphs
 from tomii.check import check
+from tomii.check import suite as check_suite
 from tomii.experiments import sweep
 from tomii.isolation import ChildFailed, ChildTimeout, Isolated
 
@@ -319,6 +320,38 @@ def test_ctrl_c_during_a_check_returns_what_it_had(isolation: str) -> None:
     [result] = card.results  # the first property, stopped; the second never started
     assert result.interrupted and result.passed and result.examples >= 0
     assert str(card).startswith("scheduler fifo: INTERRUPTED (Ctrl-C): no failure in the runs")
+
+
+def test_a_ctrl_c_a_finalizer_swallowed_still_stops_the_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Python raises Ctrl-C's KeyboardInterrupt wherever the main thread runs Python code next;
+    in a finalizer (an object's `__del__`) it is printed as ignored and lost. The check notes the
+    press itself, so it stops at its next example all the same."""
+    ignored: list[type[BaseException] | None] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda raised: ignored.append(raised.exc_type))
+
+    class Finalized:
+        def __del__(self) -> None:
+            _thread.interrupt_main()
+            for _ in range(100):  # the handler runs here, and its exception is ignored
+                pass
+
+    runs = 0
+
+    def run_graph(*args: Any, **kwargs: Any) -> Any:
+        nonlocal runs
+        runs += 1
+        if runs == 3:
+            Finalized()  # dropped at once: its __del__ runs
+        return tomii.run_graph(*args, **kwargs)
+
+    monkeypatch.setattr(check_suite, "run_graph", run_graph)
+    card = check("fifo", max_examples=200, isolation="none")
+    assert ignored == [KeyboardInterrupt]  # the exception was lost, as a finalizer loses it
+    assert card.interrupted and not card.passed
+    [result] = card.results
+    assert result.interrupted and result.examples == 3
 
 
 def test_a_run_finished_after_an_ejection_keeps_its_outputs(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pykernels
 import pytest
-from reference import ROOT, SYNTHETIC, checksum
+from reference import GRAPHS, ROOT, SYNTHETIC, checksum
 
 import tomii
 
@@ -327,3 +327,24 @@ def test_the_interpreter_exits_cleanly_after_a_kernel_left_running(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
     )
     assert (done.returncode, done.stdout) == (0, printed), done.stderr
+
+
+def test_runs_from_two_threads_run_side_by_side() -> None:
+    """Every in-process run has a runner thread of its own: a run started from one thread does
+    not wait for another thread's run to end (here that run waits for this one)."""
+    waiting = tomii.Graph()
+    waiting.py_node("wait", fn=pykernels.wait_for_release)
+    results: list[tomii.RunResult] = []
+    thread = threading.Thread(
+        target=lambda: results.append(waiting.run(frames=1, collect_outputs=True))
+    )
+    thread.start()
+    try:
+        assert pykernels.STARTED.wait(30)
+        quick = tomii.run_graph(GRAPHS / "diamond.json", dylibs=[SYNTHETIC], frames=5)
+    finally:
+        pykernels.RELEASED.set()
+        thread.join(60)
+    assert quick.report["status"] == "completed"
+    [[(_, _, released)]] = results[0].outputs
+    assert released is True

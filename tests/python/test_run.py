@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import dataclasses
 import json
 import os
@@ -9,6 +10,7 @@ import pickle
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -224,6 +226,41 @@ def test_a_scheduler_stuck_in_pop_raises_hang_error_and_the_next_run_works(tmp_p
     assert json.loads((tmp_path / "report.json").read_text())["status"] == "failed"
     again = tomii.run_graph(GRAPHS / "diamond.json", dylibs=[SYNTHETIC], workers=2, frames=20)
     assert again.report["status"] == "completed" and again.report["frames"] == 20
+
+
+def test_python_s_own_ctrl_c_stops_a_run() -> None:
+    """Ctrl-C reaches a run through Python's SIGINT handler, so `_thread.interrupt_main()` (which
+    raises no real signal) stops an endless run as a real SIGINT does: the frames in flight
+    complete and KeyboardInterrupt carries the result."""
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt) as raised:
+            tomii.run_graph(
+                GRAPHS / "diamond.json", dylibs=[SYNTHETIC], workers=2, frames=0, max_runtime_s=60
+            )
+    finally:
+        timer.cancel()
+    report = raised.value.result.report  # type: ignore[attr-defined]
+    assert report["interrupted"] and report["frames"] > 0
+
+
+def test_a_sigint_handler_that_raises_nothing_leaves_a_run_going() -> None:
+    """A program's own SIGINT handler decides, as it does for Python code: one that only notes
+    the signal lets an endless run go on to its time limit."""
+    noted: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: noted.append(number))
+    timer = threading.Timer(0.2, _thread.interrupt_main)
+    try:
+        timer.start()
+        done = tomii.run_graph(
+            GRAPHS / "diamond.json", dylibs=[SYNTHETIC], workers=2, frames=0, max_runtime_s=1
+        )
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    assert noted == [signal.SIGINT]
+    assert done.report["wall_time_s"] >= 0.9  # stopped by its limit, not at the signal (0.2 s)
 
 
 def test_a_second_ctrl_c_stops_waiting_for_a_stuck_run(tmp_path: Path) -> None:

@@ -201,10 +201,8 @@ fn launch_run(
     // Ctrl-C stops the run: `stop` is set (the frames in flight complete, the report says
     // interrupted) and Python's KeyboardInterrupt is raised once the run has returned, carrying the
     // result. A second Ctrl-C stops waiting for a run that does not end.
-    let interrupts = runner::Interrupts::install(stop);
-    let finished = py.detach(|| runner::run(job, &interrupts.count));
-    let pressed = interrupts.pressed();
-    drop(interrupts);
+    let mut interrupts = runner::Interrupts::new(stop);
+    let finished = runner::run(py, job, &mut interrupts);
     let written = launch.finish(match &finished {
         Ok(Ok(outcome)) => Some(&outcome.report),
         Ok(Err(Ok(failure))) => failure.partial.as_ref().map(|partial| &partial.report),
@@ -215,7 +213,7 @@ fn launch_run(
         _ => None,
     });
     let written = written.result().map_err(TomiiError::new_err);
-    let signal = if pressed { py.check_signals().err() } else { None };
+    let signal = interrupts.raised();
     match finished {
         // A run that succeeded fails on its files; a failed run's own error matters more.
         Ok(Ok(_)) if written.is_err() => Err(written.unwrap_err()),

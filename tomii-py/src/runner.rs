@@ -1,26 +1,34 @@
-//! The thread in-process runs run on, so that the Python caller can give up on a run stuck in a
+//! The threads in-process runs run on, so that the Python caller can give up on a run stuck in a
 //! plugin.
 //!
 //! A call stuck in a scheduler or a kernel cannot be stopped, and a run cannot end while one of its
 //! workers is stuck (tomii-core's engine README, "Stuck callbacks"). So a run does not run on the
-//! caller's thread: it runs on the runner, a thread kept for every run of the process, and the
-//! caller waits for its message. When the engine finds a stuck call it hands its partial outcome
-//! to `on_hang`, which sends it; the caller then raises, and the runner, still inside the run, is
-//! left behind: the next run starts a new one. A second Ctrl-C leaves it behind too.
+//! caller's thread: it runs on a runner, a thread kept for the runs of the process, and the caller
+//! waits for its message. When the engine finds a stuck call it hands its partial outcome to
+//! `on_hang`, which sends it; the caller then raises, and the runner, still inside the run, is
+//! left behind. A second Ctrl-C leaves it behind too.
+//!
+//! Runners wait in a list of idle ones; a run takes one, or starts one when none is idle, so that
+//! runs from several Python threads (a gym environment's episode beside the agent, a thread pool)
+//! run side by side, and a runner left behind is never waited for. A runner puts itself back on
+//! the list before it hands its result over, so a caller that runs again at once finds it there.
 //!
 //! Cost per run: one message each way to a parked thread, instead of a thread started per run.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// A run, or whatever else must run on the runner.
-type Job = Box<dyn FnOnce() + Send>;
+use pyo3::prelude::*;
 
-/// The runner's queue, with the id of the process whose thread reads it; `None` before the first
-/// run and after a runner was left behind.
-static RUNNER: Mutex<Option<(u32, Sender<Job>)>> = Mutex::new(None);
+/// A run, or whatever else must run on a runner; it calls its argument, which puts the runner
+/// back on the idle list, once the runner's work for it is done.
+type Job = Box<dyn FnOnce(&dyn Fn()) + Send>;
+
+/// The idle runners' queues, with the id of the process whose threads read them: a process
+/// forked from one with runners has no runner thread, only their queues.
+static IDLE: Mutex<(u32, Vec<Sender<Job>>)> = Mutex::new((0, Vec::new()));
 
 /// The runner's stack: what the caller's main thread would have had (post-node kernels and the
 /// host's part of the run execute there).
@@ -46,12 +54,13 @@ pub enum GaveUp<H> {
     Lost,
 }
 
-/// Runs `job` on the runner and waits for its result. `job` gets a sender for a stuck call's
-/// message (for `on_hang`); `interrupts` counts Ctrl-C presses during the wait, and at two the
-/// caller stops waiting.
+/// Runs `job` on the runner and waits for its result, the GIL released. `job` gets a sender for a
+/// stuck call's message (for `on_hang`); `interrupts` looks for Ctrl-C while the caller waits, and
+/// at two the caller stops waiting.
 pub fn run<T, H>(
+    py: Python<'_>,
     job: impl FnOnce(Sender<Finished<T, H>>) -> T + Send + 'static,
-    interrupts: &AtomicUsize,
+    interrupts: &mut Interrupts,
 ) -> Result<T, GaveUp<H>>
 where
     T: Send + 'static,
@@ -59,86 +68,100 @@ where
 {
     let (sender, receiver) = mpsc::channel();
     let on_hang = sender.clone();
-    submit(Box::new(move || {
+    submit(Box::new(move |idle_again: &dyn Fn()| {
         let done = job(on_hang);
+        idle_again();
         let _ = sender.send(Finished::Done(Box::new(done)));
     }));
-    let gave_up = loop {
-        match receiver.recv_timeout(LOOK_EVERY) {
-            Ok(Finished::Done(done)) => return Ok(*done),
-            Ok(Finished::Hung(hung)) => break GaveUp::Hung(hung),
-            Err(RecvTimeoutError::Timeout) if interrupts.load(Ordering::Relaxed) >= 2 => break GaveUp::Interrupted,
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => break GaveUp::Lost,
-        }
-    };
-    // The runner is still inside the run: the next one gets a new thread.
-    RUNNER.lock().unwrap_or_else(|p| p.into_inner()).take();
-    Err(gave_up)
-}
-
-/// Queues `job` on the runner, starting one if there is none (or it is gone). A process forked
-/// from one with a runner has no runner thread, only its queue: the queue is forgotten (leaked,
-/// never touched) and the child starts its own runner.
-fn submit(job: Job) {
-    let mut runner = RUNNER.lock().unwrap_or_else(|p| p.into_inner());
-    let pid = std::process::id();
-    if runner.as_ref().is_some_and(|(owner, _)| *owner != pid) {
-        std::mem::forget(runner.take());
-    }
-    let job = match runner.as_ref() {
-        Some((_, queue)) => match queue.send(job) {
-            Ok(()) => return,
-            Err(mpsc::SendError(job)) => job,
-        },
-        None => job,
-    };
-    let (queue, jobs) = mpsc::channel::<Job>();
-    let started = std::thread::Builder::new().name("tomii-run".into()).stack_size(STACK_BYTES).spawn(move || {
-        for job in jobs {
-            job();
+    let waiting = &mut *interrupts;
+    let waited = py.detach(move || {
+        loop {
+            match receiver.recv_timeout(LOOK_EVERY) {
+                Ok(Finished::Done(done)) => return Ok(*done),
+                Ok(Finished::Hung(hung)) => return Err(GaveUp::Hung(hung)),
+                Err(RecvTimeoutError::Timeout) => {
+                    Python::attach(|py| waiting.look(py));
+                    if waiting.count >= 2 {
+                        return Err(GaveUp::Interrupted);
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => return Err(GaveUp::Lost),
+            }
         }
     });
-    if started.is_err() {
-        // No thread to spare: the run goes on the caller's thread, without the escape from a hang.
-        drop(runner);
-        return job();
-    }
-    let _ = queue.send(job);
-    *runner = Some((pid, queue));
+    // A Ctrl-C in the last moments of the run: its exception comes with the result.
+    interrupts.look(py);
+    waited
 }
 
-/// While it lives, SIGINT sets `stop` (the run's stop request) and is counted, after Python's own
-/// handler, which it chains (so Python raises KeyboardInterrupt when it next looks).
+/// Hands `job` to an idle runner, or to a new one when none is idle.
+fn submit(mut job: Job) {
+    loop {
+        let idle = {
+            let mut idle = IDLE.lock().unwrap_or_else(|p| p.into_inner());
+            let pid = std::process::id();
+            if idle.0 != pid {
+                // Forked: the queues' threads are not in this process (leaked, never touched).
+                std::mem::forget(std::mem::take(&mut idle.1));
+                idle.0 = pid;
+            }
+            idle.1.pop()
+        };
+        let Some(queue) = idle else { break };
+        match queue.send(job) {
+            Ok(()) => return,
+            Err(mpsc::SendError(back)) => job = back, // a runner that is gone
+        }
+    }
+    let (queue, jobs) = mpsc::channel::<Job>();
+    let own = queue.clone();
+    let started = std::thread::Builder::new().name("tomii-run".into()).stack_size(STACK_BYTES).spawn(move || {
+        let idle_again = || IDLE.lock().unwrap_or_else(|p| p.into_inner()).1.push(own.clone());
+        for job in jobs {
+            job(&idle_again);
+        }
+    });
+    match started {
+        Ok(_) => {
+            let _ = queue.send(job);
+        }
+        // No thread to spare: the run goes on the caller's thread, without the escape from a hang.
+        Err(_) => job(&|| {}),
+    }
+}
+
+/// Ctrl-C while a caller waits for a run. Python runs its SIGINT handler only when the main thread
+/// runs Python code, so the waiting caller looks every `LOOK_EVERY` and once the run has returned:
+/// it runs the handlers of the signals that came meanwhile (`PyErr_CheckSignals`, which does
+/// nothing off the main thread). Whatever a handler raises (KeyboardInterrupt, by default) sets
+/// `stop`, the run's stop request, and the first such exception is kept, to be raised with the
+/// run's result; at a second, the caller stops waiting. A handler that raises nothing (a program's
+/// own) leaves the run going, as it would leave Python code going.
+///
+/// Python's handler is the one place a Ctrl-C is seen: `_thread.interrupt_main()` and a handler
+/// installed by `signal.signal` act on a run as on Python code.
 pub struct Interrupts {
-    pub count: Arc<AtomicUsize>,
-    hook: Option<signal_hook::SigId>,
+    stop: Arc<AtomicBool>,
+    raised: Option<PyErr>,
+    count: usize,
 }
 
 impl Interrupts {
-    pub fn install(stop: Arc<AtomicBool>) -> Self {
-        let count = Arc::new(AtomicUsize::new(0));
-        let counted = Arc::clone(&count);
-        // SAFETY: the action only stores to atomics, which is async-signal-safe.
-        let hook = unsafe {
-            signal_hook::low_level::register(signal_hook::consts::SIGINT, move || {
-                stop.store(true, Ordering::Relaxed);
-                counted.fetch_add(1, Ordering::Relaxed);
-            })
-        };
-        Interrupts { count, hook: hook.ok() }
+    pub fn new(stop: Arc<AtomicBool>) -> Self {
+        Interrupts { stop, raised: None, count: 0 }
     }
 
-    /// Whether Ctrl-C was pressed.
-    pub fn pressed(&self) -> bool {
-        self.count.load(Ordering::Relaxed) > 0
-    }
-}
-
-impl Drop for Interrupts {
-    fn drop(&mut self) {
-        if let Some(hook) = self.hook.take() {
-            signal_hook::low_level::unregister(hook);
+    /// Runs the handlers of the signals that came since the last look.
+    pub fn look(&mut self, py: Python<'_>) {
+        if let Err(raised) = py.check_signals() {
+            self.stop.store(true, Ordering::Relaxed);
+            self.count += 1;
+            self.raised.get_or_insert(raised);
         }
+    }
+
+    /// The first exception a signal's handler raised, if any.
+    pub fn raised(self) -> Option<PyErr> {
+        self.raised
     }
 }

@@ -1,8 +1,10 @@
 //! `tomii.simulate`: a graph on virtual workers with the same scheduler dylib (tomii-core's
 //! `sim/`), returned as `PreparedRun.run` returns a run, so that Python's `RunResult` takes it unchanged.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::Sender;
 
 use pyo3::prelude::*;
 use tomii_core::engine::RunFailure;
@@ -12,7 +14,7 @@ use tomii_core::sim::{CostSpec, SimConfig};
 
 use super::python_kernels::PythonKernels;
 use super::python_scheduler::{self, PythonPolicy};
-use super::runner;
+use super::runner::{self, Finished, GaveUp};
 use super::{ConfigError, RunReturn, TomiiError, failed, plugin_error, run_return};
 
 /// Simulates `graph_json` (README of tomii-core's `sim/`) with `options`, `[(knob, value), ...]`
@@ -61,12 +63,29 @@ pub fn simulate_json(
     let stop = Arc::new(AtomicBool::new(false));
     let hooks = Hooks { stop: Some(Arc::clone(&stop)), ..Hooks::default() };
     // Ctrl-C stops the simulation as it stops a run: the frames in flight complete, and Python's
-    // KeyboardInterrupt is raised once it has returned, carrying the result.
-    let interrupts = runner::Interrupts::install(stop);
-    let result = py.detach(|| launch.simulate(&scheduler, &sim, hooks));
-    let pressed = interrupts.pressed();
-    drop(interrupts);
-    let signal = if pressed { py.check_signals().err() } else { None };
+    // KeyboardInterrupt is raised once it has returned, carrying the result. A second Ctrl-C
+    // stops waiting for a simulation that does not end (a scheduler stuck in a call).
+    let launch = Arc::new(launch);
+    let job = {
+        let launch = Arc::clone(&launch);
+        move |_: Sender<Finished<_, Infallible>>| launch.simulate(&scheduler, &sim, hooks)
+    };
+    let mut interrupts = runner::Interrupts::new(stop);
+    let result = match runner::run(py, job, &mut interrupts) {
+        Ok(result) => result,
+        Err(GaveUp::Hung(never)) => match never {},
+        Err(GaveUp::Interrupted) => {
+            return Err(interrupts.raised().unwrap_or_else(|| {
+                pyo3::exceptions::PyKeyboardInterrupt::new_err(
+                    "the simulation did not stop; it was left running in the background",
+                )
+            }));
+        }
+        Err(GaveUp::Lost) => {
+            return Err(TomiiError::new_err("internal error (please report it): the simulation's thread ended"));
+        }
+    };
+    let signal = interrupts.raised();
     let report = match &result {
         Ok(outcome) => Some(&outcome.report),
         Err(failure) => failure.partial.as_ref().map(|partial| &partial.report),

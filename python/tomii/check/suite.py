@@ -26,6 +26,7 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
+from .._ctrl_c import CtrlC
 from ..errors import HangError
 from ..isolation import ChildFailed, Isolated, refuse_while_importing_parent_script
 from ..plugins import find_plugin
@@ -275,6 +276,7 @@ def _property(
     strategy: st.SearchStrategy[tuple[dict[str, Any], Knobs]],
     examples: int,
     seed: int | None,
+    ctrl_c: CtrlC,
 ) -> PropertyResult:
     failure: dict[str, Any] = {}
     #: The first failing example: the one shown when the failure did not repeat (Flaky), since
@@ -303,6 +305,7 @@ def _property(
     @given(strategy)
     def prop(example: tuple[dict[str, Any], Knobs]) -> None:
         nonlocal ran, fatal, failed_at, smallest, shrink_stopped
+        ctrl_c.stop_if_pressed()  # a Ctrl-C whose KeyboardInterrupt a finalizer swallowed
         if fatal is not None:
             if example != fatal[0]:
                 return
@@ -343,6 +346,7 @@ def _property(
         interrupted = True  # the runs made so far stand; the caller stops the check here
     except Exception as error:  # noqa: BLE001 (Flaky, or hypothesis gave up: the property failed)
         stopped = error
+    interrupted = interrupted or ctrl_c.pressed
     seconds = time.perf_counter() - started
     if not failure and stopped is None:
         return PropertyResult(
@@ -445,6 +449,7 @@ def check(
     reproduce = _reproduce(target, {k: v for k, v in given.items() if v is not None})
     results = []
     with ExitStack() as stack:
+        ctrl_c = stack.enter_context(CtrlC())
         runner: Callable[..., Any] = run_graph
         if isolation == "process":
             runner = _in_child(stack.enter_context(Isolated()), run_timeout_s)
@@ -458,7 +463,7 @@ def check(
             ),
         ]
         for name, description, body in properties:
-            result = _property(name, description, body, strategy, examples, seed)
+            result = _property(name, description, body, strategy, examples, seed, ctrl_c)
             if not result.passed:
                 result = dataclasses.replace(result, reproduce=reproduce)
                 directory = Path(tempfile.mkdtemp(prefix="tomii-check-"))

@@ -32,6 +32,7 @@ from typing import Any, Protocol, Union
 import numpy as np
 from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
 
+from .._ctrl_c import CtrlC
 from ..errors import ConfigError, GraphError, HangError, PluginError, TomiiError
 from ..graph import Graph
 from ..graphs import Workload, critical_path_us, standard_set, total_work_us
@@ -1141,7 +1142,7 @@ def _collect(
     else:
         outcomes = _on_executor(plan, executor, trials, bar)
     try:
-        with closing(outcomes):
+        with closing(outcomes), CtrlC() as ctrl_c:
             for trial, outcome in outcomes:
                 row = plan.row(trial, outcome)
                 frames = [
@@ -1158,6 +1159,7 @@ def _collect(
                 bar.update(1)
                 if on_trial is not None:
                     on_trial(row)
+                ctrl_c.stop_if_pressed()  # a Ctrl-C whose KeyboardInterrupt a finalizer swallowed
     except KeyboardInterrupt:
         result.interrupted = True
     finally:

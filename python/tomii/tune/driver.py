@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
+from .._ctrl_c import CtrlC
 from ..errors import TomiiError
 from ..isolation import refuse_while_importing_parent_script
 from ..knobs import GraphInput, load_graph
@@ -468,19 +469,21 @@ def _run(
     bar = tqdm(total=budget, desc=f"tune {search.label}", unit="trial", file=sys.stderr,
                disable=None if progress else True, dynamic_ncols=True)  # fmt: skip
     try:
-        for trial in range(budget):
-            try:
-                row = search.step(trial)
-            except AgentError as error:
-                error.result = TuneResult(search.rows, search.best, search.space.to_json(), {})
-                raise
-            if row is None:
-                break
-            valid = sum(1 for r in search.rows if r["valid"])
-            bar.set_postfix_str(f"best {search.best_value:.4g}, valid {valid}", refresh=False)
-            bar.update(1)
-            if on_trial is not None:
-                on_trial(row)
+        with CtrlC() as ctrl_c:
+            for trial in range(budget):
+                ctrl_c.stop_if_pressed()  # a Ctrl-C whose KeyboardInterrupt a finalizer swallowed
+                try:
+                    row = search.step(trial)
+                except AgentError as error:
+                    error.result = TuneResult(search.rows, search.best, search.space.to_json(), {})
+                    raise
+                if row is None:
+                    break
+                valid = sum(1 for r in search.rows if r["valid"])
+                bar.set_postfix_str(f"best {search.best_value:.4g}, valid {valid}", refresh=False)
+                bar.update(1)
+                if on_trial is not None:
+                    on_trial(row)
     except KeyboardInterrupt:
         return True
     finally:
