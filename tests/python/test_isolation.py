@@ -300,14 +300,17 @@ def test_ctrl_c_during_a_check_returns_what_it_had(isolation: str) -> None:
     """Ctrl-C (KeyboardInterrupt in the calling thread) stops the check and returns its card:
     the runs made so far, marked interrupted, never passed, and no child process left."""
     done = threading.Event()
+    presses = 0
 
     def press_ctrl_c() -> None:
-        # Once after 3 s, then every 2 s until the check returns, as a user presses Ctrl-C again:
-        # an in-process check once kept generating examples past the first (issue 30's note).
-        if not done.wait(3.0):
+        # Once after 3 s. One press must do; if the check went on, the test presses again every
+        # 30 s so that it ends, and fails on the count.
+        nonlocal presses
+        wait = 3.0
+        while not done.wait(wait):
+            presses += 1
             _thread.interrupt_main()
-        while not done.wait(2.0):
-            _thread.interrupt_main()
+            wait = 30.0
 
     presser = threading.Thread(target=press_ctrl_c, daemon=True)
     presser.start()
@@ -316,6 +319,7 @@ def test_ctrl_c_during_a_check_returns_what_it_had(isolation: str) -> None:
     finally:
         done.set()
         presser.join()
+    assert presses == 1, "the check went on after the first Ctrl-C"
     assert card.interrupted and not card.passed
     [result] = card.results  # the first property, stopped; the second never started
     assert result.interrupted and result.passed and result.examples >= 0
