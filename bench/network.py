@@ -19,6 +19,7 @@
 
     cargo build --release --workspace
     python bench/network.py [rate|cpu|latency|all] [--seconds S] [--rounds R] [--frames F]
+        [--idle-spin adaptive|full]
 """
 
 from __future__ import annotations
@@ -392,7 +393,14 @@ def main() -> None:
     )
     parser.add_argument("--cpu-seconds", type=float, default=3, help="cpu: of packets per rate")
     parser.add_argument("--idle-seconds", type=float, default=5, help="cpu: of no packets")
+    parser.add_argument(
+        "--idle-spin",
+        choices=["adaptive", "full"],
+        help="rate and cpu: the receiving run's idle_spin knob (default: the runtime's)",
+    )
     args = parser.parse_args()
+    if args.idle_spin is not None:
+        RATE_KNOBS.extend(["--idle-spin", args.idle_spin])
     for binary in (TOMII, SYNTHETIC):
         if not binary.exists():
             sys.exit(f"error: {binary} is missing; run `cargo build --release --workspace` first")

@@ -254,7 +254,8 @@ class RunResult:
         return frame
 
 
-GraphSource = Union[str, Path, dict[str, Any]]
+#: What a run takes as its graph: JSON text, a file's path, a graph dict or a `Graph`.
+GraphSource = Union[str, Path, dict[str, Any], Graph]
 
 
 #: The largest graph file read (the runtime's `graph::MAX_FILE_BYTES`).
@@ -262,8 +263,15 @@ _MAX_GRAPH_BYTES = 256 << 20
 
 
 def _graph_text(graph: GraphSource) -> tuple[str, str]:
+    if isinstance(graph, Graph):
+        return graph._run_text(), "graph"
     if isinstance(graph, dict):
         return json.dumps(graph), "graph"
+    if not isinstance(graph, (str, Path)):
+        raise TypeError(
+            f"the graph is of type {type(graph).__name__}: give a tomii.Graph, a graph dict, the graph's "
+            "JSON text or the path of its file"
+        )
     if isinstance(graph, Path) or not graph.lstrip().startswith("{"):
         path = Path(graph)
         # A name with control characters is shown escaped, so a message stays one line.
@@ -442,6 +450,7 @@ def run_graph(
     max_runtime_s: int = 0,
     pop_batch: int = 0,
     inline_continuation: bool = False,
+    idle_spin: str = "adaptive",
     pin_workers: bool = False,
     task_timing: bool = True,
     trace: bool | str | Path | None = None,
@@ -468,7 +477,7 @@ def run_graph(
     verbose: bool = False,
     **legacy: Any,
 ) -> RunResult:
-    """Runs `graph` (JSON text, a dict or a file path) in this process; the GIL is released while
+    """Runs `graph` (a `Graph`, JSON text, a dict or a file path) in this process; the GIL is released while
     the runtime works and taken by Python kernels only around their calls.
 
     The options are the knob catalog's (`tomii.list_knobs()`), by the same names; list knobs take
@@ -648,7 +657,9 @@ def _reuse_key(arguments: dict[str, Any]) -> tuple[Any, ...] | None:
     if legacy:
         return None
     graph = values[0]
-    if isinstance(graph, dict):
+    if isinstance(graph, Graph):
+        values[0] = graph._run_text()
+    elif isinstance(graph, dict):
         values[0] = json.dumps(graph)
     elif not (isinstance(graph, str) and graph.lstrip().startswith("{")):
         return None
@@ -796,7 +807,7 @@ def _python_names(text: str, spec: Any = None) -> list[str]:
 
 
 def validate(
-    graph: GraphSource | Graph,
+    graph: GraphSource,
     *,
     workers: int | None = None,
     dylibs: Sequence[str | Path] = (),

@@ -145,6 +145,7 @@ class Session:
         slots: int = 1,
         pop_batch: int = 0,
         inline_continuation: bool = False,
+        idle_spin: str = "adaptive",
         pin_workers: bool = False,
         task_timing: bool = True,
         stall_timeout_ms: int = 2000,

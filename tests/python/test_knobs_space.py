@@ -40,7 +40,7 @@ def test_the_runtime_space_is_the_catalogs_perf_knobs_with_defined_domains() -> 
     assert (space["version"], space["workload"], space["graph"]) == (1, "smoke", None)
     knobs = by_name(space)
     network = {"receiver_threads", "socket_recv_buf_bytes", "network_dispatch"}
-    engine = {"workers", "slots", "pop_batch", "inline_continuation", "pin_workers"}
+    engine = {"workers", "slots", "pop_batch", "inline_continuation", "idle_spin", "pin_workers"}
     assert set(knobs) == engine | network
     for name, knob in knobs.items():
         entry = catalog()[name]

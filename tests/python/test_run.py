@@ -342,3 +342,17 @@ def test_ctrl_c_stops_an_in_process_run_and_raises_with_what_it_did(tmp_path: Pa
     assert child.returncode == 0, err
     assert out.strip() == "interrupted True True", out
     assert time.monotonic() - sent < 5, "Ctrl-C took effect only after the run"
+
+
+def test_a_graph_object_runs_as_its_json_does_and_another_type_is_named() -> None:
+    """`run_graph`, `Session` and `simulate` take a `tomii.Graph` itself; a value of another type
+    is refused with a message naming its type and what a graph may be."""
+    graph = tomii.Graph()
+    graph.node("a", func="noop", factor=2)
+    ran = tomii.run_graph(graph, dylibs=[SYNTHETIC], frames=3)
+    assert ran.report["status"] == "completed" and ran.report["tasks"] == 6
+    with tomii.Session(graph, dylibs=[SYNTHETIC]) as session:
+        assert len(session.submit().result().outputs) == 2
+    assert tomii.simulate(graph, dylibs=[SYNTHETIC], frames=3).report["tasks"] == 6
+    with pytest.raises(TypeError, match="the graph is of type int: give a tomii.Graph"):
+        tomii.run_graph(42)  # type: ignore[arg-type]

@@ -196,6 +196,7 @@ fn run_config_defaults_are_the_catalog_defaults() {
         stall_timeout,
         scheduler_options,
         on_fault,
+        idle_spin,
         progress: _,   // the CLI's progress line, shown unless `quiet` (or stderr is not a terminal)
         stop: _,       // library-only: the CLI's is set by Ctrl-C
         stop_grace: _, // library-only: the CLI's is 5 s (STOP_GRACE), the library's none
@@ -240,6 +241,7 @@ fn run_config_defaults_are_the_catalog_defaults() {
     assert!(scheduler_options.is_empty(), "RunConfig has default scheduler options: {scheduler_options:?}");
     assert_eq!(default("sched_opt"), Preset::Empty);
     assert_eq!(default("on_scheduler_fault"), Preset::Text(on_fault.word()));
+    assert_eq!(default("idle_spin"), Preset::Text(idle_spin.word()));
     assert_eq!(default("pin_workers"), Preset::Bool(pin_workers));
     assert!(knobs::find("quiet").is_some());
 }

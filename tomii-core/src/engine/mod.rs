@@ -168,6 +168,20 @@ pub struct RunConfig {
     /// (README.md, "Idle workers"): for a replay (`tomii replay`), whose scheduler holds each task
     /// for the one worker that ran it when it was recorded.
     pub wake_all_on_push: bool,
+    /// How an idle worker spins before it parks (README.md, "Idle workers").
+    pub idle_spin: IdleSpin,
+}
+
+/// How an idle worker spins before it parks (README.md, "Idle workers").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IdleSpin {
+    /// As long as work has come within a spin: a full spin while it does, an eighth of one
+    /// after idle times longer than a spin.
+    #[default]
+    Adaptive,
+    /// Always the full spin: the soonest start for work that comes after a long gap, a core
+    /// busy for the spin's length each time.
+    Full,
 }
 
 /// What the host does when the scheduler breaks its contract (a task popped twice or never
@@ -277,6 +291,7 @@ impl Default for RunConfig {
             stop_grace: None,
             stop_now: None,
             on_fault: FaultPolicy::Stop,
+            idle_spin: IdleSpin::Adaptive,
             network: NetworkOptions::default(),
             scheduler_call_timeout: Duration::from_secs(10),
             kernel_timeout: None,

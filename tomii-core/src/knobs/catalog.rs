@@ -4,7 +4,7 @@
 //! Adding an option is one row here and its use where it takes effect.
 
 use super::{Choice, Domain, Flag, Kind, Knob, Preset, Role, Scale, Takes};
-use crate::engine::FaultPolicy;
+use crate::engine::{FaultPolicy, IdleSpin};
 use crate::launch::TraceFormat;
 use crate::network::{Dispatch, WhenBusy};
 
@@ -14,6 +14,7 @@ super::choice!(FaultPolicy { Stop = "stop", Fallback = "fallback" });
 super::choice!(Dispatch { Packet = "packet", Frame = "frame" });
 super::choice!(WhenBusy { Drop = "drop", Wait = "wait" });
 super::choice!(TraceFormat { Csv = "csv", Chrome = "chrome" });
+super::choice!(IdleSpin { Adaptive = "adaptive", Full = "full" });
 
 /// The engine's most slots, most workers and largest pop batch.
 const MAX_SLOTS: u64 = crate::engine::MAX_SLOTS as u64;
@@ -284,6 +285,23 @@ pub const CATALOG: &[Knob] = &[
         takes: Takes::RUN.and(Takes::SESSION),
         flag: Flag::PLAIN,
         apply: |s, v| s.run.inline_continuation = v.flag(),
+        simulate_default: None,
+    },
+    Knob {
+        name: "idle_spin",
+        cli: "--idle-spin",
+        kind: Kind::String,
+        default: Preset::Text("adaptive"),
+        domain: Domain::Choice(IdleSpin::WORDS),
+        role: Role::Perf,
+        description: "How an idle worker spins before it parks: adaptive (a full spin while work comes within one, \
+            an eighth of one after longer gaps, sparing the CPU) or full (always the full spin: the soonest start \
+            for work that comes after a gap, a core busy meanwhile)",
+        search_hint: "full for the lowest latency of frames fed one at a time at a modest rate, at the cost of a \
+            busy core per idle worker; adaptive otherwise",
+        takes: Takes::RUN.and(Takes::SESSION),
+        flag: Flag { value_name: "WHEN", ..Flag::PLAIN },
+        apply: |s, v| s.run.idle_spin = v.choice(),
         simulate_default: None,
     },
     Knob {

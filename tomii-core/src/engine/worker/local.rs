@@ -47,6 +47,8 @@ pub(super) struct Local<'e> {
     pub(super) trace: WorkerTrace,
     /// Latencies of the frames this worker completed.
     pub(super) latency: Latencies,
+    /// How many pops the worker's next spin tries before it parks (README.md, "Idle workers").
+    pub(super) spin_rounds: u32,
 }
 
 /// What a worker hands back when it stops.
@@ -95,6 +97,7 @@ impl Engine<'_> {
             warmup: WorkerCounters { per_node: vec![NodeCounters::default(); nodes], ..WorkerCounters::default() },
             trace: WorkerTrace::new(self.shared.trace_pool.as_ref()),
             latency: Latencies::new(),
+            spin_rounds: super::worker_loop::SPIN_ROUNDS,
         }
     }
 }

@@ -14,14 +14,42 @@ use std::sync::atomic::Ordering;
 
 use super::Engine;
 use super::local::{Local, WorkerResult};
+use crate::engine::clock::Ticks;
 use crate::engine::sleep::Wake;
-use crate::engine::{FaultPolicy, RunError};
+use crate::engine::{FaultPolicy, IdleSpin, RunError};
 use crate::plugin::PopBuffer;
 
-/// Pop attempts while spinning before a worker parks.
-const SPIN_ROUNDS: u32 = 64;
+/// Pop attempts while spinning before a worker parks, at most and at first ...
+pub(super) const SPIN_ROUNDS: u32 = 64;
+/// ... and at least: a worker whose idle times outlast a full spin halves its next spin down to
+/// this, and doubles it back when a spin finds work or a full spin would have (README.md, "Idle
+/// workers").
+const MIN_SPIN_ROUNDS: u32 = 8;
 /// After an ejection, stall timeouts without progress before the run stops as an engine bug.
 const STUCK_TIMEOUTS: u32 = 3;
+
+/// The `spin_loop` hints before a spin's pop number `round`: 1, 2, 4 … 64, then 64.
+fn spin_pause(round: u32) -> u32 {
+    1 << round.min(6)
+}
+
+/// The `spin_loop` hints of a spin of `rounds` pops: what its length is estimated by.
+fn spin_pauses(rounds: u32) -> u64 {
+    (0..rounds).map(|round| u64::from(spin_pause(round))).sum::<u64>().max(1)
+}
+
+/// The pops of a worker's next spin, after an idle time of `idle` ticks that its spin of
+/// `rounds` pops did not end, where a full spin lasts `full_spin` ticks: twice as many (up to
+/// SPIN_ROUNDS) when a full spin would have ended it, else half as many (down to
+/// MIN_SPIN_ROUNDS): the work comes after longer gaps than any spin. `IdleSpin::Full` keeps
+/// `rounds`.
+fn next_spin_rounds(rounds: u32, idle: Ticks, full_spin: Ticks, mode: IdleSpin) -> u32 {
+    match mode {
+        IdleSpin::Full => rounds,
+        IdleSpin::Adaptive if idle < full_spin => (rounds * 2).min(SPIN_ROUNDS),
+        IdleSpin::Adaptive => (rounds / 2).max(MIN_SPIN_ROUNDS),
+    }
+}
 
 impl Engine<'_> {
     /// A worker's part of the run, on a pooled thread: the worker loop, whose counters and trace go
@@ -68,16 +96,25 @@ impl Engine<'_> {
     /// Pops the worker's next tasks, spinning and then parking while there are none. `None` when
     /// the run is over (finished or failed).
     pub(super) fn next_tasks(&self, local: &mut Local, popped: &mut PopBuffer) -> Option<usize> {
+        if let found @ (None | Some(1..)) = self.pop(local, popped) {
+            return found;
+        }
         let worker = local.pusher.worker;
+        let idle_since = self.shared.clock.now();
+        // How long a full spin would have lasted, estimated from the first spin of this idle time.
+        let mut full_spin = 0;
         loop {
-            if let found @ (None | Some(1..)) = self.pop(local, popped) {
-                return found;
-            }
+            let rounds = local.spin_rounds;
             self.shared.sleep.start_spinning();
-            let found = self.spin(local, popped);
+            let found = self.spin(local, popped, rounds);
             self.shared.sleep.stop_spinning();
             if let found @ (None | Some(1..)) = found {
+                local.spin_rounds = (rounds * 2).min(SPIN_ROUNDS);
                 return found;
+            }
+            if full_spin == 0 {
+                let spun = self.shared.clock.now().saturating_sub(idle_since).max(1);
+                full_spin = spun.saturating_mul(spin_pauses(SPIN_ROUNDS)) / spin_pauses(rounds);
             }
             // Idle workers, step 1: announce, then re-check (README.md, "Idle workers").
             self.shared.sleep.prepare(worker);
@@ -85,6 +122,7 @@ impl Engine<'_> {
                 Some(0) => {}
                 found => {
                     self.shared.sleep.cancel(worker);
+                    self.adapt_spin(local, idle_since, full_spin);
                     return found;
                 }
             }
@@ -94,13 +132,23 @@ impl Engine<'_> {
             if everyone_idle {
                 return self.check_stall(local, popped);
             }
+            if let found @ (None | Some(1..)) = self.pop(local, popped) {
+                self.adapt_spin(local, idle_since, full_spin);
+                return found;
+            }
         }
     }
 
-    /// Tries the scheduler a few times with growing pauses. `Some(0)` if it had nothing.
-    pub(super) fn spin(&self, local: &mut Local, popped: &mut PopBuffer) -> Option<usize> {
-        for round in 0..SPIN_ROUNDS {
-            for _ in 0..(1u32 << round.min(6)) {
+    /// After an idle time that a spin did not end, from `idle_since`: see [`next_spin_rounds`].
+    fn adapt_spin(&self, local: &mut Local, idle_since: Ticks, full_spin: Ticks) {
+        let idle = self.shared.clock.now().saturating_sub(idle_since);
+        local.spin_rounds = next_spin_rounds(local.spin_rounds, idle, full_spin, self.plan.config.idle_spin);
+    }
+
+    /// Tries the scheduler `rounds` times with growing pauses. `Some(0)` if it had nothing.
+    pub(super) fn spin(&self, local: &mut Local, popped: &mut PopBuffer, rounds: u32) -> Option<usize> {
+        for round in 0..rounds {
+            for _ in 0..spin_pause(round) {
                 std::hint::spin_loop();
             }
             if let found @ (None | Some(1..)) = self.pop(local, popped) {
@@ -173,5 +221,35 @@ impl Engine<'_> {
             }
             found => found,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spin_shrinks_after_long_idle_times_and_grows_back_after_short_ones() {
+        let full = 1_000;
+        let mut rounds = SPIN_ROUNDS;
+        let mut seen = Vec::new();
+        for _ in 0..5 {
+            rounds = next_spin_rounds(rounds, 5 * full, full, IdleSpin::Adaptive);
+            seen.push(rounds);
+        }
+        assert_eq!(seen, [32, 16, 8, 8, 8]);
+        for expected in [16, 32, 64, 64] {
+            rounds = next_spin_rounds(rounds, full / 2, full, IdleSpin::Adaptive);
+            assert_eq!(rounds, expected);
+        }
+        assert_eq!(next_spin_rounds(SPIN_ROUNDS, 5 * full, full, IdleSpin::Full), SPIN_ROUNDS);
+    }
+
+    #[test]
+    fn a_spin_is_estimated_by_its_pauses() {
+        assert_eq!(spin_pauses(1), 1);
+        assert_eq!(spin_pauses(7), 127);
+        assert_eq!(spin_pauses(SPIN_ROUNDS), 127 + 57 * 64);
+        assert_eq!(spin_pauses(0), 1); // never a division by zero
     }
 }
