@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from reference import GRAPHS, SYNTHETIC, checksum, compile_c_scheduler
@@ -356,3 +357,30 @@ def test_a_graph_object_runs_as_its_json_does_and_another_type_is_named() -> Non
     assert tomii.simulate(graph, dylibs=[SYNTHETIC], frames=3).report["tasks"] == 6
     with pytest.raises(TypeError, match="the graph is of type int: give a tomii.Graph"):
         tomii.run_graph(42)  # type: ignore[arg-type]
+
+
+def test_a_kept_task_does_not_run_before_the_rest_of_its_workers_pop() -> None:
+    """One worker pops both roots at once (pop_batch 2); the first root's successor is ready
+    while fifo's queue is empty, and fifo would keep it, but the second root, handed out earlier,
+    runs first: no push is offered as a keep while the worker holds popped tasks. A real run and
+    a simulation agree."""
+    graph = {
+        "nodes": [
+            {"name": "root", "function": "noop", "factor": 2},
+            {
+                "name": "next",
+                "function": "noop",
+                "factor": 2,
+                "args": [{"type": "$dep", "predecessor": {"name": "root"}}],
+            },
+        ]
+    }
+    common: dict[str, Any] = {"dylibs": [SYNTHETIC], "workers": 1, "frames": 1, "pop_batch": 2}
+    for run in (tomii.run_graph, tomii.simulate):
+        result = run(graph, trace=True, **common)
+        assert result.trace is not None
+        order = [
+            (result.node_names[record["node"]], int(record["instance"]))
+            for record in sorted(result.trace, key=lambda r: int(r["start_ns"]))
+        ]
+        assert order[:2] == [("root", 0), ("root", 1)], (run.__name__, order)

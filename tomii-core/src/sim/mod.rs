@@ -404,9 +404,11 @@ impl<'a> Sim<'a> {
 
     /// What a completing worker made ready, pushed as a real run pushes it (`push_keep` when the
     /// scheduler has it): the task the scheduler kept for `worker`, claimed, goes first in its
-    /// batch, to run next without a pop (engine README, "Kept tasks").
+    /// batch, to run next without a pop (engine README, "Kept tasks"). A worker that still holds
+    /// tasks of its last pop is offered no keep: those run first.
     fn push_completed(&mut self, worker: u32) -> Result<(), RunError> {
-        if self.staged.is_empty() || !self.scheduler.keeps() {
+        let holds_popped = self.workers.get(worker as usize).is_some_and(|state| !state.batch.is_empty());
+        if self.staged.is_empty() || !self.scheduler.keeps() || holds_popped {
             return self.push(worker);
         }
         let pushed = self.scheduler.push_keep_by(self.caller(worker), &self.staged);

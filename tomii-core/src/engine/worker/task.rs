@@ -302,7 +302,7 @@ impl Engine<'_> {
     /// `Continuation::Inline` (`inline_continuation`), the first one this worker may run: that one
     /// is claimed at once and returned, for the worker to run next without the scheduler. With
     /// `Continuation::Keep` the scheduler is asked whether it keeps one of them for this worker
-    /// (`push_keep`).
+    /// (`push_keep`), unless the worker still holds tasks of its last pop, which run first.
     #[inline(always)]
     pub(super) fn release_successors(
         &self,
@@ -337,7 +337,7 @@ impl Engine<'_> {
             }
             self.stage(pusher, next_inst, slot, generation, frame, now, worker)?;
         }
-        if continuation == Continuation::Keep && !pusher.ready.is_empty() {
+        if continuation == Continuation::Keep && !pusher.holds_popped && !pusher.ready.is_empty() {
             if !self.push_keeping(pusher)? {
                 return Ok(Next::Pop);
             }

@@ -83,7 +83,9 @@ impl Engine<'_> {
         // The buffer the scheduler pops into, apart from `local`: its descriptors are read in place.
         let mut popped = PopBuffer::new(self.plan.pop_room as usize);
         while let Some(count) = self.next_tasks(&mut local, &mut popped) {
-            for task in popped.get(..count).unwrap_or_default() {
+            let tasks = popped.get(..count).unwrap_or_default();
+            for (index, task) in tasks.iter().enumerate() {
+                local.pusher.holds_popped = index + 1 < tasks.len();
                 if let Err(error) = self.execute(&mut local, task) {
                     self.fail(error);
                     break;
