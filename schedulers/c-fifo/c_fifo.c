@@ -4,9 +4,10 @@
  * One ring buffer of queued tasks (each its handle and allowed workers, 16 bytes) behind one
  * mutex; pop writes only handles (TOMII_SCHED_POP_HANDLES). A worker takes the oldest tasks it
  * is allowed to run; the others keep their order. A worker pushing into an empty queue keeps the
- * first task it may run, which it would pop next anyway (push_keep, ABI v1.2). A pop takes at most a
- * fair share of what is queued, the queue's length divided among the workers and rounded up, so
- * the host may give it room for several tasks (TOMII_SCHED_BATCH_POPS, ABI v1.3). Callbacks never
+ * first task it may run, which it would pop next anyway (push_keep, ABI v1.2); its counters of
+ * pushes and pops let the host apply that rule without the call (keep_gate, ABI v1.4). A pop takes
+ * at most a fair share of what is queued, the queue's length divided among the workers and rounded
+ * up, so the host may give it room for several tasks (TOMII_SCHED_BATCH_POPS, ABI v1.3). Callbacks never
  * block on anything but that mutex, never allocate after create and never longjmp. See README.md
  * for the policy and its costs.
  */
@@ -35,8 +36,8 @@ typedef struct CFifo {
     size_t head;
     size_t len;
     size_t workers;  /* the run's workers, among whom a pop shares what is queued */
-    uint64_t pushes; /* tasks pushed over the run */
-    uint64_t pops;   /* tasks popped over the run */
+    uint64_t pushes; /* tasks queued over the run; stored atomically, for the keep gate */
+    uint64_t pops;   /* tasks popped over the run; stored atomically, for the keep gate */
     uint64_t kept;   /* tasks kept by their pushing worker over the run */
 } CFifo;
 
@@ -140,7 +141,7 @@ static int32_t append(CFifo *q, const TomiiTask *tasks, size_t n, size_t skip) {
             *task_at(q, q->len++) = (Queued){tasks[i].handle, tasks[i].worker_lo, tasks[i].worker_hi};
         }
     }
-    q->pushes += count;
+    __atomic_store_n(&q->pushes, q->pushes + count, __ATOMIC_RELEASE);
     return TOMII_OK;
 }
 
@@ -183,6 +184,19 @@ static int32_t c_fifo_push_keep(void *state, uint32_t worker, const TomiiTask *t
 }
 
 /*
+ * push_keep's rule is "keep the first task the worker may run when the queue is empty" for every
+ * worker: the host reads the counters of pushes and pops (equal: empty) instead of calling it.
+ */
+static void c_fifo_keep_gate(void *state, uint32_t worker, TomiiKeepGate *gate) {
+    (void)worker;
+    CFifo *q = state;
+    if (q != NULL && gate != NULL) {
+        gate->queued = &q->pushes;
+        gate->taken = &q->pops;
+    }
+}
+
+/*
  * Hands `worker` the oldest tasks it may run, at most `max` and at most a fair share of the queue
  * (its length divided among the workers, rounded up, at least one). Scans from the head; the tasks it
  * skips (other workers') are moved up behind the taken ones, in order, so only a head the worker
@@ -215,7 +229,7 @@ static int32_t c_fifo_pop(void *state, uint32_t worker, TomiiTask *out, size_t m
     }
     q->head = (q->head + taken) % q->cap;
     q->len -= taken;
-    q->pops += taken;
+    __atomic_store_n(&q->pops, q->pops + taken, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&q->lock);
     *n_out = taken;
     return TOMII_OK;
@@ -261,6 +275,7 @@ static const TomiiSchedulerVtable VTABLE = {
     .stats = c_fifo_stats,
     .last_error = c_fifo_last_error,
     .push_keep = c_fifo_push_keep,
+    .keep_gate = c_fifo_keep_gate,
 };
 
 /* The table, for the Rust shim (src/lib.rs) to export as tomii_scheduler_v1: a rustc cdylib does

@@ -42,6 +42,8 @@ const FIXTURES: &[Fixture] = &[
     ("newer_minor", "bad_sched.c", &["-DNEWER_MINOR"]),
     ("v1_1_table", "bad_sched.c", &["-DV1_1_TABLE"]),
     ("bad_pop_handles_hooks", "bad_sched.c", &["-DPOP_HANDLES_WITH_HOOKS"]),
+    ("bad_gate_without_push_keep", "bad_sched.c", &["-DGATE_WITHOUT_PUSH_KEEP"]),
+    ("bad_misaligned_gate", "bad_sched.c", &["-DMISALIGNED_GATE"]),
     ("no_entry", "no_entry.c", &[]),
     ("c_kernels", "kernels.c", &[]),
     ("kernels_v2", "kernels.c", &["-DKERNEL_ABI_MAJOR=2"]),
@@ -242,6 +244,22 @@ fn a_scheduler_popping_handles_only_runs_to_the_reference_values() {
 fn pop_handles_with_a_task_hook_is_rejected() {
     let text = invalid_table_error("bad_pop_handles_hooks");
     assert!(text.contains("TOMII_SCHED_POP_HANDLES") && text.contains("task hook"), "{text}");
+}
+
+/// ABI v1.4: a keep gate needs `push_keep`, which the host calls while the gate is closed; and a
+/// gate's counters must be aligned `uint64_t`, or the run stops at the scheduler's creation.
+#[test]
+fn a_keep_gate_without_push_keep_or_with_a_misaligned_counter_is_refused() {
+    let text = invalid_table_error("bad_gate_without_push_keep");
+    assert!(text.contains("`keep_gate` but no `push_keep`"), "{text}");
+    let graph = compile_graph("diamond.json", &graph_text("diamond.json"));
+    match run(&graph, &[synthetic_lib()], &fixture("bad_misaligned_gate"), config(1, 1, 1)) {
+        Err(RunError::Plugin(PluginError::Create { message, .. })) => {
+            assert!(message.contains("keep_gate gave worker 0 a NULL or misaligned counter"), "{message}");
+        }
+        Err(other) => panic!("expected PluginError::Create, got {other}"),
+        Ok(_) => panic!("a scheduler with a misaligned keep gate ran"),
+    }
 }
 
 #[test]

@@ -452,6 +452,16 @@ fn a_scheduler_keeps_tasks_for_their_pushing_worker_with_the_same_results() {
     assert_eq!((kept.report.tasks_kept, kept.report.tasks_inlined), (80, 0));
     assert_eq!((inline.report.tasks_kept, inline.report.tasks_inlined), (0, 80), "inline continuation goes first");
     check_trace(&graph, &config(1, 1, 20), &kept.trace);
+    // c-fifo's rule is fifo's, and its keep gate (ABI v1.4) lets the host apply it without a call:
+    // it kept the same tasks, and its own count of keeps through push_keep stayed at 0.
+    let gated = run_with("c-fifo", &graph, config(1, 1, 20));
+    assert_eq!(gated.outputs, kept.outputs);
+    assert_eq!(gated.report.tasks_kept, 80);
+    let stats = gated.report.scheduler.stats.as_ref().expect("c-fifo reports stats");
+    assert_eq!(
+        (stats["pushes"].as_u64(), stats["pops"].as_u64(), stats["kept"].as_u64()),
+        (Some(20), Some(20), Some(0))
+    );
     // On several workers and slots every invariant holds too, whoever keeps what.
     for (name, workers, slots) in [("checksum_chain.json", 2, 3), ("diamond.json", 3, 8)] {
         let graph = compile(name);

@@ -300,6 +300,7 @@ fn table(capabilities: Capabilities) -> &'static TomiiSchedulerVtable {
         stats: c.stats.then_some(stats as _),
         last_error: Some(last_error),
         push_keep: c.push_keep.then_some(push_keep as _),
+        keep_gate: None,
     }));
     tables.push((capabilities, made));
     made

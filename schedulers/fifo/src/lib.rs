@@ -10,7 +10,7 @@
 #![deny(unsafe_code)]
 
 use tomii_types::abi::{TOMII_SCHED_BATCH_POPS, TOMII_SCHED_POP_HANDLES};
-use tomii_types::scheduler::{HandleRing, InitInfo, RangeClasses, Scheduler, Task, fair_share, fill_handles};
+use tomii_types::scheduler::{HandleRing, InitInfo, KeepGate, RangeClasses, Scheduler, Task, fair_share, fill_handles};
 
 pub struct Fifo {
     /// The distinct worker ranges among the graph's nodes, in order of first appearance.
@@ -65,6 +65,15 @@ impl Scheduler for Fifo {
             }
         }
         Ok(kept)
+    }
+
+    /// With a single queue, `push_keep`'s rule is "keep the first task when the queue is empty":
+    /// the host applies it from the queue's counters, without a call.
+    fn keep_gate(&self, _worker: u32) -> Option<KeepGate<'_>> {
+        match (&*self.queues, self.classes.is_single()) {
+            ([queue], true) => Some(queue.keep_gate()),
+            _ => None,
+        }
     }
 
     #[inline]

@@ -10,17 +10,20 @@
 //! # Memory ordering
 //! `abandoned` is Relaxed: it only stops later calls of this thread and of threads that see it;
 //! a call made before the store reaches them is one a broken scheduler could have received anyway.
+//! A keep gate's counters are loaded Acquire, `taken` first (`KeepGate::is_open`): counters that
+//! only grow, with `taken <= queued` at every moment, so equal loads mean that nothing waited
+//! when `taken` was read.
 
 use std::ffi::{CString, c_void};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use abi_stable::library::lib_header_from_path;
 use tomii_types::abi::{
     SCHEDULER_ENTRY_SYMBOL, TOMII_KEEP_NONE, TOMII_OK, TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR,
-    TOMII_SCHED_NEEDS_TIMING, TOMII_SCHED_POP_HANDLES, TOMII_SCHED_SERIAL, TomiiErrorBuf, TomiiKnob, TomiiNodeSummary,
-    TomiiSchedInit, TomiiSchedulerVtable, TomiiTask,
+    TOMII_SCHED_NEEDS_TIMING, TOMII_SCHED_POP_HANDLES, TOMII_SCHED_SERIAL, TomiiErrorBuf, TomiiKeepGate, TomiiKnob,
+    TomiiNodeSummary, TomiiSchedInit, TomiiSchedulerVtable, TomiiTask,
 };
 use tomii_types::stable::{LIB_HEADER_SYMBOL, SchedulerModuleRef};
 
@@ -37,6 +40,8 @@ const V1_VTABLE_SIZE: u32 = (size_of::<tomii_types::abi::TomiiAbiHeader>() + 12 
 
 /// The `push_keep` callback of ABI v1.2.
 type PushKeepFn = unsafe extern "C" fn(*mut c_void, u32, *const TomiiTask, usize, *mut usize) -> i32;
+/// The `keep_gate` callback of ABI v1.4.
+type KeepGateFn = unsafe extern "C" fn(*mut c_void, u32, *mut TomiiKeepGate);
 
 /// A loaded scheduler library whose table passed every check.
 pub struct SchedulerPlugin {
@@ -206,11 +211,12 @@ impl SchedulerPlugin {
 
     /// The table's `push_keep` (v1.2), if its `struct_size` covers the field and it is set.
     fn push_keep(&self) -> Option<PushKeepFn> {
-        let covers = std::mem::offset_of!(TomiiSchedulerVtable, push_keep) + size_of::<Option<PushKeepFn>>();
-        if (self.vtable.header.struct_size as usize) < covers {
-            return None;
-        }
-        self.vtable.push_keep
+        covers(self.vtable, std::mem::offset_of!(TomiiSchedulerVtable, push_keep)).then_some(self.vtable.push_keep)?
+    }
+
+    /// The table's `keep_gate` (v1.4), if its `struct_size` covers the field and it is set.
+    fn keep_gate(&self) -> Option<KeepGateFn> {
+        covers(self.vtable, std::mem::offset_of!(TomiiSchedulerVtable, keep_gate)).then_some(self.vtable.keep_gate)?
     }
 
     /// The scheduler's own options, from its `describe_knobs` hook (empty without one).
@@ -251,6 +257,12 @@ impl SchedulerPlugin {
     }
 }
 
+/// Whether the table's `struct_size` covers the callback at `offset` (an optional field appended
+/// after v1.0).
+fn covers(vtable: &TomiiSchedulerVtable, offset: usize) -> bool {
+    vtable.header.struct_size as usize >= offset + size_of::<usize>()
+}
+
 /// Refuses a table of another major version, or one smaller than v1.0's.
 fn check_header(path: &Path, header: &tomii_types::abi::TomiiAbiHeader) -> Result<(), PluginError> {
     if header.abi_major != TOMII_SCHED_ABI_MAJOR {
@@ -285,6 +297,15 @@ fn check_callbacks(path: &Path, name: &str, vtable: &TomiiSchedulerVtable) -> Re
     ];
     if let Some((missing, _)) = required.iter().find(|(_, present)| !present) {
         return Err(invalid(format!("scheduler {name:?} has a NULL `{missing}` callback, which is required")));
+    }
+    if covers(vtable, std::mem::offset_of!(TomiiSchedulerVtable, keep_gate))
+        && vtable.keep_gate.is_some()
+        && vtable.push_keep.is_none()
+    {
+        return Err(invalid(format!(
+            "scheduler {name:?} has `keep_gate` but no `push_keep`, which the host calls whenever the gate is \
+             closed: add `push_keep` or drop `keep_gate`"
+        )));
     }
     if vtable.header.flags & TOMII_SCHED_POP_HANDLES != 0
         && (vtable.task_started.is_some() || vtable.task_completed.is_some())
@@ -390,6 +411,8 @@ pub struct SchedulerInstance<'p> {
     push_fn: unsafe extern "C" fn(*mut c_void, u32, *const TomiiTask, usize) -> i32,
     pop_fn: unsafe extern "C" fn(*mut c_void, u32, *mut TomiiTask, usize, *mut usize) -> i32,
     push_keep_fn: Option<PushKeepFn>,
+    /// Per worker: its keep gate (`keep_gate`, v1.4), if the scheduler gave it one.
+    gates: Box<[Option<KeepGate>]>,
     /// Held around every call when the scheduler declared `TOMII_SCHED_SERIAL`.
     serial: Option<Mutex<()>>,
     /// Set when the scheduler broke its contract: its state is then never destroyed.
@@ -459,16 +482,46 @@ impl<'p> SchedulerInstance<'p> {
         }
         let serial = (plugin.flags() & TOMII_SCHED_SERIAL != 0).then(|| Mutex::new(()));
         let watchdog = Watchdog::new(setup.workers);
-        Ok(SchedulerInstance {
+        let mut instance = SchedulerInstance {
             plugin,
             state,
             push_fn,
             pop_fn,
             push_keep_fn: plugin.push_keep(),
+            gates: Box::default(),
             serial,
             abandoned: AtomicBool::new(false),
             watchdog,
-        })
+        };
+        // A task hook hears of every kept task, so a scheduler with one keeps through `push_keep`.
+        if let Some(keep_gate) = plugin.keep_gate().filter(|_| !instance.has_task_hooks()) {
+            // Dropped on failure: the state is destroyed.
+            instance.gates = (0..setup.workers)
+                .map(|worker| instance.ask_gate(keep_gate, worker))
+                .collect::<Result<_, _>>()
+                .map_err(create_error)?;
+        }
+        Ok(instance)
+    }
+
+    /// Asks for `worker`'s keep gate; refuses counters the host could not read atomically.
+    fn ask_gate(&self, keep_gate: KeepGateFn, worker: u32) -> Result<Option<KeepGate>, String> {
+        let mut gate = TomiiKeepGate::NONE;
+        let _serial = self.lock();
+        // SAFETY: valid state from `create`; `gate` is a live TomiiKeepGate.
+        unsafe { keep_gate(self.state, worker, &mut gate) };
+        let counter = |ptr: *const u64| !ptr.is_null() && ptr.is_aligned();
+        match (gate.queued.is_null(), gate.taken.is_null()) {
+            (true, true) => Ok(None),
+            _ if counter(gate.queued) && counter(gate.taken) => {
+                Ok(Some(KeepGate { queued: gate.queued.cast(), taken: gate.taken.cast() }))
+            }
+            _ => Err(format!(
+                "keep_gate gave worker {worker} a NULL or misaligned counter ({:p}, {:p}): both must point at \
+                 8-byte aligned uint64_t, or both be left NULL",
+                gate.queued, gate.taken
+            )),
+        }
     }
 
     pub fn plugin(&self) -> &SchedulerPlugin {
@@ -725,6 +778,38 @@ impl SchedulerInstance<'_> {
         self.watchdog.watch(caller.mark, Call::Push, || self.push_keep(caller.worker, tasks))
     }
 
+    /// Whether the scheduler gave some worker a keep gate (ABI v1.4).
+    pub fn has_gates(&self) -> bool {
+        self.gates.iter().any(Option::is_some)
+    }
+
+    /// Whether `worker`'s keep gate (ABI v1.4) is open: then the host keeps the first task a
+    /// completion of the worker's made ready that it may run, without asking (`keep_at_gate`).
+    /// False for a worker without a gate, the host thread included.
+    #[inline(always)]
+    pub(crate) fn gate_open(&self, worker: u32) -> bool {
+        self.gates.get(worker as usize).is_some_and(|gate| gate.is_some_and(KeepGate::is_open))
+    }
+
+    /// The keep gate's rule, applied to `tasks`: keeps the first the worker may run and pushes
+    /// the others.
+    pub(crate) fn keep_at_gate(
+        &self,
+        caller: SchedulerCaller<'_>,
+        tasks: &[TomiiTask],
+    ) -> Result<Option<usize>, String> {
+        let worker = caller.worker;
+        let Some(kept) = tasks.iter().position(|task| (task.worker_lo..task.worker_hi).contains(&worker)) else {
+            return self.push_by(caller, tasks).map(|()| None);
+        };
+        for queued in [&tasks[..kept], &tasks[kept + 1..]] {
+            if !queued.is_empty() {
+                self.push_by(caller, queued)?;
+            }
+        }
+        Ok(Some(kept))
+    }
+
     /// [`pop_guarded`](Self::pop_guarded), marked.
     #[inline(always)]
     pub(crate) fn pop_by(&self, caller: SchedulerCaller<'_>, buffer: &mut PopBuffer) -> Result<usize, String> {
@@ -763,6 +848,26 @@ impl Drop for SchedulerInstance<'_> {
             // SAFETY: the state came from `create` and every other call has returned.
             unsafe { destroy(self.state) };
         }
+    }
+}
+
+/// A worker's keep gate (ABI v1.4): two counters of the scheduler's, checked non-NULL and aligned
+/// when it gave them, valid until its `destroy`.
+#[derive(Clone, Copy)]
+struct KeepGate {
+    queued: *const AtomicU64,
+    taken: *const AtomicU64,
+}
+
+impl KeepGate {
+    /// Whether nothing waits: `taken` read first, then `queued`, equal (module doc, "Memory
+    /// ordering").
+    #[inline(always)]
+    fn is_open(self) -> bool {
+        // SAFETY: aligned, non-NULL counters that live as long as the scheduler's state (`ask_gate`).
+        let (taken, queued) = unsafe { (&*self.taken, &*self.queued) };
+        let taken = taken.load(Ordering::Acquire);
+        taken == queued.load(Ordering::Acquire)
     }
 }
 

@@ -403,15 +403,20 @@ impl<'a> Sim<'a> {
     }
 
     /// What a completing worker made ready, pushed as a real run pushes it (`push_keep` when the
-    /// scheduler has it): the task the scheduler kept for `worker`, claimed, goes first in its
-    /// batch, to run next without a pop (engine README, "Kept tasks"). A worker that still holds
-    /// tasks of its last pop is offered no keep: those run first.
+    /// scheduler has it, or the rule of the worker's keep gate while that is open): the task kept
+    /// for `worker`, claimed, goes first in its batch, to run next without a pop (engine README,
+    /// "Kept tasks"). A worker that still holds tasks of its last pop is offered no keep: those
+    /// run first.
     fn push_completed(&mut self, worker: u32) -> Result<(), RunError> {
         let holds_popped = self.workers.get(worker as usize).is_some_and(|state| !state.batch.is_empty());
         if self.staged.is_empty() || !self.scheduler.keeps() || holds_popped {
             return self.push(worker);
         }
-        let pushed = self.scheduler.push_keep_by(self.caller(worker), &self.staged);
+        let pushed = if self.scheduler.gate_open(worker) {
+            self.scheduler.keep_at_gate(self.caller(worker), &self.staged)
+        } else {
+            self.scheduler.push_keep_by(self.caller(worker), &self.staged)
+        };
         let kept = pushed.map_err(|violation| self.violation(violation))?;
         let task = kept.and_then(|index| self.staged.get(index).copied());
         self.wake_for_pushed(worker, kept);

@@ -8,6 +8,10 @@
  *   -DPOP_HANDLES_WITH_HOOKS  TOMII_SCHED_POP_HANDLES together with a task_started hook
  *   -DV1_1_TABLE     a valid table of minor 1, whose struct_size ends before v1.2's push_keep; the
  *                    field after it is set, and the loader must not read it
+ *   -DGATE_WITHOUT_PUSH_KEEP  keep_gate (v1.4) without push_keep, which the host calls while the
+ *                    gate is closed
+ *   -DMISALIGNED_GATE a valid table whose keep_gate points worker 0 at a misaligned counter: the
+ *                    host refuses it when the run creates the scheduler
  *   -DNEWER_MINOR    a valid table from a later minor version: abi_minor 3 above this header's,
  *                    and two fields appended after the v1.0 table (the loader must accept it and
  *                    ignore what it does not know)
@@ -124,9 +128,33 @@ static int32_t stub_push_keep(void *state, uint32_t worker, const TomiiTask *tas
     return TOMII_ERR;
 }
 #define PUSH_KEEP stub_push_keep
+#elif defined(MISALIGNED_GATE)
+#define MINOR TOMII_SCHED_ABI_MINOR
+static int32_t stub_push_keep(void *state, uint32_t worker, const TomiiTask *tasks, size_t n, size_t *kept) {
+    (void)state;
+    (void)worker;
+    (void)tasks;
+    (void)n;
+    (void)kept;
+    return TOMII_ERR;
+}
+#define PUSH_KEEP stub_push_keep
 #else
 #define MINOR TOMII_SCHED_ABI_MINOR
 #define PUSH_KEEP NULL
+#endif
+
+#if defined(GATE_WITHOUT_PUSH_KEEP) || defined(MISALIGNED_GATE)
+static uint64_t counters[3];
+static void stub_keep_gate(void *state, uint32_t worker, TomiiKeepGate *gate) {
+    (void)state;
+    (void)worker;
+    gate->queued = &counters[0];
+    gate->taken = (const uint64_t *)((const char *)&counters[1] + 4);
+}
+#define KEEP_GATE stub_keep_gate
+#else
+#define KEEP_GATE NULL
 #endif
 
 static const TomiiSchedulerVtable VTABLE = {
@@ -137,6 +165,7 @@ static const TomiiSchedulerVtable VTABLE = {
     .pop = stub_pop,
     .task_started = TASK_STARTED,
     .push_keep = PUSH_KEEP,
+    .keep_gate = KEEP_GATE,
 };
 
 const TomiiSchedulerVtable *tomii_scheduler_v1(void) {

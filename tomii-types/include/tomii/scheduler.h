@@ -24,9 +24,9 @@
 
 /**
  * Minor version: the number of optional extensions added since v1.0 (v1.1: `TOMII_SCHED_POP_HANDLES`;
- * v1.2: `push_keep`; v1.3: `TOMII_SCHED_BATCH_POPS`).
+ * v1.2: `push_keep`; v1.3: `TOMII_SCHED_BATCH_POPS`; v1.4: `keep_gate`).
  */
-#define TOMII_SCHED_ABI_MINOR 3
+#define TOMII_SCHED_ABI_MINOR 4
 
 /**
  * Capability flag: the host calls this scheduler from one thread at a time.
@@ -135,6 +135,17 @@ typedef struct TomiiTask {
    */
   uint32_t reserved;
 } TomiiTask;
+
+/**
+ * Two counters of a scheduler's, through which the host applies its keep rule without a call
+ * (`keep_gate`, v1.4): of the tasks queued in the queues a worker serves, and of those taken from
+ * them, each a `uint64_t` the scheduler only ever increases, with atomic stores. The host loads
+ * `taken`, then `queued` (both Acquire); when they are equal nothing waited at that moment.
+ */
+typedef struct TomiiKeepGate {
+  const uint64_t *queued;
+  const uint64_t *taken;
+} TomiiKeepGate;
 
 /**
  * A scheduler's own parameter, given at create time as text (`--sched-opt key=value`).
@@ -305,6 +316,17 @@ typedef struct TomiiSchedulerVtable {
                        const struct TomiiTask *tasks,
                        size_t n,
                        size_t *kept);
+  /**
+   * Optional (v1.4), with `push_keep`: lets the host apply `push_keep`'s rule itself when it is
+   * "keep the first task `worker` may run when nothing waits in a queue it serves". Called once
+   * per worker after `create`, before any push, with both pointers of `*gate` NULL; a scheduler
+   * whose rule that is for `worker` points them at its counters (`TomiiKeepGate`), which stay
+   * valid until `destroy`. Then, when a completion of `worker`'s made tasks ready, the host
+   * reads the counters: equal, it keeps the first of the tasks `worker` may run and queues the
+   * others with `push` (the scheduler never sees the kept one); unequal, it calls `push_keep`.
+   * Left NULL, or never called (an older host), `push_keep` decides every time.
+   */
+  void (*keep_gate)(void *state, uint32_t worker, struct TomiiKeepGate *gate);
 } TomiiSchedulerVtable;
 
 /**

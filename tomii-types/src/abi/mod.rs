@@ -31,6 +31,11 @@ impl TomiiValue {
     pub const NONE: TomiiValue = TomiiValue { tag: TOMII_TAG_NONE, elem: 0, payload: TomiiPayload { u: 0 } };
 }
 
+impl TomiiKeepGate {
+    /// No gate: what the host passes to `keep_gate`, and what a worker without one is left with.
+    pub const NONE: TomiiKeepGate = TomiiKeepGate { queued: std::ptr::null(), taken: std::ptr::null() };
+}
+
 impl std::fmt::Debug for TomiiValue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TomiiValue").field("tag", &self.tag).field("elem", &self.elem).finish_non_exhaustive()

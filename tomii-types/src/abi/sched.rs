@@ -15,8 +15,8 @@ use super::common::{TomiiAbiHeader, TomiiErrorBuf};
 /// Major version of the scheduler ABI described here.
 pub const TOMII_SCHED_ABI_MAJOR: u32 = 1;
 /// Minor version: the number of optional extensions added since v1.0 (v1.1: `TOMII_SCHED_POP_HANDLES`;
-/// v1.2: `push_keep`; v1.3: `TOMII_SCHED_BATCH_POPS`).
-pub const TOMII_SCHED_ABI_MINOR: u32 = 3;
+/// v1.2: `push_keep`; v1.3: `TOMII_SCHED_BATCH_POPS`; v1.4: `keep_gate`).
+pub const TOMII_SCHED_ABI_MINOR: u32 = 4;
 
 /// Capability flag: the host calls this scheduler from one thread at a time.
 pub const TOMII_SCHED_SERIAL: u32 = 1;
@@ -81,6 +81,17 @@ pub struct TomiiTask {
     pub locality: u32,
     /// Reserved, always 0.
     pub reserved: u32,
+}
+
+/// Two counters of a scheduler's, through which the host applies its keep rule without a call
+/// (`keep_gate`, v1.4): of the tasks queued in the queues a worker serves, and of those taken from
+/// them, each a `uint64_t` the scheduler only ever increases, with atomic stores. The host loads
+/// `taken`, then `queued` (both Acquire); when they are equal nothing waited at that moment.
+#[repr(C)]
+#[derive(StableAbi, Clone, Copy, Debug)]
+pub struct TomiiKeepGate {
+    pub queued: *const u64,
+    pub taken: *const u64,
 }
 
 /// A scheduler's own parameter, given at create time as text (`--sched-opt key=value`).
@@ -207,6 +218,15 @@ pub struct TomiiSchedulerVtable {
             kept: *mut usize,
         ) -> i32,
     >,
+    /// Optional (v1.4), with `push_keep`: lets the host apply `push_keep`'s rule itself when it is
+    /// "keep the first task `worker` may run when nothing waits in a queue it serves". Called once
+    /// per worker after `create`, before any push, with both pointers of `*gate` NULL; a scheduler
+    /// whose rule that is for `worker` points them at its counters (`TomiiKeepGate`), which stay
+    /// valid until `destroy`. Then, when a completion of `worker`'s made tasks ready, the host
+    /// reads the counters: equal, it keeps the first of the tasks `worker` may run and queues the
+    /// others with `push` (the scheduler never sees the kept one); unequal, it calls `push_keep`.
+    /// Left NULL, or never called (an older host), `push_keep` decides every time.
+    pub keep_gate: Option<unsafe extern "C" fn(state: *mut c_void, worker: u32, gate: *mut TomiiKeepGate)>,
 }
 
 /// The entry symbol's signature: `const TomiiSchedulerVtable *tomii_scheduler_v1(void)`.

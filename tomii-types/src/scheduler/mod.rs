@@ -9,11 +9,12 @@
 
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_void};
+use std::sync::atomic::AtomicUsize;
 
 use crate::abi::{
     TOMII_ERR, TOMII_ERR_INVALID, TOMII_ERR_PANIC, TOMII_KEEP_NONE, TOMII_OK, TOMII_SCHED_ABI_MAJOR,
-    TOMII_SCHED_ABI_MINOR, TOMII_SCHED_POP_HANDLES, TomiiAbiHeader, TomiiErrorBuf, TomiiKnobDesc, TomiiSchedInit,
-    TomiiSchedulerVtable, TomiiTask,
+    TOMII_SCHED_ABI_MINOR, TOMII_SCHED_POP_HANDLES, TomiiAbiHeader, TomiiErrorBuf, TomiiKeepGate, TomiiKnobDesc,
+    TomiiSchedInit, TomiiSchedulerVtable, TomiiTask,
 };
 use crate::errbuf::{catch_panic, catch_panic_marked, write_error};
 
@@ -154,6 +155,13 @@ pub trait Scheduler: Send + Sync + Sized + 'static {
     fn push_keep(&self, worker: u32, tasks: &[Task]) -> Result<Option<usize>, String> {
         self.push(Some(worker), tasks).map(|()| None)
     }
+    /// With [`KEEPS`](Self::KEEPS), when `push_keep`'s rule for `worker` is "keep the first task
+    /// `worker` may run when nothing waits in a queue it serves": the counters of that queue,
+    /// through which the host applies the rule itself, without a call (ABI v1.4, [`KeepGate`]).
+    /// Asked once per worker, before any push. `None` (the default): `push_keep` decides.
+    fn keep_gate(&self, _worker: u32) -> Option<KeepGate<'_>> {
+        None
+    }
 
     fn task_started(&self, _worker: u32, _task: &Task) {}
     fn task_completed(&self, _worker: u32, _task: &Task, _duration_ns: u64) {}
@@ -168,6 +176,18 @@ pub trait Scheduler: Send + Sync + Sized + 'static {
         "{}".to_owned()
     }
 }
+
+/// Two counters of a queue, through which the host sees whether anything waits in it without a
+/// call ([`Scheduler::keep_gate`]): of the tasks queued and of those taken, both only ever
+/// increased, and equal exactly when the queue is empty. [`HandleRing::keep_gate`] gives a ring's.
+#[derive(Clone, Copy)]
+pub struct KeepGate<'s> {
+    pub queued: &'s AtomicUsize,
+    pub taken: &'s AtomicUsize,
+}
+
+// The ABI's counters are `uint64_t`: a `usize` is one on every target the runtime supports.
+const _: () = assert!(size_of::<AtomicUsize>() == size_of::<u64>() && align_of::<AtomicUsize>() == align_of::<u64>());
 
 /// Describes one scheduler parameter, for [`Scheduler::KNOBS`].
 pub const fn knob(
@@ -216,6 +236,7 @@ pub const fn vtable<S: Scheduler>() -> TomiiSchedulerVtable {
         stats: Some(stats::<S>),
         last_error: Some(last_error),
         push_keep: if S::KEEPS { Some(push_keep::<S>) } else { None },
+        keep_gate: if S::KEEPS { Some(keep_gate::<S>) } else { None },
     }
 }
 
@@ -400,6 +421,20 @@ unsafe extern "C" fn push_keep<S: Scheduler>(
     // SAFETY: `kept` was checked non-NULL above.
     unsafe { *kept = index };
     status
+}
+
+unsafe extern "C" fn keep_gate<S: Scheduler>(state: *mut c_void, worker: u32, gate: *mut TomiiKeepGate) {
+    if state.is_null() || gate.is_null() {
+        return;
+    }
+    // SAFETY: the host passes the state from `create`.
+    let scheduler = unsafe { state_ref::<S>(state) };
+    if let Ok(Some(KeepGate { queued, taken })) = catch_panic(|| scheduler.keep_gate(worker)) {
+        let counters =
+            TomiiKeepGate { queued: queued.as_ptr().cast_const().cast(), taken: taken.as_ptr().cast_const().cast() };
+        // SAFETY: `gate` was checked non-NULL above; the counters live as long as the state.
+        unsafe { *gate = counters };
+    }
 }
 
 unsafe extern "C" fn pop<S: Scheduler>(

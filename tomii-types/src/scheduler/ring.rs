@@ -49,6 +49,13 @@ impl HandleRing {
         HandleRing { cells, mask: len - 1, head: Padded(AtomicUsize::new(0)), tail: Padded(AtomicUsize::new(0)) }
     }
 
+    /// Its counters of pushes and pops, through which a host sees whether it is empty without a
+    /// call ([`Scheduler::keep_gate`](super::Scheduler::keep_gate)): `tail` and `head`, which are equal
+    /// when nothing waits (a push under way already counts).
+    pub fn keep_gate(&self) -> super::KeepGate<'_> {
+        super::KeepGate { queued: &self.tail.0, taken: &self.head.0 }
+    }
+
     /// How many handles it can hold.
     pub fn capacity(&self) -> usize {
         self.cells.len()

@@ -85,6 +85,8 @@ fn load() -> Loaded {
         stats: Some(stats),
         last_error: Some(last_error),
         push_keep: inner.as_ref().ok().and_then(|inner| inner.table.push_keep).map(|_| push_keep as PushKeepFn),
+        // Not forwarded: every keep goes through `push_keep`, where the checker sees it.
+        keep_gate: None,
     };
     Loaded { inner, table }
 }

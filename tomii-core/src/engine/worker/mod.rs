@@ -110,10 +110,11 @@ impl<'a> Engine<'a> {
         );
         let scheduler = SchedulerInstance::create(plugin, &setup)?;
         plan.task_hooks = scheduler.has_task_hooks();
-        plan.continuation = match (config.inline_continuation, scheduler.keeps()) {
-            (true, _) => Continuation::Inline,
-            (false, true) => Continuation::Keep,
-            (false, false) => Continuation::None,
+        plan.continuation = match (config.inline_continuation, scheduler.keeps(), scheduler.has_gates()) {
+            (true, _, _) => Continuation::Inline,
+            (false, true, true) => Continuation::Gate,
+            (false, true, false) => Continuation::Keep,
+            (false, false, _) => Continuation::None,
         };
         // The run's clock starts after the scheduler's `create`, as before the state came first.
         shared.clock = super::clock::Clock::new();

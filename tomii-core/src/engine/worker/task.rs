@@ -102,6 +102,10 @@ impl Engine<'_> {
                 Next::Pop => return Ok(()),
                 _ if self.shared.stop.load(Ordering::Relaxed) => return Ok(()),
                 Next::Inline(claimed) => self.run_task(local, None, true, claimed)?,
+                Next::Gated(claimed) => {
+                    self.counters(local, claimed.frame).kept += 1;
+                    self.run_task(local, None, false, claimed)?
+                }
                 Next::Kept(kept) => {
                     let handle = local.pusher.kept_handle;
                     let Some(claimed) = self.claim_kept(local.pusher.worker, handle, kept)? else { return Ok(()) };
@@ -301,8 +305,10 @@ impl Engine<'_> {
     /// Counts this task's arrival on each successor and pushes those it made ready, except, with
     /// `Continuation::Inline` (`inline_continuation`), the first one this worker may run: that one
     /// is claimed at once and returned, for the worker to run next without the scheduler. With
-    /// `Continuation::Keep` the scheduler is asked whether it keeps one of them for this worker
-    /// (`push_keep`), unless the worker still holds tasks of its last pop, which run first.
+    /// `Continuation::Gate` that one is kept the same way while the worker's keep gate is open
+    /// (ABI v1.4); otherwise, and with `Continuation::Keep`, the scheduler is asked whether it
+    /// keeps one of them for this worker (`push_keep`). No task is kept while the worker holds
+    /// tasks of its last pop, which run first.
     #[inline(always)]
     pub(super) fn release_successors(
         &self,
@@ -315,6 +321,9 @@ impl Engine<'_> {
         let worker = pusher.worker;
         let mut next = Next::Pop;
         pusher.self_take = true;
+        // Whether the first successor this worker may run is still to be looked at.
+        let mut first =
+            continuation == Continuation::Inline || (continuation == Continuation::Gate && !pusher.holds_popped);
         for &next_inst in self.plan.records.successors(self.plan.records.get(inst)) {
             let (successor, record) = (next_inst.get(), self.plan.records.get(next_inst));
             if !self.shared.table.arrive(slot, successor, generation, record.deps) {
@@ -324,20 +333,27 @@ impl Engine<'_> {
             // scheduler handed it out early and a worker claimed it already (or, after an
             // ejection, the scan queued it and another worker took it): then it is pushed like
             // any other, and a second claim of it is caught or skipped.
-            if continuation == Continuation::Inline
-                && matches!(next, Next::Pop)
-                && Records::may_run(record, worker)
-                && self.shared.table.claim(slot, successor, generation, record.deps).is_ok()
-            {
-                self.mark_ready(successor, slot, now);
-                next = Next::Inline(Claimed { slot, inst: next_inst, generation, frame });
-                // The worker runs its continuation next: it takes none of the pushed tasks itself.
-                pusher.self_take = false;
-                continue;
+            if first && Records::may_run(record, worker) {
+                first = false;
+                let inline = continuation == Continuation::Inline;
+                if (inline || self.keeps_at_gate(worker))
+                    && self.shared.table.claim(slot, successor, generation, record.deps).is_ok()
+                {
+                    self.mark_ready(successor, slot, now);
+                    let claimed = Claimed { slot, inst: next_inst, generation, frame };
+                    next = if inline { Next::Inline(claimed) } else { Next::Gated(claimed) };
+                    // The worker runs that task next: it takes none of the pushed tasks itself.
+                    pusher.self_take = false;
+                    continue;
+                }
             }
             self.stage(pusher, next_inst, slot, generation, frame, now, worker)?;
         }
-        if continuation == Continuation::Keep && !pusher.holds_popped && !pusher.ready.is_empty() {
+        if matches!(continuation, Continuation::Keep | Continuation::Gate)
+            && matches!(next, Next::Pop)
+            && !pusher.holds_popped
+            && !pusher.ready.is_empty()
+        {
             if !self.push_keeping(pusher)? {
                 return Ok(Next::Pop);
             }
@@ -347,6 +363,12 @@ impl Engine<'_> {
         }
         self.flush(pusher)?;
         Ok(next)
+    }
+
+    /// Whether `worker`'s keep gate is open (ABI v1.4), unless the scheduler was ejected.
+    #[inline(always)]
+    fn keeps_at_gate(&self, worker: u32) -> bool {
+        self.scheduler.gate_open(worker) && !self.shared.containment.is_ejected()
     }
 
     /// Adds a ready task to the pusher's batch, pushing the batch when it is full.
@@ -469,12 +491,15 @@ impl Engine<'_> {
     }
 
     /// After a push of the staged batch (but for the task at `kept`, which its pusher runs next):
-    /// wakes workers for what no awake worker will take, and empties the batch.
+    /// wakes workers for what no awake worker will take, and empties the batch. A chain's step,
+    /// whose one task was kept, queued nothing and wakes nobody.
     #[inline]
     fn notify_pushed(&self, pusher: &mut Pusher, kept: Option<usize>) {
-        let taker = (pusher.self_take && pusher.worker != TOMII_NO_WORKER).then_some(pusher.worker);
-        let queued = pusher.ready.iter().enumerate().filter(|&(index, _)| Some(index) != kept);
-        self.shared.sleep.notify(taker, queued.map(|(_, t)| (t.worker_lo, t.worker_hi)));
+        if pusher.ready.len() > usize::from(kept.is_some()) {
+            let taker = (pusher.self_take && pusher.worker != TOMII_NO_WORKER).then_some(pusher.worker);
+            let queued = pusher.ready.iter().enumerate().filter(|&(index, _)| Some(index) != kept);
+            self.shared.sleep.notify(taker, queued.map(|(_, t)| (t.worker_lo, t.worker_hi)));
+        }
         pusher.self_take = false;
         pusher.ready.clear();
     }
@@ -489,6 +514,8 @@ pub(super) enum Next {
     /// The task the scheduler kept for it, in `Pusher::kept`, not yet claimed (README.md, "Kept
     /// tasks").
     Kept(Claimed),
+    /// The task kept at the worker's open keep gate, claimed (README.md, "Kept tasks").
+    Gated(Claimed),
 }
 
 /// How a completing worker may go on without popping: the run's choice, made once.
@@ -500,4 +527,7 @@ pub(super) enum Continuation {
     Inline,
     /// It asks the scheduler, which may keep one of them for it (`push_keep`).
     Keep,
+    /// As `Keep`, for a scheduler that gave some worker a keep gate (ABI v1.4): while the
+    /// worker's is open, it keeps the first task it may run without asking.
+    Gate,
 }
