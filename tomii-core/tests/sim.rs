@@ -255,3 +255,33 @@ fn a_simulation_beyond_the_memory_available_is_refused() {
     assert!(message.contains("65536 slot(s) × 4000000 instances need at least"), "{message}");
     assert!(message.contains("of memory available; use fewer slots or fewer instances"), "{message}");
 }
+
+/// `TOMII_SCHED_KEEP_BEFORE_BATCH` (ABI v1.4): work-stealing's kept task, the newest ready one, runs
+/// before the rest of the worker's last pop, in a real run and in a simulated one alike. One
+/// worker: `a`'s three instances are pushed at `root`'s completion, the last kept and the others
+/// popped together later (newest first); each one's `b` is kept and runs before the next `a`.
+/// Without the flag `b`'s second instance would wait until the pop's last task had run.
+#[test]
+fn work_stealing_runs_a_kept_task_before_the_rest_of_its_pop() {
+    let graph = parse(
+        r#"{"nodes": [
+            {"name": "root", "function": "noop"},
+            {"name": "a", "function": "noop", "factor": 3, "args": [{"type": "$res", "predecessor": {"name": "root", "index": "all"}}]},
+            {"name": "b", "function": "noop", "factor": 3, "args": [{"type": "$res", "predecessor": {"name": "a"}}]}
+        ]}"#,
+    );
+    let config = RunConfig { workers: 1, slots: 1, frames: 1, trace: true, ..RunConfig::default() };
+    let order = |outcome: &RunOutcome| -> Vec<(String, u32)> {
+        let mut trace = outcome.trace.clone();
+        trace.sort_by_key(|record| record.start);
+        trace.iter().map(|r| (graph.nodes[r.node as usize].name.clone(), r.instance)).collect()
+    };
+    let expected: Vec<(String, u32)> =
+        [("root", 0), ("a", 2), ("b", 2), ("a", 1), ("b", 1), ("a", 0), ("b", 0)].map(|(n, i)| (n.into(), i)).into();
+    let kernels = tomii_core::plugin::KernelSet::load(&[common::synthetic_lib()]).unwrap_or_else(|e| panic!("{e}"));
+    let real = tomii_core::engine::run(&graph, &kernels, &scheduler("work-stealing"), &config)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(order(&real), expected, "a real run");
+    let simulated = simulate(&graph, "work-stealing", &plain(config));
+    assert_eq!(order(&simulated), expected, "a simulated run");
+}

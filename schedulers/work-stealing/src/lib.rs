@@ -20,7 +20,7 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crossbeam_utils::CachePadded;
-use tomii_types::abi::{TOMII_SCHED_BATCH_POPS, TOMII_SCHED_POP_HANDLES, TomiiKnobDesc};
+use tomii_types::abi::{TOMII_SCHED_BATCH_POPS, TOMII_SCHED_KEEP_BEFORE_BATCH, TOMII_SCHED_POP_HANDLES, TomiiKnobDesc};
 use tomii_types::scheduler::{
     HandleDeque, HandleRing, InitInfo, RangeClasses, Scheduler, Task, fair_share, fill_handles, knob,
 };
@@ -185,7 +185,9 @@ fn full() -> String {
 
 impl Scheduler for WorkStealing {
     const NAME: &'static CStr = c"work-stealing";
-    const FLAGS: u32 = TOMII_SCHED_POP_HANDLES | TOMII_SCHED_BATCH_POPS;
+    /// A kept task is the newest ready one, which a LIFO order runs first: before the rest of the
+    /// worker's last pop too (`TOMII_SCHED_KEEP_BEFORE_BATCH`; with `lifo=false` it keeps none).
+    const FLAGS: u32 = TOMII_SCHED_POP_HANDLES | TOMII_SCHED_BATCH_POPS | TOMII_SCHED_KEEP_BEFORE_BATCH;
     const KEEPS: bool = true;
     const KNOBS: &'static [TomiiKnobDesc] = &[knob(
         c"lifo",

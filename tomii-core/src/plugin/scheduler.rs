@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use abi_stable::library::lib_header_from_path;
 use tomii_types::abi::{
     SCHEDULER_ENTRY_SYMBOL, TOMII_KEEP_NONE, TOMII_OK, TOMII_SCHED_ABI_MAJOR, TOMII_SCHED_ABI_MINOR,
-    TOMII_SCHED_NEEDS_TIMING, TOMII_SCHED_POP_HANDLES, TOMII_SCHED_SERIAL, TomiiErrorBuf, TomiiKeepGate, TomiiKnob,
-    TomiiNodeSummary, TomiiSchedInit, TomiiSchedulerVtable, TomiiTask,
+    TOMII_SCHED_KEEP_BEFORE_BATCH, TOMII_SCHED_NEEDS_TIMING, TOMII_SCHED_POP_HANDLES, TOMII_SCHED_SERIAL,
+    TomiiErrorBuf, TomiiKeepGate, TomiiKnob, TomiiNodeSummary, TomiiSchedInit, TomiiSchedulerVtable, TomiiTask,
 };
 use tomii_types::stable::{LIB_HEADER_SYMBOL, SchedulerModuleRef};
 
@@ -249,6 +249,12 @@ impl SchedulerPlugin {
                 })
             })
             .collect()
+    }
+
+    /// Whether a task the scheduler keeps may run before the rest of its worker's last pop
+    /// (`TOMII_SCHED_KEEP_BEFORE_BATCH`, v1.4).
+    pub fn keeps_before_batch(&self) -> bool {
+        self.flags() & TOMII_SCHED_KEEP_BEFORE_BATCH != 0
     }
 
     /// Whether the scheduler reads `ready_ns`/`cost_ns`, so the host must measure them.

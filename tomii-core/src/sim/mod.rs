@@ -406,10 +406,12 @@ impl<'a> Sim<'a> {
     /// scheduler has it, or the rule of the worker's keep gate while that is open): the task kept
     /// for `worker`, claimed, goes first in its batch, to run next without a pop (engine README,
     /// "Kept tasks"). A worker that still holds tasks of its last pop is offered no keep: those
-    /// run first.
+    /// run first, unless the scheduler's order puts a kept task ahead of them
+    /// (`TOMII_SCHED_KEEP_BEFORE_BATCH`).
     fn push_completed(&mut self, worker: u32) -> Result<(), RunError> {
         let holds_popped = self.workers.get(worker as usize).is_some_and(|state| !state.batch.is_empty());
-        if self.staged.is_empty() || !self.scheduler.keeps() || holds_popped {
+        let barred = holds_popped && !self.scheduler.plugin().keeps_before_batch();
+        if self.staged.is_empty() || !self.scheduler.keeps() || barred {
             return self.push(worker);
         }
         let pushed = if self.scheduler.gate_open(worker) {

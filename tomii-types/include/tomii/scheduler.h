@@ -24,7 +24,8 @@
 
 /**
  * Minor version: the number of optional extensions added since v1.0 (v1.1: `TOMII_SCHED_POP_HANDLES`;
- * v1.2: `push_keep`; v1.3: `TOMII_SCHED_BATCH_POPS`; v1.4: `keep_gate`).
+ * v1.2: `push_keep`; v1.3: `TOMII_SCHED_BATCH_POPS`; v1.4: `keep_gate` and
+ * `TOMII_SCHED_KEEP_BEFORE_BATCH`).
  */
 #define TOMII_SCHED_ABI_MINOR 4
 
@@ -53,6 +54,13 @@
  * every other scheduler room for one; a run that sets it gives every scheduler that room.
  */
 #define TOMII_SCHED_BATCH_POPS 8
+
+/**
+ * Capability flag (v1.4), with `push_keep`: a task kept for a worker may run before the tasks of
+ * its last pop it still holds (a LIFO order: the newest ready task first), so the host asks
+ * `push_keep` at every completion, not only once the worker ran what it popped.
+ */
+#define TOMII_SCHED_KEEP_BEFORE_BATCH 16
 
 /**
  * The room a pop of a `TOMII_SCHED_BATCH_POPS` scheduler has when the run leaves `pop_batch` unset

@@ -15,7 +15,8 @@ use super::common::{TomiiAbiHeader, TomiiErrorBuf};
 /// Major version of the scheduler ABI described here.
 pub const TOMII_SCHED_ABI_MAJOR: u32 = 1;
 /// Minor version: the number of optional extensions added since v1.0 (v1.1: `TOMII_SCHED_POP_HANDLES`;
-/// v1.2: `push_keep`; v1.3: `TOMII_SCHED_BATCH_POPS`; v1.4: `keep_gate`).
+/// v1.2: `push_keep`; v1.3: `TOMII_SCHED_BATCH_POPS`; v1.4: `keep_gate` and
+/// `TOMII_SCHED_KEEP_BEFORE_BATCH`).
 pub const TOMII_SCHED_ABI_MINOR: u32 = 4;
 
 /// Capability flag: the host calls this scheduler from one thread at a time.
@@ -32,6 +33,10 @@ pub const TOMII_SCHED_POP_HANDLES: u32 = 4;
 /// `pop_batch` option unset gives such a scheduler room for `TOMII_AUTO_POP_BATCH` tasks, and
 /// every other scheduler room for one; a run that sets it gives every scheduler that room.
 pub const TOMII_SCHED_BATCH_POPS: u32 = 8;
+/// Capability flag (v1.4), with `push_keep`: a task kept for a worker may run before the tasks of
+/// its last pop it still holds (a LIFO order: the newest ready task first), so the host asks
+/// `push_keep` at every completion, not only once the worker ran what it popped.
+pub const TOMII_SCHED_KEEP_BEFORE_BATCH: u32 = 16;
 /// The room a pop of a `TOMII_SCHED_BATCH_POPS` scheduler has when the run leaves `pop_batch` unset
 /// (v1.3).
 pub const TOMII_AUTO_POP_BATCH: u32 = 16;

@@ -31,9 +31,10 @@ pub(super) struct Pusher<'e> {
     /// That task's whole descriptor, copied only for a scheduler with a task hook, which hears of
     /// it (`Plan::task_hooks`): the per-task path copies no descriptor otherwise.
     pub(super) kept: TomiiTask,
-    /// Whether the worker still holds tasks of its last pop to run: then no pushed task is kept
-    /// for it, since a kept task runs next, before tasks the scheduler handed out earlier.
-    pub(super) holds_popped: bool,
+    /// Whether no pushed task may be kept for the worker now: it still holds tasks of its last
+    /// pop, and a kept task, which runs next, would run before tasks the scheduler handed out
+    /// earlier (unless its order puts it first: `TOMII_SCHED_KEEP_BEFORE_BATCH`).
+    pub(super) keep_barred: bool,
 }
 
 /// A worker's own buffers and counters.
@@ -67,7 +68,7 @@ impl Engine<'_> {
             self_take: false,
             kept_handle: 0,
             kept: TomiiTask::default(),
-            holds_popped: false,
+            keep_barred: false,
         }
     }
 
@@ -84,7 +85,7 @@ impl Engine<'_> {
                 self_take: true,
                 kept_handle: 0,
                 kept: TomiiTask::default(),
-                holds_popped: false,
+                keep_barred: false,
             },
             args: Vec::with_capacity(graph.max_args() + 1),
             list: Vec::with_capacity(graph.max_args()),

@@ -56,6 +56,9 @@ pub(super) struct Plan<'a> {
     pub(super) task_hooks: bool,
     /// How a completing worker may go on without popping (set once the scheduler is created).
     pub(super) continuation: Continuation,
+    /// Whether a kept task may run before the rest of its worker's last pop
+    /// (`TOMII_SCHED_KEEP_BEFORE_BATCH`).
+    pub(super) keep_before_batch: bool,
     /// The CPUs the workers are pinned to (`RunConfig::pin_workers`), read on the host thread.
     pub(super) placement: Option<Placement>,
     /// The room of each pop (`RunConfig::pop_room`).
@@ -124,6 +127,7 @@ impl<'a> Plan<'a> {
             recording: !config.record_taps.is_empty(),
             task_hooks: false,
             continuation: Continuation::None,
+            keep_before_batch: plugin.keeps_before_batch(),
             placement,
             pop_room: config.pop_room(plugin),
         })

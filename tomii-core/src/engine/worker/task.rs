@@ -308,7 +308,7 @@ impl Engine<'_> {
     /// `Continuation::Gate` that one is kept the same way while the worker's keep gate is open
     /// (ABI v1.4); otherwise, and with `Continuation::Keep`, the scheduler is asked whether it
     /// keeps one of them for this worker (`push_keep`). No task is kept while the worker holds
-    /// tasks of its last pop, which run first.
+    /// tasks of its last pop, which run first (`Pusher::keep_barred`).
     #[inline(always)]
     pub(super) fn release_successors(
         &self,
@@ -323,7 +323,7 @@ impl Engine<'_> {
         pusher.self_take = true;
         // Whether the first successor this worker may run is still to be looked at.
         let mut first =
-            continuation == Continuation::Inline || (continuation == Continuation::Gate && !pusher.holds_popped);
+            continuation == Continuation::Inline || (continuation == Continuation::Gate && !pusher.keep_barred);
         for &next_inst in self.plan.records.successors(self.plan.records.get(inst)) {
             let (successor, record) = (next_inst.get(), self.plan.records.get(next_inst));
             if !self.shared.table.arrive(slot, successor, generation, record.deps) {
@@ -351,7 +351,7 @@ impl Engine<'_> {
         }
         if matches!(continuation, Continuation::Keep | Continuation::Gate)
             && matches!(next, Next::Pop)
-            && !pusher.holds_popped
+            && !pusher.keep_barred
             && !pusher.ready.is_empty()
         {
             if !self.push_keeping(pusher)? {

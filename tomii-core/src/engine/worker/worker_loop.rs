@@ -85,7 +85,7 @@ impl Engine<'_> {
         while let Some(count) = self.next_tasks(&mut local, &mut popped) {
             let tasks = popped.get(..count).unwrap_or_default();
             for (index, task) in tasks.iter().enumerate() {
-                local.pusher.holds_popped = index + 1 < tasks.len();
+                local.pusher.keep_barred = index + 1 < tasks.len() && !self.plan.keep_before_batch;
                 if let Err(error) = self.execute(&mut local, task) {
                     self.fail(error);
                     break;
