@@ -21,6 +21,17 @@ pub struct Fifo {
     workers: u32,
 }
 
+impl Fifo {
+    /// The one queue, when every task may run on every worker (nearly always).
+    #[inline]
+    fn single_queue(&self) -> Option<&HandleRing> {
+        match (&*self.queues, self.classes.is_single()) {
+            ([queue], true) => Some(queue),
+            _ => None,
+        }
+    }
+}
+
 impl Scheduler for Fifo {
     const NAME: &'static std::ffi::CStr = c"fifo";
     const FLAGS: u32 = TOMII_SCHED_POP_HANDLES | TOMII_SCHED_BATCH_POPS;
@@ -34,7 +45,7 @@ impl Scheduler for Fifo {
 
     #[inline]
     fn push(&self, _worker: Option<u32>, tasks: &[Task]) -> Result<(), String> {
-        if let ([queue], true) = (&*self.queues, self.classes.is_single()) {
+        if let Some(queue) = self.single_queue() {
             for task in tasks {
                 queue.push(task.handle).map_err(|_| full())?;
             }
@@ -50,7 +61,7 @@ impl Scheduler for Fifo {
     /// serves, the first task it may run is the one it would pop next, so it keeps that one.
     #[inline]
     fn push_keep(&self, worker: u32, tasks: &[Task]) -> Result<Option<usize>, String> {
-        if let ([queue], true) = (&*self.queues, self.classes.is_single()) {
+        if let Some(queue) = self.single_queue() {
             let keep = !tasks.is_empty() && queue.is_empty();
             for task in &tasks[usize::from(keep)..] {
                 queue.push(task.handle).map_err(|_| full())?;
@@ -70,15 +81,12 @@ impl Scheduler for Fifo {
     /// With a single queue, `push_keep`'s rule is "keep the first task when the queue is empty":
     /// the host applies it from the queue's counters, without a call.
     fn keep_gate(&self, _worker: u32) -> Option<KeepGate<'_>> {
-        match (&*self.queues, self.classes.is_single()) {
-            ([queue], true) => Some(queue.keep_gate()),
-            _ => None,
-        }
+        self.single_queue().map(HandleRing::keep_gate)
     }
 
     #[inline]
     fn pop(&self, worker: u32, out: &mut [Task]) -> Result<usize, String> {
-        if let ([queue], true) = (&*self.queues, self.classes.is_single()) {
+        if let Some(queue) = self.single_queue() {
             return Ok(fill_handles(fair_share(out, queue.len(), self.workers), || queue.pop()));
         }
         let mut count = 0;

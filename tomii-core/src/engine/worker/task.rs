@@ -365,10 +365,10 @@ impl Engine<'_> {
         Ok(next)
     }
 
-    /// Whether `worker`'s keep gate is open (ABI v1.4), unless the scheduler was ejected.
+    /// Whether `worker`'s keep gate is open (ABI v1.4); an ejected scheduler's is never read.
     #[inline(always)]
     fn keeps_at_gate(&self, worker: u32) -> bool {
-        self.scheduler.gate_open(worker) && !self.shared.containment.is_ejected()
+        !self.shared.containment.is_ejected() && self.scheduler.gate_open(worker)
     }
 
     /// Adds a ready task to the pusher's batch, pushing the batch when it is full.
